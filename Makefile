@@ -1,0 +1,31 @@
+# `make demo` and `make test` work on a fresh machine with only Python 3.10+.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint typecheck clean
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/approval_workflow.py --auto
+
+test: $(VENV)/.installed-dev
+	$(PY) -m pytest
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check graph_agent checkpoint hooks tests examples
+	$(VENV)/bin/ruff format --check graph_agent checkpoint hooks tests examples
+
+typecheck: $(VENV)/.installed-dev
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

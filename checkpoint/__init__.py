@@ -1,0 +1,34 @@
+"""Checkpoint savers: where a graph's threads are kept between steps, runs and restarts.
+
+This package imports nothing from ``graph_agent`` or ``hooks``.
+"""
+
+from __future__ import annotations
+
+from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
+from .errors import (
+    CheckpointConflictError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    SerializationError,
+    UnserializableValueError,
+)
+from .memory import MemorySaver
+from .serde import Serializer, TypeRegistry, default_registry, default_serializer, register_type
+
+__all__ = [
+    "BaseCheckpointSaver",
+    "Checkpoint",
+    "CheckpointConflictError",
+    "CheckpointDelta",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "MemorySaver",
+    "SerializationError",
+    "Serializer",
+    "TypeRegistry",
+    "UnserializableValueError",
+    "default_registry",
+    "default_serializer",
+    "register_type",
+]

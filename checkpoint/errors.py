@@ -1,0 +1,51 @@
+"""Errors raised by checkpoint savers and the serializer."""
+
+from __future__ import annotations
+
+
+class CheckpointError(Exception):
+    """Base class of every error raised by the ``checkpoint`` package."""
+
+
+class SerializationError(CheckpointError, ValueError):
+    """Bytes could not be turned back into values (corrupt, truncated or of an unknown type)."""
+
+
+class UnserializableValueError(SerializationError, TypeError):
+    """A value cannot be written to a checkpoint because its type is not allowed.
+
+    ``key`` is the state key that holds it, ``path`` where inside that value it sits
+    (``messages[3].metadata['conn']``), ``type_name`` the offending type.
+    """
+
+    def __init__(
+        self, message: str, *, key: str | None, path: str, type_name: str
+    ) -> None:
+        super().__init__(message)
+        self.key = key
+        self.path = path
+        self.type_name = type_name
+
+
+class CheckpointNotFoundError(CheckpointError, LookupError):
+    """A checkpoint id, or a thread, that the saver does not hold."""
+
+    def __init__(self, message: str, *, thread_id: str, checkpoint_id: str | None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+
+    def __str__(self) -> str:  # LookupError would repr() the message
+        return str(self.args[0])
+
+
+class CheckpointConflictError(CheckpointError):
+    """Another writer moved the thread's head since this writer read it; nothing was written."""
+
+    def __init__(
+        self, message: str, *, thread_id: str, expected_head: str | None, actual_head: str | None
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.expected_head = expected_head
+        self.actual_head = actual_head

@@ -1,0 +1,55 @@
+"""Errors raised by ``graph_agent``; every one derives from :class:`GraphAgentError`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class GraphAgentError(Exception):
+    """Base class of every error raised by ``graph_agent``."""
+
+
+class GraphValidationError(GraphAgentError, ValueError):
+    """The graph is malformed. ``problems`` lists every problem found, not just the first."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            message = f"invalid graph: {self.problems[0]}"
+        else:
+            lines = "\n".join(f"  - {p}" for p in self.problems)
+            message = f"invalid graph ({len(self.problems)} problems):\n{lines}"
+        super().__init__(message)
+
+
+class InvalidUpdateError(GraphAgentError, ValueError):
+    """A node (or an input, or ``update_state``) returned an update the state cannot take.
+
+    ``node`` names who wrote it and ``key`` the state key, when there is one.
+    """
+
+    def __init__(self, message: str, *, node: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+        self.key = key
+
+
+class InvalidRouteError(GraphAgentError, ValueError):
+    """A router returned a label that its conditional edge does not know."""
+
+    def __init__(self, message: str, *, node: str, label: object) -> None:
+        super().__init__(message)
+        self.node = node
+        self.label = label
+
+
+class GraphRecursionError(GraphAgentError, RecursionError):
+    """A run took more super-steps than its recursion limit without reaching END."""
+
+
+class GraphResumeError(GraphAgentError, ValueError):
+    """A thread cannot be resumed (or started) the way it was asked to."""
+
+
+class GraphUsageError(GraphAgentError, TypeError):
+    """The API was called in a way that cannot work (e.g. async nodes run with ``invoke``)."""

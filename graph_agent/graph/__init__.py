@@ -1,0 +1,29 @@
+"""The graph engine: build a ``StateGraph``, compile it, run it over an ``OverAllState``."""
+
+from __future__ import annotations
+
+from ._constants import END, START
+from .compiled import CompiledGraph
+from .config import RunnableConfig
+from .interrupt import interrupt
+from .state import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite
+from .state_graph import DEFAULT_RECURSION_LIMIT, StateGraph
+from .types import Command, Interrupt, NodeOutput, StateSnapshot
+
+__all__ = [
+    "DEFAULT_RECURSION_LIMIT",
+    "END",
+    "START",
+    "Command",
+    "CompiledGraph",
+    "Interrupt",
+    "KeyStrategy",
+    "KeyStrategyLike",
+    "NodeOutput",
+    "OverAllState",
+    "Overwrite",
+    "RunnableConfig",
+    "StateGraph",
+    "StateSnapshot",
+    "interrupt",
+]

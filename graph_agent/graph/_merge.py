@@ -1,0 +1,157 @@
+"""Merging node updates into the state, and recording what changed for the saver."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from checkpoint import CheckpointDelta
+
+from ..errors import InvalidUpdateError
+from .state import KeyStrategy, KeyStrategyLike, Overwrite
+
+_REPLACE = KeyStrategy.REPLACE
+_APPEND = KeyStrategy.APPEND
+_MERGE = KeyStrategy.MERGE
+
+
+class DeltaTracker:
+    """What changed since the last checkpoint: new items of APPEND keys, names of other keys."""
+
+    __slots__ = ("appended", "replaced")
+
+    def __init__(self) -> None:
+        self.appended: dict[str, list[Any]] = {}
+        self.replaced: set[str] = set()
+
+    def append(self, key: str, items: Sequence[Any]) -> None:
+        if key in self.replaced:
+            return  # the whole current value is written anyway
+        pending = self.appended.get(key)
+        if pending is None:
+            self.appended[key] = list(items)
+        else:
+            pending.extend(items)
+
+    def replace(self, key: str) -> None:
+        self.replaced.add(key)
+        self.appended.pop(key, None)
+
+    def take(self, values: Mapping[str, Any]) -> CheckpointDelta:
+        """The delta up to now, against ``values`` (the current state); then start afresh."""
+        delta = CheckpointDelta(
+            appended=self.appended, replaced={key: values[key] for key in self.replaced}
+        )
+        self.appended = {}
+        self.replaced = set()
+        return delta
+
+
+WRITER_LABELS = {
+    "__input__": "the input",
+    "__resume__": "Command(update=...)",
+    "__update__": "update_state()",
+}
+
+
+def _who(writer: str) -> str:
+    return WRITER_LABELS.get(writer) or f"node '{writer}'"
+
+
+def _describe(value: Any) -> str:
+    return type(value).__name__
+
+
+def merge_updates(
+    values: Mapping[str, Any],
+    updates: Sequence[tuple[str, Any]],
+    strategies: Mapping[str, KeyStrategyLike],
+    tracker: DeltaTracker,
+) -> dict[str, Any]:
+    """A new state: ``values`` with each ``(writer, update)`` merged in order by key strategy.
+
+    ``values`` is not changed. Raises ``InvalidUpdateError`` naming the writer and key for an
+    update that is not a dict, a non-str key, two writes to one REPLACE key, an APPEND onto a
+    value that is not a list, or a MERGE of something that is not a dict.
+    """
+    merged = dict(values)
+    replace_writers: dict[str, str] = {}
+    for writer, update in updates:
+        if update is None:
+            continue
+        if not isinstance(update, Mapping):
+            raise InvalidUpdateError(
+                f"{_who(writer)} returned {_describe(update)}; a node must return a dict of state "
+                "updates (e.g. {'key': value}) or None",
+                node=writer,
+            )
+        for key, value in update.items():
+            if not isinstance(key, str):
+                raise InvalidUpdateError(
+                    f"{_who(writer)} returned an update with key {key!r} ({_describe(key)}); state "
+                    "keys must be str",
+                    node=writer,
+                )
+            strategy = strategies.get(key, _REPLACE)
+            if type(value) is Overwrite:
+                merged[key] = value.value
+                tracker.replace(key)
+            elif strategy is _REPLACE:
+                other = replace_writers.get(key)
+                if other is not None:
+                    raise InvalidUpdateError(
+                        f"{_who(other)} and {_who(writer)} both wrote REPLACE key {key!r} in the same "
+                        "super-step; only one may. Give the key a merging strategy (e.g. "
+                        "KeyStrategy.APPEND or a callable) in StateGraph(key_strategies=...), "
+                        "or let one node write it",
+                        node=writer,
+                        key=key,
+                    )
+                replace_writers[key] = writer
+                merged[key] = value
+                tracker.replace(key)
+            elif strategy is _APPEND:
+                items = value if isinstance(value, (list, tuple)) else (value,)
+                old = merged.get(key)
+                if old is None:
+                    merged[key] = list(items)
+                elif isinstance(old, list):
+                    merged[key] = old + list(items)
+                else:
+                    raise InvalidUpdateError(
+                        f"{_who(writer)} appended to key {key!r}, whose current value is a "
+                        f"{_describe(old)}, not a list; APPEND keys must hold lists",
+                        node=writer,
+                        key=key,
+                    )
+                tracker.append(key, items)
+            elif strategy is _MERGE:
+                if not isinstance(value, Mapping):
+                    raise InvalidUpdateError(
+                        f"{_who(writer)} wrote a {_describe(value)} to MERGE key {key!r}; a MERGE "
+                        "key takes a dict of entries to update",
+                        node=writer,
+                        key=key,
+                    )
+                old = merged.get(key)
+                if old is not None and not isinstance(old, Mapping):
+                    raise InvalidUpdateError(
+                        f"{_who(writer)} merged into key {key!r}, whose current value is a "
+                        f"{_describe(old)}, not a dict",
+                        node=writer,
+                        key=key,
+                    )
+                merged[key] = {**old, **value} if old else dict(value)
+                tracker.replace(key)
+            else:
+                try:
+                    merged[key] = strategy(merged.get(key), value)
+                except Exception as exc:
+                    raise InvalidUpdateError(
+                        f"the key strategy of {key!r} failed on the update from {_who(writer)}: "
+                        f"{type(exc).__name__}: {exc}",
+                        node=writer,
+                        key=key,
+                    ) from exc
+                tracker.replace(key)
+    return merged

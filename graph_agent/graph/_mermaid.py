@@ -1,0 +1,56 @@
+"""Mermaid flowchart text for a compiled graph."""
+
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+
+from ._constants import END, START
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _node_id(name: str, taken: dict[str, str]) -> str:
+    if name in taken:
+        return taken[name]
+    base = _SAFE_ID.sub("_", name) or "node"
+    if base[0].isdigit():
+        base = f"n_{base}"
+    if base in ("end", "graph", "subgraph", "style", "class", "click", "flowchart"):
+        base = f"{base}_"
+    candidate, i = base, 1
+    while candidate in taken.values():
+        i += 1
+        candidate = f"{base}_{i}"
+    taken[name] = candidate
+    return candidate
+
+
+def _text(label: str) -> str:
+    """A label Mermaid renders verbatim: quoted, with quotes and markup escaped."""
+    escaped = label.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;")
+    return f'"{escaped.replace(">", "#gt;")}"'
+
+
+def draw_mermaid(graph: nx.DiGraph, *, direction: str = "TD") -> str:
+    """``flowchart`` text: START and END as rounded terminals, static edges solid, conditional
+    edges dotted and labelled with the router's labels."""
+    ids: dict[str, str] = {}
+    lines = [f"flowchart {direction}"]
+    for name in graph.nodes:
+        node_id = _node_id(name, ids)
+        if name == START:
+            lines.append(f'    {node_id}(["start"])')
+        elif name == END:
+            lines.append(f'    {node_id}(["end"])')
+        else:
+            lines.append(f"    {node_id}[{_text(name)}]")
+    for src, dst, data in graph.edges(data=True):
+        a, b = ids[src], ids[dst]
+        if data.get("conditional"):
+            label = data.get("label")
+            lines.append(f"    {a} -.->|{_text(label)}| {b}" if label else f"    {a} -.-> {b}")
+        else:
+            lines.append(f"    {a} --> {b}")
+    return "\n".join(lines) + "\n"

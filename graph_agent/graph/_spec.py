@@ -1,0 +1,115 @@
+"""The immutable description of a graph that the engine runs."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import GraphValidationError
+from .state import KeyStrategy, KeyStrategyLike
+
+
+def _is_async_callable(fn: Any) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    )
+
+
+def _takes_config(fn: Callable[..., Any], what: str) -> bool:
+    """Whether ``fn`` is called as ``fn(state, config)`` rather than ``fn(state)``."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: assume (state)
+        return False
+    positional = 0
+    for param in signature.parameters.values():
+        if param.kind is param.VAR_POSITIONAL:
+            return True
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    if positional == 0:
+        raise GraphValidationError(
+            [f"{what} must accept (state) or (state, config), but {fn!r} takes no positional arguments"]
+        )
+    return positional >= 2
+
+
+class NodeSpec:
+    """A node: its function, how to call it, and its position (the merge order)."""
+
+    __slots__ = ("fn", "index", "is_async", "name", "takes_config")
+
+    def __init__(self, name: str, fn: Callable[..., Any], index: int) -> None:
+        self.name = name
+        self.fn = fn
+        self.index = index
+        self.is_async = _is_async_callable(fn)
+        self.takes_config = _takes_config(fn, f"node '{name}'")
+
+
+class BranchSpec:
+    """A conditional edge: a router and the labels it may return."""
+
+    __slots__ = ("fn", "is_async", "path_map", "source", "takes_config")
+
+    def __init__(
+        self, source: str, fn: Callable[..., Any], path_map: Mapping[Any, str] | None
+    ) -> None:
+        self.source = source
+        self.fn = fn
+        self.path_map = dict(path_map) if path_map is not None else None
+        self.is_async = _is_async_callable(fn)
+        self.takes_config = _takes_config(fn, f"router of the conditional edge from '{source}'")
+
+
+class GraphSpec:
+    """Everything the engine needs, fixed at ``compile()``."""
+
+    __slots__ = (
+        "branches",
+        "default_recursion_limit",
+        "edges",
+        "has_async",
+        "interrupt_after",
+        "interrupt_before",
+        "nodes",
+        "reach",
+        "static_next",
+        "strategies",
+    )
+
+    def __init__(
+        self,
+        nodes: Mapping[str, NodeSpec],
+        edges: list[tuple[str, str]],
+        branches: Mapping[str, BranchSpec],
+        strategies: Mapping[str, KeyStrategyLike],
+        interrupt_before: frozenset[str],
+        interrupt_after: frozenset[str],
+        default_recursion_limit: int,
+        reach: Mapping[str, frozenset[str]],
+    ) -> None:
+        self.nodes = dict(nodes)
+        self.edges = list(edges)
+        self.branches = dict(branches)
+        self.strategies: dict[str, KeyStrategyLike] = dict(strategies)
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.default_recursion_limit = default_recursion_limit
+        self.reach = dict(reach)
+        static: dict[str, list[str]] = {}
+        for src, dst in edges:
+            targets = static.setdefault(src, [])
+            if dst not in targets:
+                targets.append(dst)
+        self.static_next: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in static.items()}
+        self.has_async = [n.name for n in self.nodes.values() if n.is_async] + [
+            f"router of '{b.source}'" for b in self.branches.values() if b.is_async
+        ]
+
+    def strategy(self, key: str) -> KeyStrategyLike:
+        return self.strategies.get(key, KeyStrategy.REPLACE)

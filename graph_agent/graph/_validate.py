@@ -1,0 +1,95 @@
+"""Compile-time checks of a graph's shape, with networkx."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import networkx as nx
+
+from ._constants import END, START
+from ._spec import BranchSpec, NodeSpec
+
+
+def build_digraph(
+    nodes: Mapping[str, NodeSpec],
+    edges: Iterable[tuple[str, str]],
+    branches: Mapping[str, BranchSpec],
+) -> nx.DiGraph:
+    """The graph as networkx sees it: START, END and every node; static edges, and one edge
+    per label of each conditional edge (``conditional=True``, ``label=...``). A router
+    without a path map may go to any node or END, so it gets an edge to each."""
+    graph = nx.DiGraph()
+    graph.add_node(START)
+    for name in nodes:
+        graph.add_node(name)
+    graph.add_node(END)
+    for src, dst in edges:
+        graph.add_edge(src, dst, conditional=False, label=None)
+    for source, branch in branches.items():
+        if branch.path_map is not None:
+            for label, target in branch.path_map.items():
+                if graph.has_edge(source, target) and graph.edges[source, target]["conditional"]:
+                    previous = graph.edges[source, target]["label"]
+                    graph.edges[source, target]["label"] = f"{previous}, {label}"
+                else:
+                    graph.add_edge(source, target, conditional=True, label=str(label))
+        else:
+            for target in [*nodes, END]:
+                if not graph.has_edge(source, target):
+                    graph.add_edge(source, target, conditional=True, label=None)
+    return graph
+
+
+def find_problems(
+    nodes: Mapping[str, NodeSpec],
+    edges: Iterable[tuple[str, str]],
+    branches: Mapping[str, BranchSpec],
+    interrupt_before: Iterable[str],
+    interrupt_after: Iterable[str],
+) -> list[str]:
+    """Every problem with the graph's shape, in a stable order; empty when it is sound."""
+    problems: list[str] = []
+    known = set(nodes)
+    edges = list(edges)
+    hint = f"known nodes: {sorted(known)}"
+    for src, dst in edges:
+        if src != START and src not in known:
+            problems.append(f"edge {src!r} -> {dst!r} starts at unknown node {src!r} ({hint})")
+        if dst != END and dst not in known:
+            problems.append(f"edge {src!r} -> {dst!r} ends at unknown node {dst!r} ({hint})")
+    for source, branch in branches.items():
+        if source != START and source not in known:
+            problems.append(f"conditional edge starts at unknown node {source!r} ({hint})")
+        for label, target in (branch.path_map or {}).items():
+            if target != END and target not in known:
+                problems.append(
+                    f"conditional edge from {source!r} maps label {label!r} to unknown node "
+                    f"{target!r} ({hint})"
+                )
+    for kind, names in (("interrupt_before", interrupt_before), ("interrupt_after", interrupt_after)):
+        for name in names:
+            if name not in known:
+                problems.append(f"{kind} names unknown node {name!r} ({hint})")
+    if problems:
+        return problems  # reachability is meaningless with dangling edges
+
+    graph = build_digraph(nodes, edges, branches)
+    if graph.out_degree(START) == 0:
+        problems.append(
+            "no entry point: add an edge from START, e.g. add_edge(START, "
+            f"{next(iter(nodes), 'first_node')!r})"
+        )
+        return problems
+    reachable = nx.descendants(graph, START)
+    unreachable = [n for n in nodes if n not in reachable]
+    if unreachable:
+        problems.append(
+            f"node(s) {unreachable} cannot be reached from START: add an edge to them or remove them"
+        )
+    can_finish = nx.ancestors(graph, END)
+    stuck = [n for n in nodes if n in reachable and n not in can_finish]
+    if stuck:
+        problems.append(
+            f"node(s) {stuck} can never reach END: give them an outgoing edge that leads to END"
+        )
+    return problems

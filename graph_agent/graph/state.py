@@ -1,0 +1,107 @@
+"""The state a graph runs over, and how updates to each key are merged."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
+from typing import Any, Union
+
+__all__ = ["KeyStrategy", "KeyStrategyLike", "OverAllState", "Overwrite"]
+
+
+class OverAllState(Mapping[str, Any]):
+    """A read-only view of a graph's state: ``state["k"]``, ``state.get("k", d)``, ``state.value("k")``.
+
+    Nodes never change it; they return a dict of updates. The values themselves are shared
+    with the engine and the saver, so treat lists and dicts inside it as read-only too.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        self._data: Mapping[str, Any] = {} if data is None else data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default`` when the state has no such key."""
+        return self._data.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._data.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._data.items()
+
+    def values(self) -> ValuesView[Any]:
+        return self._data.values()
+
+    def data(self) -> dict[str, Any]:
+        """A shallow copy of the state as a plain dict."""
+        return dict(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OverAllState):
+            return dict(self._data) == dict(other._data)
+        if isinstance(other, Mapping):
+            return dict(self._data) == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OverAllState({dict(self._data)!r})"
+
+
+class KeyStrategy(enum.Enum):
+    """How an update to a state key is merged with its current value.
+
+    ``REPLACE``: the new value wins (two writes in one super-step are an error).
+    ``APPEND``: list concatenation; a single non-list item is appended.
+    ``MERGE``: dict update. Any callable ``(old, new) -> merged`` may be used instead.
+    """
+
+    REPLACE = "replace"
+    APPEND = "append"
+    MERGE = "merge"
+
+    def __call__(self, old: Any, new: Any) -> Any:
+        if self is KeyStrategy.REPLACE:
+            return new
+        if self is KeyStrategy.APPEND:
+            items = list(new) if isinstance(new, (list, tuple)) else [new]
+            return items if old is None else [*old, *items]
+        if old is None:
+            return dict(new)
+        return {**old, **new}
+
+
+KeyStrategyLike = Union[KeyStrategy, Callable[[Any, Any], Any]]
+
+
+class Overwrite:
+    """Wrap an update value to store it as is, bypassing the key's strategy.
+
+    ``{"messages": Overwrite(kept)}`` replaces an APPEND list instead of extending it.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Overwrite({self.value!r})"

@@ -1,0 +1,156 @@
+"""Building a graph: nodes, edges, conditional edges, then ``compile()``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from ..errors import GraphValidationError
+from ._constants import END, START
+from ._spec import BranchSpec, GraphSpec, NodeSpec
+from ._validate import build_digraph, find_problems
+from .state import KeyStrategy, KeyStrategyLike
+
+if TYPE_CHECKING:
+    from checkpoint import BaseCheckpointSaver
+
+    from .compiled import CompiledGraph
+
+__all__ = ["DEFAULT_RECURSION_LIMIT", "StateGraph"]
+
+DEFAULT_RECURSION_LIMIT = 25
+
+
+class StateGraph:
+    """A graph of nodes over a shared state, built step by step and then compiled.
+
+    ``key_strategies`` says how updates to each key merge (``KeyStrategy`` or a callable
+    ``(old, new) -> merged``); keys not listed are REPLACE. Every method returns the graph,
+    so calls chain.
+    """
+
+    def __init__(self, key_strategies: Mapping[str, KeyStrategyLike] | None = None) -> None:
+        strategies = dict(key_strategies or {})
+        for key, strategy in strategies.items():
+            if not isinstance(key, str):
+                raise GraphValidationError([f"key_strategies keys must be str, got {key!r}"])
+            if not isinstance(strategy, KeyStrategy) and not callable(strategy):
+                raise GraphValidationError(
+                    [
+                        f"key strategy for {key!r} must be a KeyStrategy or a callable "
+                        f"(old, new) -> merged, got {strategy!r}"
+                    ]
+                )
+        self.key_strategies: dict[str, KeyStrategyLike] = strategies
+        self._nodes: dict[str, NodeSpec] = {}
+        self._edges: list[tuple[str, str]] = []
+        self._branches: dict[str, BranchSpec] = {}
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(self._nodes)
+
+    def add_node(self, name: str, action: Callable[..., Any]) -> StateGraph:
+        """Add a node: ``action(state)`` or ``action(state, config)``, sync or async, returning
+        a dict of state updates or ``None``."""
+        if not isinstance(name, str) or not name:
+            raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
+        if name in (START, END):
+            raise GraphValidationError([f"{name!r} is reserved; choose another node name"])
+        if name in self._nodes:
+            raise GraphValidationError([f"node {name!r} is already in the graph"])
+        if not callable(action):
+            raise GraphValidationError(
+                [f"node {name!r} needs a callable action, got {type(action).__name__}"]
+            )
+        self._nodes[name] = NodeSpec(name, action, len(self._nodes))
+        return self
+
+    def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
+        """Run ``target`` after ``source``. Several edges out of one node fan out in parallel;
+        a node reached by parallel branches runs once, after all of them. A list of sources is
+        shorthand for one edge from each."""
+        sources = [source] if isinstance(source, str) else list(source)
+        for src in sources:
+            if src == END:
+                raise GraphValidationError([f"END has no outgoing edges (edge END -> {target!r})"])
+            if target == START:
+                raise GraphValidationError([f"START has no incoming edges (edge {src!r} -> START)"])
+            self._edges.append((src, target))
+        return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        router: Callable[..., Any],
+        path_map: Mapping[Any, str] | Iterable[str] | None = None,
+    ) -> StateGraph:
+        """After ``source``, call ``router(state)`` or ``router(state, config)`` (sync or async)
+        on the merged state. It returns a label of ``path_map`` (or, without a map, a node name
+        or END), or a list of them to run several nodes in parallel. A list of names as
+        ``path_map`` maps each name to itself."""
+        if source in self._branches:
+            raise GraphValidationError([f"node {source!r} already has conditional edges"])
+        if source == END:
+            raise GraphValidationError(["END has no outgoing edges"])
+        if not callable(router):
+            raise GraphValidationError(
+                [f"router for {source!r} must be callable, got {type(router).__name__}"]
+            )
+        if path_map is not None and not isinstance(path_map, Mapping):
+            path_map = {name: name for name in path_map}
+        self._branches[source] = BranchSpec(source, router, path_map)
+        return self
+
+    def get_graph(self) -> nx.DiGraph:
+        """The networkx ``DiGraph`` as built so far (see ``CompiledGraph.get_graph``)."""
+        return build_digraph(self._nodes, self._edges, self._branches)
+
+    def compile(
+        self,
+        saver: BaseCheckpointSaver | None = None,
+        interrupt_before: Iterable[str] = (),
+        interrupt_after: Iterable[str] = (),
+        recursion_limit: int = DEFAULT_RECURSION_LIMIT,
+    ) -> CompiledGraph:
+        """Validate the graph and return a runnable ``CompiledGraph``.
+
+        Raises ``GraphValidationError`` listing every problem: edges to unknown nodes, no
+        entry from START, nodes unreachable from START or that can never reach END,
+        conditional edges mapping to unknown nodes, interrupts on unknown nodes.
+        """
+        from checkpoint import BaseCheckpointSaver
+
+        from .compiled import CompiledGraph
+
+        before = [interrupt_before] if isinstance(interrupt_before, str) else list(interrupt_before)
+        after = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after)
+        problems = find_problems(self._nodes, self._edges, self._branches, before, after)
+        if saver is not None and not isinstance(saver, BaseCheckpointSaver):
+            problems.append(
+                f"saver must be a BaseCheckpointSaver (e.g. MemorySaver()), got {type(saver).__name__}"
+            )
+        if (before or after) and saver is None:
+            problems.append(
+                "interrupt_before/interrupt_after need a saver to keep the paused thread: "
+                "compile(saver=MemorySaver(), ...)"
+            )
+        if not isinstance(recursion_limit, int) or recursion_limit < 1:
+            problems.append(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        if problems:
+            raise GraphValidationError(problems)
+        digraph = build_digraph(self._nodes, self._edges, self._branches)
+        reach = {name: frozenset(nx.descendants(digraph, name)) for name in self._nodes}
+        spec = GraphSpec(
+            nodes=self._nodes,
+            edges=self._edges,
+            branches=self._branches,
+            strategies=self.key_strategies,
+            interrupt_before=frozenset(before),
+            interrupt_after=frozenset(after),
+            default_recursion_limit=recursion_limit,
+            reach=reach,
+        )
+        return CompiledGraph(spec, saver, digraph)
