@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -284,7 +285,7 @@ class MemorySaver(BaseCheckpointSaver):
                 )
             return total
 
-    def thread_ids(self) -> list[str]:
+    def thread_ids(self) -> builtins.list[str]:
         """The threads held, least recently used first."""
         with self._lock:
             return list(self._threads)

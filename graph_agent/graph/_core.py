@@ -281,18 +281,15 @@ class GraphRun(_Cursor):
                 f"Command(...), got {type(inputs).__name__}"
             )
 
+        if not skip_before:
+            hits = self._before_hits(frontier)
+            if hits:
+                yield from self.write(frontier, source="input", interrupts=hits)
+                return
         limit = self.config.recursion_limit or spec.default_recursion_limit
         steps = 0
-        source = "input"
         while frontier:
             runnable, deferred = self._split_joins(frontier)
-            if not skip_before and spec.interrupt_before:
-                hits = [n for n in runnable if n in spec.interrupt_before]
-                if hits:
-                    records = [interrupt_record(n, "before") for n in hits]
-                    yield from self.write(frontier, source=source, interrupts=records)
-                    return
-            skip_before = False
             if steps >= limit:
                 raise GraphRecursionError(
                     f"thread '{self.config.thread_id}' ran {steps} super-steps without reaching "
@@ -325,16 +322,25 @@ class GraphRun(_Cursor):
             new_state = OverAllState(self.values)
             triggered = yield from self.successors(runnable, new_state)
             frontier = _union_in_order(spec, deferred, triggered)
-            after = [n for n in runnable if n in spec.interrupt_after] if frontier else []
+            pauses: list[dict[str, Any]] = []
+            if frontier:
+                pauses = [interrupt_record(n, "after") for n in runnable if n in spec.interrupt_after]
+                pauses += self._before_hits(frontier)
             yield from self.write(
-                frontier, source="loop", nodes=runnable, updates=updates,
-                interrupts=[interrupt_record(n, "after") for n in after],
+                frontier, source="loop", nodes=runnable, updates=updates, interrupts=pauses
             )
             if self.stream:
                 yield EmitEffect([NodeOutput(r.node, r.update, new_state) for r in results])
-            if after:
+            if pauses:
                 return
-            source = "loop"
+
+    def _before_hits(self, frontier: list[str]) -> list[dict[str, Any]]:
+        """Interrupt records for the nodes of ``frontier`` that would run now and pause before."""
+        before = self.spec.interrupt_before
+        if not before or not frontier:
+            return []
+        runnable, _ = self._split_joins(frontier)
+        return [interrupt_record(n, "before") for n in runnable if n in before]
 
     def _resume(
         self, checkpoint: Checkpoint | None, command: Command | None

@@ -20,22 +20,33 @@ def _is_async_callable(fn: Any) -> bool:
 
 
 def _takes_config(fn: Callable[..., Any], what: str) -> bool:
-    """Whether ``fn`` is called as ``fn(state, config)`` rather than ``fn(state)``."""
+    """Whether ``fn`` is called as ``fn(state, config)`` rather than ``fn(state)``.
+
+    A second positional parameter means config, unless it has a default and is neither
+    named ``config`` nor annotated ``RunnableConfig`` (``lambda s, name=name: ...``).
+    """
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # builtins without a signature: assume (state)
         return False
-    positional = 0
+    positional = []
     for param in signature.parameters.values():
         if param.kind is param.VAR_POSITIONAL:
             return True
         if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    if positional == 0:
+            positional.append(param)
+    if not positional:
         raise GraphValidationError(
             [f"{what} must accept (state) or (state, config), but {fn!r} takes no positional arguments"]
         )
-    return positional >= 2
+    if len(positional) < 2:
+        return False
+    second = positional[1]
+    if second.default is second.empty:
+        return True
+    annotation = second.annotation
+    named = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return second.name == "config" or "RunnableConfig" in str(named)
 
 
 class NodeSpec:

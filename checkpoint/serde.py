@@ -1,0 +1,450 @@
+"""The checkpoint serializer: msgpack plus a registry of allowed types, never pickle.
+
+Bytes read from a store can only ever produce plain data (None, bool, int, float, str, bytes,
+list, tuple, dict, set, frozenset, datetime, date, time, timedelta, UUID, Decimal) and instances
+of classes that were registered in the serializer's ``TypeRegistry``. Loading never imports a
+module or looks a name up anywhere but in that registry, so stored bytes cannot run code.
+
+Values that are not natively msgpack travel as ext types whose payload is itself msgpack made
+by the same rules (so tuples of models of sets nest freely):
+
+    code  type                  payload
+    ----  --------------------  -----------------------------------------------------------
+       1  tuple                 [items...]
+       2  set                   [members...]
+       3  frozenset             [members...]
+       4  datetime              [y, mo, d, h, mi, s, us, fold, utc offset in us | nil]
+       5  date                  proleptic Gregorian ordinal (int)
+       6  time                  [h, mi, s, us, fold, utc offset in us | nil]
+       7  timedelta             [days, seconds, microseconds]
+       8  UUID                  16 bytes
+       9  Decimal               str(value)
+      10  registered model      [registered name, {field name: value}, {extra: value} | nil]
+      11  registered dataclass  [registered name, {init field name: value}]
+      12  registered enum       [registered name, member value]
+
+msgpack's own timestamp ext (-1) is decoded to an aware UTC datetime; any other code is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from typing import Any, TypeVar, overload
+from uuid import UUID
+
+import msgpack
+from pydantic import BaseModel, RootModel
+
+from checkpoint._serde_path import MAX_DEPTH, find_problem, qualified_name, unserializable_error
+from checkpoint.errors import SerializationError, UnserializableValueError
+
+__all__ = ["Serializer", "TypeRegistry", "default_registry", "default_serializer", "register_type"]
+
+T = TypeVar("T")
+
+_TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIME, _TIMEDELTA, _UUID, _DECIMAL = range(1, 10)
+_MODEL, _DATACLASS, _ENUM = 10, 11, 12
+_KIND_NAMES = {_MODEL: "a pydantic model", _DATACLASS: "a dataclass", _ENUM: "an enum"}
+
+# pydantic >= 2.11 can validate by field name even when a field has an alias.
+_BY_NAME = "by_name" in inspect.signature(BaseModel.model_validate).parameters
+# A packer that produced more than this is replaced, so threads don't keep huge buffers.
+_BIG_OUTPUT = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    cls: type
+    name: str
+    kind: int  # the ext code: _MODEL, _DATACLASS or _ENUM
+    fields: tuple[str, ...]  # model fields / dataclass init fields; () for enums
+    aliases: Mapping[str, str]  # field name -> validation key, only on pydantic < 2.11
+    is_root: bool = False  # a pydantic RootModel: validated from its root value
+
+
+class TypeRegistry:
+    """The classes whose instances may be checkpointed, each under a unique stable name.
+
+    Only pydantic models, dataclasses and enums can be registered. The name is what is stored,
+    so renaming or moving a class needs ``name=`` to keep old checkpoints loadable.
+    Registration is thread-safe; lookups are plain dict reads.
+    """
+
+    def __init__(self) -> None:
+        self._by_cls: dict[type, _Entry] = {}
+        self._by_name: dict[str, _Entry] = {}
+        self._lock = threading.Lock()
+
+    def register(self, cls: type[T], *, name: str | None = None) -> type[T]:
+        """Allow instances of ``cls``; return ``cls`` unchanged (usable as a decorator).
+
+        ``name`` defaults to ``module.QualName``. Registering the same class under the same
+        name again does nothing. Raises TypeError if ``cls`` is not a pydantic model, dataclass
+        or enum class, and ValueError if the name belongs to another class or ``cls`` is
+        already registered under another name.
+        """
+        if not isinstance(cls, type):
+            raise TypeError(f"register_type expects a class, got {cls!r}")
+        if name is None:
+            name = f"{cls.__module__}.{cls.__qualname__}"
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a registered type name must be a non-empty str, got {name!r}")
+        entry = _make_entry(cls, name)
+        with self._lock:
+            taken = self._by_name.get(name)
+            if taken is not None and taken.cls is not cls:
+                raise ValueError(
+                    f"cannot register {qualified_name(cls)} as {name!r}: that name is already "
+                    f"taken by {qualified_name(taken.cls)}; pass a different name="
+                )
+            current = self._by_cls.get(cls)
+            if current is not None and current.name != name:
+                raise ValueError(
+                    f"cannot register {qualified_name(cls)} as {name!r}: it is already "
+                    f"registered as {current.name!r}"
+                )
+            self._by_cls[cls] = entry
+            self._by_name[name] = entry
+        return cls
+
+    def is_registered(self, cls: type) -> bool:
+        """True if exactly this class (not merely a base of it) is registered."""
+        return cls in self._by_cls
+
+    def name_of(self, cls: type) -> str | None:
+        """The name ``cls`` is stored under, or None if it is not registered."""
+        entry = self._by_cls.get(cls)
+        return None if entry is None else entry.name
+
+    def class_for(self, name: str) -> type | None:
+        """The class registered under ``name``, or None. Never imports anything."""
+        entry = self._by_name.get(name)
+        return None if entry is None else entry.cls
+
+    def __contains__(self, cls: object) -> bool:
+        return cls in self._by_cls
+
+    def __len__(self) -> int:
+        return len(self._by_cls)
+
+
+def _make_entry(cls: type, name: str) -> _Entry:
+    if issubclass(cls, BaseModel) and cls is not BaseModel:
+        fields = tuple(cls.model_fields)
+        aliases: dict[str, str] = {}
+        if not _BY_NAME and not cls.model_config.get("populate_by_name"):
+            for fname, info in cls.model_fields.items():
+                alias = info.validation_alias or info.alias
+                if isinstance(alias, str):
+                    aliases[fname] = alias
+        return _Entry(cls, name, _MODEL, fields, aliases, issubclass(cls, RootModel))
+    if issubclass(cls, enum.Enum):
+        return _Entry(cls, name, _ENUM, (), {})
+    if dataclasses.is_dataclass(cls):
+        fields = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+        return _Entry(cls, name, _DATACLASS, fields, {})
+    raise TypeError(
+        f"cannot register {qualified_name(cls)}: only pydantic BaseModel subclasses, "
+        "dataclasses and Enum subclasses can be checkpointed (apply @dataclass before "
+        "@register_type, i.e. put @register_type on top)"
+    )
+
+
+default_registry = TypeRegistry()
+
+
+@overload
+def register_type(
+    cls: type[T], *, name: str | None = None, registry: TypeRegistry | None = None
+) -> type[T]: ...
+@overload
+def register_type(
+    cls: None = None, *, name: str | None = None, registry: TypeRegistry | None = None
+) -> Callable[[type[T]], type[T]]: ...
+def register_type(
+    cls: type[T] | None = None,
+    *,
+    name: str | None = None,
+    registry: TypeRegistry | None = None,
+) -> type[T] | Callable[[type[T]], type[T]]:
+    """Register a class for checkpointing in ``registry`` (``default_registry`` when None).
+
+    Works as ``@register_type``, ``@register_type(name="app.Item")`` and
+    ``register_type(Item)``; returns the class unchanged. See ``TypeRegistry.register``.
+    """
+    target = default_registry if registry is None else registry
+
+    def decorate(c: type[T]) -> type[T]:
+        return target.register(c, name=name)
+
+    return decorate if cls is None else decorate(cls)
+
+
+class _PackerStack(threading.local):
+    """Per thread, one msgpack Packer per ext nesting depth, so no packer is re-entered."""
+
+    def __init__(self) -> None:
+        self.packers: list[Any] = []
+        self.depth = 0
+        self.unpack_depth = 0
+
+
+def _new_packer(default: Callable[[Any], Any]) -> Any:
+    return msgpack.Packer(default=default, use_bin_type=True, strict_types=True, autoreset=True)
+
+
+def _offset_us(value: _dt.datetime | _dt.time) -> int | None:
+    offset = value.utcoffset()
+    return None if offset is None else offset // _dt.timedelta(microseconds=1)
+
+
+def _tz(offset_us: int | None) -> _dt.timezone | None:
+    if offset_us is None:
+        return None
+    return _dt.timezone(_dt.timedelta(microseconds=offset_us))
+
+
+_ENCODERS: dict[type, Callable[[Any], tuple[int, object]]] = {
+    tuple: lambda v: (_TUPLE, list(v)),
+    set: lambda v: (_SET, list(v)),
+    frozenset: lambda v: (_FROZENSET, list(v)),
+    _dt.datetime: lambda v: (
+        _DATETIME,
+        [v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, v.fold, _offset_us(v)],
+    ),
+    _dt.date: lambda v: (_DATE, v.toordinal()),
+    _dt.time: lambda v: (_TIME, [v.hour, v.minute, v.second, v.microsecond, v.fold, _offset_us(v)]),
+    _dt.timedelta: lambda v: (_TIMEDELTA, [v.days, v.seconds, v.microseconds]),
+    UUID: lambda v: (_UUID, v.bytes),
+    Decimal: lambda v: (_DECIMAL, str(v)),
+}
+
+
+def _list(payload: object) -> list[Any]:
+    if type(payload) is not list:
+        raise SerializationError(f"corrupt ext payload: expected an array, got {payload!r}")
+    return payload
+
+
+def _str(payload: object) -> str:
+    if type(payload) is not str:
+        raise SerializationError(f"corrupt ext payload: expected a str, got {payload!r}")
+    return payload
+
+
+def _datetime(p: object) -> _dt.datetime:
+    y, mo, d, h, mi, s, us, fold, off = _list(p)
+    return _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_tz(off), fold=fold)
+
+
+def _time(p: object) -> _dt.time:
+    h, mi, s, us, fold, off = _list(p)
+    return _dt.time(h, mi, s, us, tzinfo=_tz(off), fold=fold)
+
+
+_DECODERS: dict[int, tuple[str, Callable[[Any], object]]] = {
+    _TUPLE: ("tuple", lambda p: tuple(_list(p))),
+    _SET: ("set", lambda p: set(_list(p))),
+    _FROZENSET: ("frozenset", lambda p: frozenset(_list(p))),
+    _DATETIME: ("datetime", _datetime),
+    _DATE: ("date", _dt.date.fromordinal),
+    _TIME: ("time", _time),
+    _TIMEDELTA: ("timedelta", lambda p: _dt.timedelta(*_list(p))),
+    _UUID: ("UUID", lambda p: UUID(bytes=p)),
+    _DECIMAL: ("Decimal", lambda p: Decimal(_str(p))),
+}
+
+
+class Serializer:
+    """Turns checkpoint values into bytes and back, allowing only the registry's types.
+
+    ``dumps`` raises ``UnserializableValueError`` (naming the state key, the path inside the
+    value and the type) for anything not allowed. ``loads`` raises ``SerializationError`` for
+    bytes that are corrupt, truncated, carry trailing data, or name a type this registry does
+    not hold; it never imports anything or runs code other than the registered classes' own
+    validation/constructors. Safe to share between threads.
+    """
+
+    def __init__(self, registry: TypeRegistry | None = None) -> None:
+        self.registry = default_registry if registry is None else registry
+        self._local = _PackerStack()
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def dumps(self, value: object, *, key: str | None = None) -> bytes:
+        """Pack one value; ``key`` (the state key holding it) is only used in error messages."""
+        try:
+            return self._pack(value)
+        except Exception as exc:
+            raise unserializable_error(value, key, exc, self._children_of) from exc
+
+    def dumps_mapping(self, values: Mapping[str, Any]) -> bytes:
+        """Pack a mapping of state key -> value; an unserializable value's error names its key."""
+        data = values if type(values) is dict else dict(values)
+        for k in data:
+            if type(k) is not str:
+                name = qualified_name(type(k))
+                msg = f"state keys must be str, got {k!r} ({name})"
+                raise UnserializableValueError(msg, key=None, path=f"<key {k!r}>", type_name=name)
+        try:
+            return self._pack(data)
+        except Exception as exc:
+            for k, v in data.items():
+                if find_problem(v, k, self._children_of) is not None:
+                    raise unserializable_error(v, k, exc, self._children_of) from exc
+            raise unserializable_error(data, None, exc, self._children_of) from exc
+
+    def _pack(self, value: object) -> bytes:
+        local = self._local
+        depth = local.depth
+        packers = local.packers
+        if depth == len(packers):
+            if depth >= MAX_DEPTH:
+                raise ValueError("values nest too deeply")
+            packers.append(_new_packer(self._default))
+        local.depth = depth + 1
+        try:
+            out: bytes = packers[depth].pack(value)
+        finally:
+            local.depth = depth
+        if len(out) > _BIG_OUTPUT:  # drop the grown buffer
+            packers[depth] = _new_packer(self._default)
+        return out
+
+    def _default(self, obj: object) -> msgpack.ExtType:
+        cls = type(obj)
+        encode = _ENCODERS.get(cls)
+        if encode is not None:
+            code, payload = encode(obj)
+            return msgpack.ExtType(code, self._pack(payload))
+        entry = self.registry._by_cls.get(cls)
+        if entry is None:
+            raise TypeError(f"{qualified_name(cls)} is not an allowed checkpoint type")
+        if entry.kind == _ENUM:
+            body: list[object] = [entry.name, obj.value]  # type: ignore[attr-defined]
+        elif entry.kind == _MODEL:
+            attrs = obj.__dict__
+            extra = obj.__pydantic_extra__  # type: ignore[attr-defined]
+            body = [entry.name, {f: attrs[f] for f in entry.fields}, extra or None]
+        else:
+            body = [entry.name, {f: getattr(obj, f) for f in entry.fields}]
+        return msgpack.ExtType(entry.kind, self._pack(body))
+
+    def _children_of(self, obj: object) -> Iterable[tuple[str, object]] | None:
+        entry = self.registry._by_cls.get(type(obj))
+        if entry is None:
+            return None
+        if entry.kind == _ENUM:
+            return [(".value", obj.value)]  # type: ignore[attr-defined]
+        children = [(f".{f}", getattr(obj, f)) for f in entry.fields]
+        if entry.kind == _MODEL:
+            extra = obj.__pydantic_extra__ or {}  # type: ignore[attr-defined]
+            children += [(f".{k}", v) for k, v in extra.items()]
+        return children
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def loads(self, data: bytes) -> Any:
+        """Unpack bytes made by ``dumps``; SerializationError if they are not valid."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"loads expects bytes, got {type(data).__name__}")
+        try:
+            return self._unpack(data)
+        except SerializationError:
+            raise
+        except msgpack.ExtraData as exc:
+            raise SerializationError(
+                f"checkpoint data has {len(exc.extra)} unexpected bytes after the value "
+                "(corrupt, or not made by this serializer)"
+            ) from exc
+        except Exception as exc:
+            raise SerializationError(
+                f"checkpoint data is corrupt, truncated or not made by this serializer: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def loads_mapping(self, data: bytes) -> dict[str, Any]:
+        """Unpack bytes made by ``dumps_mapping``; SerializationError if not a str-keyed map."""
+        value = self.loads(data)
+        if type(value) is not dict or not all(type(k) is str for k in value):
+            raise SerializationError(
+                f"expected a mapping of state keys, got {type(value).__name__}"
+            )
+        return value
+
+    def _unpack(self, data: bytes) -> Any:
+        return msgpack.unpackb(
+            data, ext_hook=self._ext_hook, raw=False, strict_map_key=False, timestamp=3
+        )
+
+    def _ext_hook(self, code: int, data: bytes) -> object:
+        local = self._local
+        depth = local.unpack_depth
+        if depth >= MAX_DEPTH:
+            raise SerializationError(f"checkpoint data nests more than {MAX_DEPTH} levels deep")
+        local.unpack_depth = depth + 1
+        try:
+            payload = self._unpack(data)
+        finally:
+            local.unpack_depth = depth
+        if code in _DECODERS:
+            what, decode = _DECODERS[code]
+            try:
+                return decode(payload)
+            except SerializationError:
+                raise
+            except Exception as exc:
+                raise SerializationError(f"corrupt {what} in checkpoint data: {exc}") from exc
+        if code not in _KIND_NAMES:
+            raise SerializationError(f"unknown ext type code {code} in checkpoint data")
+        body = _list(payload)
+        name = body[0] if body else None
+        entry = self.registry._by_name.get(name) if type(name) is str else None
+        if entry is None:
+            raise SerializationError(
+                f"checkpoint data holds {_KIND_NAMES[code]} stored as {name!r}, which is not "
+                "registered in this serializer's registry; register the class with "
+                f"checkpoint.register_type (name={name!r}) before loading"
+            )
+        if entry.kind != code:
+            raise SerializationError(
+                f"checkpoint data holds {name!r} as {_KIND_NAMES[code]}, but it is registered "
+                f"as {_KIND_NAMES[entry.kind]} ({qualified_name(entry.cls)})"
+            )
+        try:
+            return _rebuild(entry, body)
+        except Exception as exc:
+            raise SerializationError(
+                f"could not rebuild {qualified_name(entry.cls)} (stored as {name!r}) from "
+                f"checkpoint data: {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def _rebuild(entry: _Entry, body: list[Any]) -> object:
+    cls: Any = entry.cls
+    if entry.kind == _ENUM:
+        _, value = body
+        return cls(value)
+    if entry.kind == _DATACLASS:
+        _, fields = body
+        return cls(**fields)
+    _, fields, extra = body
+    if type(fields) is not dict or (extra is not None and type(extra) is not dict):
+        raise TypeError("model fields must be a map")
+    if entry.is_root:
+        return cls.model_validate(fields["root"])
+    data = {**fields, **extra} if extra else fields
+    if _BY_NAME:
+        return cls.model_validate(data, by_name=True)
+    if entry.aliases:
+        data = {entry.aliases.get(k, k): v for k, v in data.items()}
+    return cls.model_validate(data)
+
+
+default_serializer = Serializer(default_registry)
