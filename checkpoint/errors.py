@@ -18,9 +18,7 @@ class UnserializableValueError(SerializationError, TypeError):
     (``messages[3].metadata['conn']``), ``type_name`` the offending type.
     """
 
-    def __init__(
-        self, message: str, *, key: str | None, path: str, type_name: str
-    ) -> None:
+    def __init__(self, message: str, *, key: str | None, path: str, type_name: str) -> None:
         super().__init__(message)
         self.key = key
         self.path = path

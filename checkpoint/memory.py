@@ -79,7 +79,9 @@ class MemorySaver(BaseCheckpointSaver):
     ) -> None:
         for name, limit in (("max_threads", max_threads), ("max_retained", max_retained)):
             if limit is not None and (not isinstance(limit, int) or limit < 1):
-                raise ValueError(f"MemorySaver({name}=...) must be a positive int or None, got {limit!r}")
+                raise ValueError(
+                    f"MemorySaver({name}=...) must be a positive int or None, got {limit!r}"
+                )
         self.max_threads = max_threads
         self.max_retained = max_retained
         self.copy = copy
@@ -233,7 +235,9 @@ class MemorySaver(BaseCheckpointSaver):
                 s.dumps_mapping(delta.replaced),
                 s.dumps(dict(record.metadata), key="<checkpoint metadata>"),
                 s.dumps([dict(i) for i in record.interrupts], key="<interrupt values>"),
-                s.dumps({k: list(v) for k, v in record.resume_values.items()}, key="<resume values>"),
+                s.dumps(
+                    {k: list(v) for k, v in record.resume_values.items()}, key="<resume values>"
+                ),
             ]
         )
 

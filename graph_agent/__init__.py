@@ -35,7 +35,29 @@ _EXPORTS: dict[str, str] = {
     "GraphUsageError": "graph_agent.errors",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "END",
+    "START",
+    "Command",
+    "CompiledGraph",
+    "GraphAgentError",
+    "GraphRecursionError",
+    "GraphResumeError",
+    "GraphUsageError",
+    "GraphValidationError",
+    "Interrupt",
+    "InvalidRouteError",
+    "InvalidUpdateError",
+    "KeyStrategy",
+    "NodeOutput",
+    "OverAllState",
+    "Overwrite",
+    "RunnableConfig",
+    "StateGraph",
+    "StateSnapshot",
+    "__version__",
+    "interrupt",
+]
 
 if TYPE_CHECKING:
     from .errors import (

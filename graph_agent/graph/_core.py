@@ -116,7 +116,16 @@ def interrupt_record(node: str, when: str, value: Any = None, index: int = 0) ->
 class _Cursor:
     """Where a thread stands while a run or an update works on it."""
 
-    __slots__ = ("check_head", "config", "has_saver", "head_id", "spec", "step", "tracker", "values")
+    __slots__ = (
+        "check_head",
+        "config",
+        "has_saver",
+        "head_id",
+        "spec",
+        "step",
+        "tracker",
+        "values",
+    )
 
     def __init__(self, spec: GraphSpec, config: RunnableConfig, has_saver: bool) -> None:
         self.spec = spec
@@ -311,7 +320,10 @@ class GraphRun(_Cursor):
                     if r.interrupt is not None
                 ]
                 yield from self.write(
-                    frontier, source="interrupt", nodes=runnable, interrupts=records,
+                    frontier,
+                    source="interrupt",
+                    nodes=runnable,
+                    interrupts=records,
                     resume_values=resume_values,
                 )
                 return
@@ -324,7 +336,9 @@ class GraphRun(_Cursor):
             frontier = _union_in_order(spec, deferred, triggered)
             pauses: list[dict[str, Any]] = []
             if frontier:
-                pauses = [interrupt_record(n, "after") for n in runnable if n in spec.interrupt_after]
+                pauses = [
+                    interrupt_record(n, "after") for n in runnable if n in spec.interrupt_after
+                ]
                 pauses += self._before_hits(frontier)
             yield from self.write(
                 frontier, source="loop", nodes=runnable, updates=updates, interrupts=pauses
@@ -424,8 +438,12 @@ class StateUpdate(_Cursor):
             next_nodes = yield from self.successors([self.as_node], OverAllState(self.values))
             interrupts, resume_values = (), {}
         self.new_checkpoint_id = yield from self.write(
-            next_nodes, source="update", nodes=[writer], interrupts=interrupts,
-            resume_values=resume_values, updates=updates,
+            next_nodes,
+            source="update",
+            nodes=[writer],
+            interrupts=interrupts,
+            resume_values=resume_values,
+            updates=updates,
         )
 
 

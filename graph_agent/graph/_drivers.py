@@ -180,7 +180,9 @@ async def _aroute(effect: RouteEffect) -> list[Any]:
     return results
 
 
-def _explain_put_error(effect: PutEffect, exc: UnserializableValueError) -> UnserializableValueError:
+def _explain_put_error(
+    effect: PutEffect, exc: UnserializableValueError
+) -> UnserializableValueError:
     writers = effect.writers.get(exc.key or "", [])
     if not writers:
         return exc

@@ -37,7 +37,9 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
             positional.append(param)
     if not positional:
         raise GraphValidationError(
-            [f"{what} must accept (state) or (state, config), but {fn!r} takes no positional arguments"]
+            [
+                f"{what} must accept (state) or (state, config), but {fn!r} takes no positional arguments"
+            ]
         )
     if len(positional) < 2:
         return False

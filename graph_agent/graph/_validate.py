@@ -66,7 +66,10 @@ def find_problems(
                     f"conditional edge from {source!r} maps label {label!r} to unknown node "
                     f"{target!r} ({hint})"
                 )
-    for kind, names in (("interrupt_before", interrupt_before), ("interrupt_after", interrupt_after)):
+    for kind, names in (
+        ("interrupt_before", interrupt_before),
+        ("interrupt_after", interrupt_after),
+    ):
         for name in names:
             if name not in known:
                 problems.append(f"{kind} names unknown node {name!r} ({hint})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 __all__ = ["KeyStrategy", "KeyStrategyLike", "OverAllState", "Overwrite"]
 
@@ -89,7 +89,7 @@ class KeyStrategy(enum.Enum):
         return {**old, **new}
 
 
-KeyStrategyLike = Union[KeyStrategy, Callable[[Any, Any], Any]]
+KeyStrategyLike: TypeAlias = KeyStrategy | Callable[[Any, Any], Any]
 
 
 class Overwrite:

@@ -10,7 +10,9 @@ from checkpoint import MemorySaver
 from graph_agent import END, START, CompiledGraph, KeyStrategy, OverAllState, StateGraph
 
 
-def react_like(saver: MemorySaver | None = None, tool_rounds: int = 2, **compile_kw: Any) -> CompiledGraph:
+def react_like(
+    saver: MemorySaver | None = None, tool_rounds: int = 2, **compile_kw: Any
+) -> CompiledGraph:
     """model -> (tools -> model)* -> END; the model asks for a tool ``tool_rounds`` times per
     user message, counting tool results since the last user message."""
 

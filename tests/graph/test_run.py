@@ -229,7 +229,9 @@ def test_append_onto_a_non_list_is_refused():
 def test_failing_custom_strategy_names_key_and_node():
     graph = StateGraph(key_strategies={"n": lambda old, new: old + new})
     graph.add_node("n1", lambda s: {"n": 1}).add_edge(START, "n1").add_edge("n1", END)
-    with pytest.raises(InvalidUpdateError, match="key strategy of 'n' failed on the update from the input"):
+    with pytest.raises(
+        InvalidUpdateError, match="key strategy of 'n' failed on the update from the input"
+    ):
         graph.compile().invoke({"n": 1})
 
 

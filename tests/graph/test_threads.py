@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from checkpoint import CheckpointConflictError, CheckpointNotFoundError, MemorySaver
+from checkpoint import CheckpointConflictError, CheckpointNotFoundError
 from graph_agent import (
     END,
     START,
@@ -27,7 +27,12 @@ def test_second_invoke_on_a_thread_continues_the_conversation(saver):
     t1 = RunnableConfig(thread_id="t1")
     first = app.invoke({"messages": ["user:hi"]}, t1)
     assert first["messages"] == [
-        "user:hi", "ai:call 0", "tool:ai:call 0", "ai:call 1", "tool:ai:call 1", "ai:final after 2",
+        "user:hi",
+        "ai:call 0",
+        "tool:ai:call 0",
+        "ai:call 1",
+        "tool:ai:call 1",
+        "ai:final after 2",
     ]
     second = app.invoke({"messages": ["user:again"]}, t1)
     assert second["messages"][:6] == first["messages"]

@@ -1,0 +1,151 @@
+"""What every saver promises, run on each saver in ``conftest.SAVERS``."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+
+import pytest
+
+from checkpoint import (
+    Checkpoint,
+    CheckpointConflictError,
+    CheckpointDelta,
+)
+from checkpoint._ids import created_at_of, new_checkpoint_id
+
+
+def make(thread: str, parent: str | None, step: int, values: dict, **kw) -> Checkpoint:
+    checkpoint_id = new_checkpoint_id()
+    return Checkpoint(
+        id=checkpoint_id,
+        thread_id=thread,
+        parent_id=parent,
+        step=step,
+        next_nodes=kw.pop("next_nodes", ()),
+        values=values,
+        created_at=created_at_of(checkpoint_id),
+        **kw,
+    )
+
+
+def test_ids_sort_by_creation_and_carry_the_time():
+    ids = [new_checkpoint_id() for _ in range(1000)]
+    assert ids == sorted(ids) and len(set(ids)) == 1000
+    age = datetime.now(timezone.utc) - created_at_of(ids[-1])
+    assert abs(age.total_seconds()) < 5
+
+
+def test_put_get_roundtrip_with_deltas(any_saver):
+    c1 = make(
+        "t",
+        None,
+        0,
+        {"messages": ["a"], "n": 1},
+        next_nodes=("model",),
+        metadata={"source": "loop"},
+    )
+    any_saver.put(c1, CheckpointDelta(appended={"messages": ["a"]}, replaced={"n": 1}))
+    c2 = make(
+        "t",
+        c1.id,
+        1,
+        {"messages": ["a", "b", "c"], "n": 2},
+        interrupts=({"id": "i1", "node": "tools", "when": "before", "value": None, "index": 0},),
+        resume_values={"ask": ("yes",)},
+    )
+    any_saver.put(c2, CheckpointDelta(appended={"messages": ["b", "c"]}, replaced={"n": 2}))
+    latest = any_saver.get("t")
+    assert latest.id == c2.id and latest.parent_id == c1.id and latest.step == 1
+    assert dict(latest.values) == {"messages": ["a", "b", "c"], "n": 2}
+    assert latest.interrupts[0]["node"] == "tools"
+    assert list(latest.resume_values["ask"]) == ["yes"]
+    older = any_saver.get("t", c1.id)
+    assert dict(older.values) == {"messages": ["a"], "n": 1}
+    assert older.next_nodes == ("model",) and older.metadata["source"] == "loop"
+    assert older.created_at == c1.created_at
+    assert any_saver.get("t", "missing") is None and any_saver.get("other") is None
+
+
+def test_put_without_delta_stores_full_values(any_saver):
+    c1 = make("t", None, 0, {"k": [1, 2]})
+    any_saver.put(c1)
+    c2 = make("t", c1.id, 1, {"k": [9]})
+    any_saver.put(c2)
+    assert dict(any_saver.get("t").values) == {"k": [9]}
+    assert dict(any_saver.get("t", c1.id).values) == {"k": [1, 2]}
+
+
+def test_list_newest_first_with_limit_and_before(any_saver):
+    parent = None
+    ids = []
+    for step in range(5):
+        checkpoint = make("t", parent, step, {"n": step})
+        any_saver.put(checkpoint, CheckpointDelta(replaced={"n": step}))
+        parent = checkpoint.id
+        ids.append(checkpoint.id)
+    assert [c.id for c in any_saver.list("t")] == ids[::-1]
+    assert [c.values["n"] for c in any_saver.list("t", limit=2)] == [4, 3]
+    assert [c.id for c in any_saver.list("t", before=ids[2])] == [ids[1], ids[0]]
+    assert list(any_saver.list("nobody")) == []
+
+
+def test_head_check_refuses_a_stale_writer_and_writes_nothing(any_saver):
+    root = make("t", None, 0, {"n": 0})
+    any_saver.put(root)
+    winner = make("t", root.id, 1, {"n": 1})
+    any_saver.put(winner, CheckpointDelta(replaced={"n": 1}))
+    loser = make("t", root.id, 1, {"n": 99})
+    with pytest.raises(CheckpointConflictError) as info:
+        any_saver.put(loser, CheckpointDelta(replaced={"n": 99}))
+    assert info.value.expected_head == root.id and info.value.actual_head == winner.id
+    assert any_saver.get("t").id == winner.id
+    assert any_saver.get("t", loser.id) is None
+    with pytest.raises(CheckpointConflictError):  # a second "first" checkpoint
+        any_saver.put(make("t", None, 0, {"n": 0}))
+
+
+def test_fork_moves_the_head_without_check(any_saver):
+    root = make("t", None, 0, {"log": ["a"]})
+    any_saver.put(root, CheckpointDelta(appended={"log": ["a"]}))
+    main = make("t", root.id, 1, {"log": ["a", "b"]})
+    any_saver.put(main, CheckpointDelta(appended={"log": ["b"]}))
+    fork = make("t", root.id, 1, {"log": ["a", "x"]})
+    any_saver.put(fork, CheckpointDelta(appended={"log": ["x"]}), check_head=False)
+    assert any_saver.get("t").id == fork.id
+    assert list(any_saver.get("t").values["log"]) == ["a", "x"]
+    assert list(any_saver.get("t", main.id).values["log"]) == ["a", "b"]
+
+
+def test_replaced_append_key_resets_the_list(any_saver):
+    root = make("t", None, 0, {"log": [1, 2, 3]})
+    any_saver.put(root, CheckpointDelta(appended={"log": [1, 2, 3]}))
+    trimmed = make("t", root.id, 1, {"log": [3]})
+    any_saver.put(trimmed, CheckpointDelta(replaced={"log": [3]}))
+    grown = make("t", trimmed.id, 2, {"log": [3, 4]})
+    any_saver.put(grown, CheckpointDelta(appended={"log": [4]}))
+    assert list(any_saver.get("t").values["log"]) == [3, 4]
+
+
+def test_delete_thread(any_saver):
+    any_saver.put(make("t", None, 0, {"n": 1}))
+    any_saver.put(make("u", None, 0, {"n": 2}))
+    any_saver.delete_thread("t")
+    any_saver.delete_thread("never-existed")
+    assert any_saver.get("t") is None and list(any_saver.list("t")) == []
+    assert any_saver.get("u").values["n"] == 2
+
+
+def test_async_twins(any_saver):
+    async def main():
+        root = make("t", None, 0, {"n": 1})
+        await any_saver.aput(root, CheckpointDelta(replaced={"n": 1}))
+        child = make("t", root.id, 1, {"n": 2})
+        await any_saver.aput(child, CheckpointDelta(replaced={"n": 2}))
+        latest = await any_saver.aget("t")
+        listed = [c.id async for c in any_saver.alist("t", limit=5)]
+        await any_saver.adelete_thread("t")
+        return latest, listed, await any_saver.aget("t")
+
+    latest, listed, after = asyncio.run(main())
+    assert latest.values["n"] == 2 and len(listed) == 2 and after is None
