@@ -82,19 +82,23 @@ class RouteEffect:
 class PutEffect:
     """Store the checkpoint; send back ``None``."""
 
-    __slots__ = ("check_head", "checkpoint", "delta", "writers")
+    __slots__ = ("check_head", "checkpoint", "delta", "updates")
 
     def __init__(
         self,
         checkpoint: Checkpoint,
         delta: CheckpointDelta,
         check_head: bool,
-        writers: Mapping[str, list[str]],
+        updates: Sequence[tuple[str, Any]],
     ) -> None:
         self.checkpoint = checkpoint
         self.delta = delta
         self.check_head = check_head
-        self.writers = writers  # state key -> nodes that wrote it, for error messages
+        self.updates = updates  # (node, update) of the step, to name writers in errors
+
+    def writers_of(self, key: str) -> list[str]:
+        """The nodes whose updates in this step wrote ``key``."""
+        return [n for n, u in self.updates if isinstance(u, Mapping) and key in u]
 
 
 class EmitEffect:
@@ -185,12 +189,7 @@ class _Cursor:
             interrupts=tuple(interrupts),
             resume_values=dict(resume_values or {}),
         )
-        writers: dict[str, list[str]] = {}
-        for node, update in updates:
-            if isinstance(update, Mapping):
-                for key in update:
-                    writers.setdefault(key, []).append(node)
-        yield PutEffect(checkpoint, self.tracker.take(self.values), self.check_head, writers)
+        yield PutEffect(checkpoint, self.tracker.take(self.values), self.check_head, updates)
         self.head_id = checkpoint_id
         self.step += 1
         self.check_head = True

@@ -183,7 +183,7 @@ async def _aroute(effect: RouteEffect) -> list[Any]:
 def _explain_put_error(
     effect: PutEffect, exc: UnserializableValueError
 ) -> UnserializableValueError:
-    writers = effect.writers.get(exc.key or "", [])
+    writers = effect.writers_of(exc.key) if exc.key is not None else []
     if not writers:
         return exc
     who = ", ".join(f"'{w}'" for w in writers)

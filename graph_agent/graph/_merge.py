@@ -79,7 +79,7 @@ def merge_updates(
     for writer, update in updates:
         if update is None:
             continue
-        if not isinstance(update, Mapping):
+        if type(update) is not dict and not isinstance(update, Mapping):
             raise InvalidUpdateError(
                 f"{_who(writer)} returned {_describe(update)}; a node must return a dict of state "
                 "updates (e.g. {'key': value}) or None",

@@ -113,13 +113,17 @@ class StateGraph:
         saver: BaseCheckpointSaver | None = None,
         interrupt_before: Iterable[str] = (),
         interrupt_after: Iterable[str] = (),
-        recursion_limit: int = DEFAULT_RECURSION_LIMIT,
+        recursion_limit: int | None = None,
     ) -> CompiledGraph:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
         Raises ``GraphValidationError`` listing every problem: edges to unknown nodes, no
         entry from START, nodes unreachable from START or that can never reach END,
         conditional edges mapping to unknown nodes, interrupts on unknown nodes.
+
+        ``recursion_limit`` caps the super-steps of one run (``GraphRecursionError`` beyond).
+        By default it is 25, or the number of nodes when the graph has no cycle and is
+        longer than that, so a long pipeline never trips a limit meant to stop loops.
         """
         from checkpoint import BaseCheckpointSaver
 
@@ -137,12 +141,18 @@ class StateGraph:
                 "interrupt_before/interrupt_after need a saver to keep the paused thread: "
                 "compile(saver=MemorySaver(), ...)"
             )
-        if not isinstance(recursion_limit, int) or recursion_limit < 1:
+        if recursion_limit is not None and (
+            not isinstance(recursion_limit, int) or recursion_limit < 1
+        ):
             problems.append(f"recursion_limit must be a positive int, got {recursion_limit!r}")
         if problems:
             raise GraphValidationError(problems)
         digraph = build_digraph(self._nodes, self._edges, self._branches)
         reach = {name: frozenset(nx.descendants(digraph, name)) for name in self._nodes}
+        if recursion_limit is None:
+            recursion_limit = DEFAULT_RECURSION_LIMIT
+            if nx.is_directed_acyclic_graph(digraph):
+                recursion_limit = max(recursion_limit, len(self._nodes))
         spec = GraphSpec(
             nodes=self._nodes,
             edges=self._edges,

@@ -407,3 +407,22 @@ def test_sync_invoke_starts_no_event_loop():
 
     graph = StateGraph().add_node("n", node).add_edge(START, "n").add_edge("n", END)
     assert graph.compile().invoke({})["ok"] is True
+
+
+def test_default_recursion_limit_only_guards_against_loops():
+    assert chain(3).recursion_limit == 25
+    assert chain(60).recursion_limit == 60  # a long pipeline has no loop to guard against
+    assert chain(60).invoke({"x": 0})["x"] == 60
+    looping = StateGraph().add_node("a", lambda s: None).add_edge(START, "a")
+    looping.add_conditional_edges("a", lambda s: "a", ["a", END])
+    assert looping.compile().recursion_limit == 25
+    assert chain(60, recursion_limit=3).recursion_limit == 3
+
+
+def test_second_parameter_with_a_default_is_not_config():
+    graph = StateGraph()
+    graph.add_node("bound", lambda s, name="bound": {"who": name})
+    graph.add_node("wants", lambda s, config=None: {"thread": config.thread_id})
+    graph.add_edge(START, "bound").add_edge("bound", "wants").add_edge("wants", END)
+    result = graph.compile().invoke({}, {"thread_id": "sig"})
+    assert result["who"] == "bound" and result["thread"] == "sig"
