@@ -79,7 +79,8 @@ def _import_file(path_text: str) -> ModuleType:
         sys.modules.pop(name, None)
         raise CliError(f"importing {path_text} failed: {_describe(exc)}") from None
     finally:
-        sys.path.remove(str(path.parent))
+        with contextlib.suppress(ValueError):  # unless the file took it off itself
+            sys.path.remove(str(path.parent))
     return module
 
 
