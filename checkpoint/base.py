@@ -17,9 +17,10 @@ class Checkpoint:
     """A thread's state after one step, and where the thread goes next.
 
     ``values`` is the whole state; ``next_nodes`` the nodes that run when the thread
-    resumes (empty when its run finished). ``interrupts`` and ``resume_values`` are the
-    engine's record of why the thread is paused and which resume values it was given;
-    savers store them as they are. Ids sort by creation time.
+    resumes (empty when its run finished). ``interrupts``, ``resume_values`` and
+    ``pending_writes`` are the engine's record of a paused step: why it paused, the resume
+    values it was given, and the updates of the nodes that finished before the pause (so
+    they do not run again). Savers store them as they are. Ids sort by creation time.
     """
 
     id: str
@@ -32,6 +33,7 @@ class Checkpoint:
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     interrupts: tuple[Mapping[str, Any], ...] = ()
     resume_values: Mapping[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
+    pending_writes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ class _Record:
         "metadata",
         "next_nodes",
         "parent_id",
+        "pending_writes",
         "resume_values",
         "step",
     )
@@ -42,6 +43,7 @@ class _Record:
         self.metadata: Mapping[str, Any] = checkpoint.metadata
         self.interrupts: tuple[Mapping[str, Any], ...] = checkpoint.interrupts
         self.resume_values: Mapping[str, Sequence[Any]] = checkpoint.resume_values
+        self.pending_writes: Mapping[str, Any] = checkpoint.pending_writes
         self.delta: CheckpointDelta | None = None
         self.blob: bytes | None = None
         # A base record's delta holds the full values: rebuilding stops here.
@@ -207,10 +209,10 @@ class MemorySaver(BaseCheckpointSaver):
         return apply_deltas(self._delta(r) for r in reversed(chain))
 
     def _checkpoint(self, thread_id: str, record: _Record, values: Mapping[str, Any]) -> Checkpoint:
-        metadata, interrupts, resume_values = (
+        metadata, interrupts, resume_values, pending_writes = (
             self._decode_header(record.blob)
             if record.blob is not None
-            else (record.metadata, record.interrupts, record.resume_values)
+            else (record.metadata, record.interrupts, record.resume_values, record.pending_writes)
         )
         return Checkpoint(
             id=record.id,
@@ -223,6 +225,7 @@ class MemorySaver(BaseCheckpointSaver):
             metadata=metadata,
             interrupts=interrupts,
             resume_values=resume_values,
+            pending_writes=pending_writes,
         )
 
     # -- encoding (copy mode) and accounting ----------------------------------------------
@@ -238,6 +241,7 @@ class MemorySaver(BaseCheckpointSaver):
                 s.dumps(
                     {k: list(v) for k, v in record.resume_values.items()}, key="<resume values>"
                 ),
+                s.dumps_mapping(record.pending_writes),
             ]
         )
 
@@ -253,13 +257,16 @@ class MemorySaver(BaseCheckpointSaver):
 
     def _decode_header(
         self, blob: bytes
-    ) -> tuple[dict[str, Any], tuple[dict[str, Any], ...], dict[str, tuple[Any, ...]]]:
+    ) -> tuple[
+        dict[str, Any], tuple[dict[str, Any], ...], dict[str, tuple[Any, ...]], dict[str, Any]
+    ]:
         s = self.serializer
-        _, _, metadata, interrupts, resume_values = s.loads(blob)
+        _, _, metadata, interrupts, resume_values, pending_writes = s.loads(blob)
         return (
             s.loads(metadata),
             tuple(s.loads(interrupts)),
             {k: tuple(v) for k, v in s.loads(resume_values).items()},
+            s.loads_mapping(pending_writes),
         )
 
     def stored_bytes(self, thread_id: str) -> int:

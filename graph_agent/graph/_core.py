@@ -171,6 +171,7 @@ class _Cursor:
         nodes: Sequence[str] = (),
         interrupts: Sequence[Mapping[str, Any]] = (),
         resume_values: Mapping[str, Sequence[Any]] | None = None,
+        pending_writes: Mapping[str, Any] | None = None,
         updates: Sequence[tuple[str, Any]] = (),
     ) -> Generator[Effect, Any, str | None]:
         """Checkpoint the current state (a no-op without a saver); return the new id."""
@@ -188,6 +189,7 @@ class _Cursor:
             metadata={"source": source, "nodes": list(nodes)},
             interrupts=tuple(interrupts),
             resume_values=dict(resume_values or {}),
+            pending_writes=dict(pending_writes or {}),
         )
         yield PutEffect(checkpoint, self.tracker.take(self.values), self.check_head, updates)
         self.head_id = checkpoint_id
@@ -271,9 +273,12 @@ class GraphRun(_Cursor):
         inputs = self.inputs
         checkpoint = (yield from self.load()) if self.has_saver else None
         resume_values: dict[str, list[Any]] = {}
+        done: Mapping[str, Any] = {}  # updates of nodes that finished before a pause
         skip_before = False
         if inputs is None or isinstance(inputs, Command):
             frontier, resume_values, skip_before = self._resume(checkpoint, inputs)
+            assert checkpoint is not None
+            done = checkpoint.pending_writes
         elif isinstance(inputs, Mapping):
             if checkpoint is not None and checkpoint.interrupts:
                 raise GraphResumeError(
@@ -309,8 +314,16 @@ class GraphRun(_Cursor):
             steps += 1
             state = OverAllState(self.values)
             config = self.config
-            tasks = [Task(spec.nodes[n], state, config, resume_values.get(n, ())) for n in runnable]
-            results: list[TaskResult] = yield ExecuteEffect(tasks)
+            tasks = [
+                Task(spec.nodes[n], state, config, resume_values.get(n, ()))
+                for n in runnable
+                if n not in done
+            ]
+            results: list[TaskResult] = (yield ExecuteEffect(tasks)) if tasks else []
+            if done:  # nodes that finished before the pause keep their updates
+                ran = {r.node: r for r in results}
+                results = [ran.get(n) or TaskResult(n, done[n], None) for n in runnable]
+                done = {}
             paused = [r for r in results if r.interrupt is not None]
             if paused:
                 records = [
@@ -318,12 +331,15 @@ class GraphRun(_Cursor):
                     for r in paused
                     if r.interrupt is not None
                 ]
+                finished = [(r.node, r.update) for r in results if r.interrupt is None]
                 yield from self.write(
                     frontier,
                     source="interrupt",
                     nodes=runnable,
                     interrupts=records,
                     resume_values=resume_values,
+                    pending_writes=dict(finished),
+                    updates=finished,
                 )
                 return
             updates = [(r.node, r.update) for r in results]
@@ -429,19 +445,23 @@ class StateUpdate(_Cursor):
         writer = self.as_node if self.as_node not in (None, START) else "__update__"
         updates = [(writer, self.update)]
         self.merge(updates)
-        if self.as_node is None:
-            next_nodes = list(checkpoint.next_nodes) if checkpoint else []
-            interrupts = checkpoint.interrupts if checkpoint else ()
-            resume_values = checkpoint.resume_values if checkpoint else {}
+        if self.as_node is None and checkpoint is not None:  # the thread stays where it is
+            next_nodes = list(checkpoint.next_nodes)
+            interrupts = checkpoint.interrupts
+            resume_values = checkpoint.resume_values
+            pending_writes = checkpoint.pending_writes
         else:
-            next_nodes = yield from self.successors([self.as_node], OverAllState(self.values))
-            interrupts, resume_values = (), {}
+            next_nodes = []
+            if self.as_node is not None:
+                next_nodes = yield from self.successors([self.as_node], OverAllState(self.values))
+            interrupts, resume_values, pending_writes = (), {}, {}
         self.new_checkpoint_id = yield from self.write(
             next_nodes,
             source="update",
             nodes=[writer],
             interrupts=interrupts,
             resume_values=resume_values,
+            pending_writes=pending_writes,
             updates=updates,
         )
 

@@ -8,6 +8,7 @@ import networkx as nx
 
 from ._constants import END, START
 
+DIRECTIONS = frozenset({"TD", "TB", "BT", "LR", "RL"})
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -36,6 +37,10 @@ def _text(label: str) -> str:
 def draw_mermaid(graph: nx.DiGraph, *, direction: str = "TD") -> str:
     """``flowchart`` text: START and END as rounded terminals, static edges solid, conditional
     edges dotted and labelled with the router's labels."""
+    if direction not in DIRECTIONS:
+        raise ValueError(
+            f"Mermaid direction must be one of {sorted(DIRECTIONS)}, got {direction!r}"
+        )
     ids: dict[str, str] = {}
     lines = [f"flowchart {direction}"]
     for name in graph.nodes:

@@ -37,6 +37,7 @@ def _snapshot(checkpoint: Checkpoint) -> StateSnapshot:
             for i in checkpoint.interrupts
         ),
         thread_id=checkpoint.thread_id,
+        step=checkpoint.step,
     )
 
 

@@ -148,7 +148,18 @@ class StateGraph:
         if problems:
             raise GraphValidationError(problems)
         digraph = build_digraph(self._nodes, self._edges, self._branches)
-        reach = {name: frozenset(nx.descendants(digraph, name)) for name in self._nodes}
+        # Joins wait on the edges the graph declares: a router without a path map declares
+        # none, so it does not hold back the nodes beside it.
+        declared = nx.restricted_view(
+            digraph,
+            [],
+            [
+                (u, v)
+                for u, v, d in digraph.edges(data=True)
+                if d["conditional"] and self._branches[u].path_map is None
+            ],
+        )
+        reach = {name: frozenset(nx.descendants(declared, name)) for name in self._nodes}
         if recursion_limit is None:
             recursion_limit = DEFAULT_RECURSION_LIMIT
             if nx.is_directed_acyclic_graph(digraph):

@@ -44,7 +44,8 @@ class StateSnapshot:
     """A thread's state at one checkpoint.
 
     ``next`` names the nodes that run when the thread resumes (empty when its last run
-    finished); ``interrupts`` says why it is paused (empty when it is not).
+    finished); ``interrupts`` says why it is paused (empty when it is not); ``step`` counts
+    the thread's checkpoints before this one.
     """
 
     values: OverAllState
@@ -55,6 +56,7 @@ class StateSnapshot:
     metadata: Mapping[str, Any]
     interrupts: tuple[Interrupt, ...]
     thread_id: str = "default"
+    step: int = 0
 
     @property
     def config(self) -> RunnableConfig:

@@ -219,3 +219,40 @@ def test_resume_works_from_another_graph_instance_sharing_the_saver():
     _approval_graph(saver).invoke({"amount": 5}, config)
     final = _approval_graph(saver).invoke(Command(resume="yes"), config)
     assert final["log"] == ["prepared", "paid"]
+
+
+def test_siblings_of_an_interrupted_node_do_not_run_again(saver):
+    runs: list[str] = []
+
+    def side(state):
+        runs.append("side")
+        return {"log": ["side effect"]}
+
+    def ask(state):
+        runs.append("ask")
+        return {"log": [f"answer {interrupt('ok?')}"]}
+
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    graph.add_node("side", side).add_node("ask", ask)
+    graph.add_edge(START, "side").add_edge(START, "ask").add_edge("side", END).add_edge("ask", END)
+    app = graph.compile(saver=MemorySaver(copy=True))
+    config = {"thread_id": "sib"}
+    app.invoke({}, config)
+    assert app.get_state(config).values.get("log") is None  # nothing merged while paused
+    final = app.invoke(Command(resume="yes"), config)
+    assert runs == ["side", "ask", "ask"]
+    assert final["log"] == ["side effect", "answer yes"]  # merged in node order
+
+
+def test_update_state_while_paused_keeps_finished_siblings(saver):
+    runs: list[str] = []
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    graph.add_node("side", lambda s: runs.append("side") or {"log": ["side"]})
+    graph.add_node("ask", lambda s: {"log": [interrupt("q")]})
+    graph.add_edge(START, "side").add_edge(START, "ask").add_edge("side", END).add_edge("ask", END)
+    app = graph.compile(saver=saver)
+    config = {"thread_id": "keep"}
+    app.invoke({}, config)
+    app.update_state(config, {"note": "checked"})
+    final = app.invoke(Command(resume="a"), config)
+    assert runs == ["side"] and final["log"] == ["side", "a"] and final["note"] == "checked"

@@ -426,3 +426,20 @@ def test_second_parameter_with_a_default_is_not_config():
     graph.add_edge(START, "bound").add_edge("bound", "wants").add_edge("wants", END)
     result = graph.compile().invoke({}, {"thread_id": "sig"})
     assert result["who"] == "bound" and result["thread"] == "sig"
+
+
+def test_router_without_path_map_does_not_hold_back_parallel_nodes(saver):
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    graph.add_node("a", lambda s: {"log": ["a"]}).add_node("b", lambda s: {"log": ["b"]})
+    graph.add_edge(START, "a").add_edge(START, "b").add_edge("b", END)
+    graph.add_conditional_edges("a", lambda s: END)
+    app = graph.compile(saver=saver)
+    app.invoke({}, {"thread_id": "p"})
+    steps = [s.metadata["nodes"] for s in app.get_state_history({"thread_id": "p"})]
+    assert steps == [["a", "b"]]
+
+
+def test_draw_mermaid_rejects_an_unknown_direction():
+    assert chain(1).draw_mermaid("LR").startswith("flowchart LR\n")
+    with pytest.raises(ValueError, match="direction must be one of"):
+        chain(1).draw_mermaid("sideways")
