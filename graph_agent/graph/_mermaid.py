@@ -29,9 +29,13 @@ def _node_id(name: str, taken: dict[str, str]) -> str:
 
 
 def _text(label: str) -> str:
-    """A label Mermaid renders verbatim: quoted, with quotes and markup escaped."""
-    escaped = label.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;")
-    return f'"{escaped.replace(">", "#gt;")}"'
+    """A quoted label that renders as written. Mermaid's entity codes do not survive every
+    renderer, so the characters that would break the syntax or be read as HTML are swapped
+    for look-alikes."""
+    return '"' + label.translate(_LOOKALIKES) + '"'
+
+
+_LOOKALIKES = str.maketrans({'"': "\u201d", "<": "\u2039", ">": "\u203a", "`": "'"})
 
 
 def draw_mermaid(graph: nx.DiGraph, *, direction: str = "TD") -> str:
