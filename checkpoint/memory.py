@@ -138,10 +138,32 @@ class MemorySaver(BaseCheckpointSaver):
             thread.records[record.id] = record
             if record.parent_id is not None:
                 thread.children.setdefault(record.parent_id, []).append(record.id)
+            if self.copy:
+                thread.head_values = self._private_head(thread, head, record)
+            else:
+                thread.head_values = checkpoint.values
             thread.head = record.id
-            thread.head_values = None if self.copy else checkpoint.values
             if self.max_retained is not None:
                 self._prune(thread, self.max_retained)
+
+    def _private_head(
+        self, thread: _Thread, old_head: str | None, record: _Record
+    ) -> dict[str, Any]:
+        """Copy mode: the new head's values as objects only this saver holds, advanced in
+        place from the old head's when the record extends it, so a write costs its delta."""
+        old = thread.head_values
+        if old is None or record.parent_id != old_head or record.is_base:
+            return self._materialize(thread, record)
+        values: dict[str, Any] = old  # type: ignore[assignment]  # private: never handed out
+        delta = self._delta(record)
+        values.update(delta.replaced)
+        for key, items in delta.appended.items():
+            current = values.get(key)
+            if isinstance(current, list):
+                current.extend(items)
+            else:
+                values[key] = [*(current or ()), *items]
+        return values
 
     def _rebase_delta(
         self, thread: _Thread, record: _Record, values: Mapping[str, Any]
@@ -182,6 +204,9 @@ class MemorySaver(BaseCheckpointSaver):
                 return None
             if record.id == thread.head and thread.head_values is not None:
                 values = thread.head_values
+                if self.copy:  # hand out a copy, as a durable saver's read would
+                    s = self.serializer
+                    values = s.loads_mapping(s.dumps_mapping(values))
             else:
                 values = self._materialize(thread, record)
             return self._checkpoint(thread_id, record, values)

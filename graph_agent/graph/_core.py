@@ -281,10 +281,11 @@ class GraphRun(_Cursor):
             done = checkpoint.pending_writes
         elif isinstance(inputs, Mapping):
             if checkpoint is not None and checkpoint.interrupts:
+                waiting = any(i["when"] == "during" for i in checkpoint.interrupts)
+                how = "invoke(Command(resume=value), config)" if waiting else "invoke(None, config)"
                 raise GraphResumeError(
                     f"thread '{self.config.thread_id}' is paused ({_describe_interrupts(checkpoint)}); "
-                    "resume it with invoke(None, config) or invoke(Command(resume=...), config) "
-                    "before sending new input"
+                    f"resume it with {how} before sending new input"
                 )
             self.merge([("__input__", inputs)])
             frontier = yield from self.successors([START], OverAllState(self.values))
@@ -408,13 +409,25 @@ class GraphRun(_Cursor):
         return list(checkpoint.next_nodes), resume_values, skip_before
 
     def _split_joins(self, frontier: list[str]) -> tuple[list[str], list[str]]:
-        """Nodes that run now, and nodes that wait because another scheduled node can still
-        reach them (a join runs once, after all its branches)."""
+        """Nodes that run now, and nodes that wait: a join runs once, after all its branches.
+
+        A node waits while another scheduled node can still reach it, unless it can reach
+        that node too and no later than it would be reached (in a cycle the nearer upstream
+        node goes first). If every node would wait, all of them run.
+        """
         if len(frontier) < 2:
             return frontier, []
         reach = self.spec.reach
-        runnable = [n for n in frontier if not any(n in reach[m] for m in frontier if m != n)]
-        if not runnable:  # every node waits on another (a cycle): run them all
+
+        def waits(node: str, other: str) -> bool:
+            to_node = reach[other].get(node)
+            if to_node is None:
+                return False
+            back = reach[node].get(other)
+            return back is None or to_node < back
+
+        runnable = [n for n in frontier if not any(waits(n, m) for m in frontier if m != n)]
+        if not runnable:
             return frontier, []
         return runnable, [n for n in frontier if n not in runnable]
 

@@ -152,7 +152,11 @@ async def _aexecute(tasks: list[Task], can_interrupt: bool) -> list[TaskResult]:
 
 
 def _call_router(branch: BranchSpec, state: OverAllState, config: RunnableConfig) -> Any:
-    return branch.fn(state, config) if branch.takes_config else branch.fn(state)
+    try:
+        return branch.fn(state, config) if branch.takes_config else branch.fn(state)
+    except Exception as exc:
+        _note(exc, f"raised by the router of the conditional edge from '{branch.source}'")
+        raise
 
 
 def _route(effect: RouteEffect) -> list[Any]:
@@ -175,7 +179,11 @@ async def _aroute(effect: RouteEffect) -> list[Any]:
     for branch in effect.branches:
         result = _call_router(branch, effect.state, effect.config)
         if inspect.isawaitable(result):
-            result = await result
+            try:
+                result = await result
+            except Exception as exc:
+                _note(exc, f"raised by the router of the conditional edge from '{branch.source}'")
+                raise
         results.append(result)
     return results
 

@@ -58,6 +58,22 @@ def _who(writer: str) -> str:
     return WRITER_LABELS.get(writer) or f"node '{writer}'"
 
 
+def _conflict(first: str, second: str, key: str, overwrite: bool) -> InvalidUpdateError:
+    how = "one of them with Overwrite" if overwrite else "and the key is REPLACE"
+    return InvalidUpdateError(
+        f"{_who(first)} and {_who(second)} both wrote key {key!r} in the same super-step, "
+        f"{how}, so one write would be lost. Give the key a merging strategy (e.g. "
+        "KeyStrategy.APPEND or a callable) in StateGraph(key_strategies=...), or let one "
+        "node write it",
+        node=second,
+        key=key,
+    )
+
+
+def _gave(writer: str) -> str:
+    return "was given" if writer in WRITER_LABELS else "returned"
+
+
 def _describe(value: Any) -> str:
     return type(value).__name__
 
@@ -75,42 +91,41 @@ def merge_updates(
     value that is not a list, or a MERGE of something that is not a dict.
     """
     merged = dict(values)
-    replace_writers: dict[str, str] = {}
+    # A write that replaces a key (REPLACE, Overwrite) cannot share the step with another
+    # write to that key: whichever came last would silently win.
+    replacing: dict[str, tuple[str, bool]] = {}  # key -> (writer, wrote with Overwrite)
+    merging: dict[str, str] = {}
     for writer, update in updates:
         if update is None:
             continue
         if type(update) is not dict and not isinstance(update, Mapping):
             raise InvalidUpdateError(
-                f"{_who(writer)} returned {_describe(update)}; a node must return a dict of state "
-                "updates (e.g. {'key': value}) or None",
+                f"{_who(writer)} {_gave(writer)} {_describe(update)}; state updates must be a dict "
+                "(e.g. {'key': value}) or None",
                 node=writer,
             )
         for key, value in update.items():
             if not isinstance(key, str):
                 raise InvalidUpdateError(
-                    f"{_who(writer)} returned an update with key {key!r} ({_describe(key)}); state "
+                    f"{_who(writer)} {_gave(writer)} an update with key {key!r} ({_describe(key)}); state "
                     "keys must be str",
                     node=writer,
                 )
             strategy = strategies.get(key, _REPLACE)
-            if type(value) is Overwrite:
-                merged[key] = value.value
+            overwrite = type(value) is Overwrite
+            if overwrite or strategy is _REPLACE:
+                if key in replacing or key in merging:
+                    first, first_overwrote = replacing.get(key) or (merging[key], False)
+                    raise _conflict(first, writer, key, overwrite or first_overwrote)
+                replacing[key] = (writer, overwrite)
+                merged[key] = value.value if overwrite else value
                 tracker.replace(key)
-            elif strategy is _REPLACE:
-                other = replace_writers.get(key)
-                if other is not None:
-                    raise InvalidUpdateError(
-                        f"{_who(other)} and {_who(writer)} both wrote REPLACE key {key!r} in the same "
-                        "super-step; only one may. Give the key a merging strategy (e.g. "
-                        "KeyStrategy.APPEND or a callable) in StateGraph(key_strategies=...), "
-                        "or let one node write it",
-                        node=writer,
-                        key=key,
-                    )
-                replace_writers[key] = writer
-                merged[key] = value
-                tracker.replace(key)
-            elif strategy is _APPEND:
+                continue
+            if key in replacing:
+                first, first_overwrote = replacing[key]
+                raise _conflict(first, writer, key, first_overwrote)
+            merging.setdefault(key, writer)
+            if strategy is _APPEND:
                 items = value if isinstance(value, (list, tuple)) else (value,)
                 old = merged.get(key)
                 if old is None:

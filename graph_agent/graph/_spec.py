@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import networkx as nx
 
 from ..errors import GraphValidationError
 from .state import KeyStrategy, KeyStrategyLike
@@ -79,6 +82,28 @@ class BranchSpec:
         self.takes_config = _takes_config(fn, f"router of the conditional edge from '{source}'")
 
 
+class Reachability:
+    """How many edges it takes to get from one node to another; computed per node on demand
+    (only steps that run several nodes ask), then kept."""
+
+    __slots__ = ("_distances", "_graph", "_lock")
+
+    def __init__(self, graph: nx.DiGraph) -> None:
+        self._graph = graph
+        self._distances: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, source: str) -> dict[str, int]:
+        """Distances from ``source`` to every node it can reach (itself excluded)."""
+        distances = self._distances.get(source)
+        if distances is None:
+            with self._lock:
+                distances = dict(nx.single_source_shortest_path_length(self._graph, source))
+                del distances[source]
+                self._distances[source] = distances
+        return distances
+
+
 class GraphSpec:
     """Everything the engine needs, fixed at ``compile()``."""
 
@@ -104,7 +129,7 @@ class GraphSpec:
         interrupt_before: frozenset[str],
         interrupt_after: frozenset[str],
         default_recursion_limit: int,
-        reach: Mapping[str, frozenset[str]],
+        reach: Reachability,
     ) -> None:
         self.nodes = dict(nodes)
         self.edges = list(edges)
@@ -113,7 +138,7 @@ class GraphSpec:
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
         self.default_recursion_limit = default_recursion_limit
-        self.reach = dict(reach)
+        self.reach = reach
         static: dict[str, list[str]] = {}
         for src, dst in edges:
             targets = static.setdefault(src, [])

@@ -9,7 +9,7 @@ import networkx as nx
 
 from ..errors import GraphValidationError
 from ._constants import END, START
-from ._spec import BranchSpec, GraphSpec, NodeSpec
+from ._spec import BranchSpec, GraphSpec, NodeSpec, Reachability
 from ._validate import build_digraph, find_problems
 from .state import KeyStrategy, KeyStrategyLike
 
@@ -159,7 +159,6 @@ class StateGraph:
                 if d["conditional"] and self._branches[u].path_map is None
             ],
         )
-        reach = {name: frozenset(nx.descendants(declared, name)) for name in self._nodes}
         if recursion_limit is None:
             recursion_limit = DEFAULT_RECURSION_LIMIT
             if nx.is_directed_acyclic_graph(digraph):
@@ -172,6 +171,6 @@ class StateGraph:
             interrupt_before=frozenset(before),
             interrupt_after=frozenset(after),
             default_recursion_limit=recursion_limit,
-            reach=reach,
+            reach=Reachability(declared),
         )
         return CompiledGraph(spec, saver, digraph)

@@ -155,7 +155,32 @@ def test_two_writes_to_a_replace_key_in_one_step_raise():
     with pytest.raises(InvalidUpdateError) as info:
         graph.compile().invoke({})
     assert info.value.key == "answer"
-    assert "node 'left' and node 'right' both wrote REPLACE key 'answer'" in str(info.value)
+    assert (
+        "node 'left' and node 'right' both wrote key 'answer' in the same super-step, and the key is REPLACE"
+        in str(info.value)
+    )
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [(Overwrite([1]), [2]), ([1], Overwrite([2])), (Overwrite([1]), Overwrite([2]))],
+)
+def test_overwrite_cannot_share_a_step_with_another_write(left, right):
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND}).add_node("fan", lambda s: None)
+    graph.add_node("left", lambda s: {"log": left}).add_node("right", lambda s: {"log": right})
+    graph.add_edge(START, "fan").add_edge("fan", "left").add_edge("fan", "right")
+    graph.add_edge("left", END).add_edge("right", END)
+    with pytest.raises(InvalidUpdateError, match="one of them with Overwrite") as info:
+        graph.compile().invoke({})
+    assert info.value.key == "log" and info.value.node == "right"
+
+
+def test_parallel_appends_to_one_key_merge_in_node_order():
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND}).add_node("fan", lambda s: None)
+    graph.add_node("left", lambda s: {"log": ["l"]}).add_node("right", lambda s: {"log": ["r"]})
+    graph.add_edge(START, "fan").add_edge("fan", "left").add_edge("fan", "right")
+    graph.add_edge("left", END).add_edge("right", END)
+    assert graph.compile().invoke({"log": []})["log"] == ["l", "r"]
 
 
 def test_conditional_edges_route_by_label_and_in_parallel():
@@ -206,7 +231,7 @@ def test_unknown_router_target_without_map_lists_nodes():
 @pytest.mark.parametrize(
     ("update", "strategies", "message"),
     [
-        (["not", "a", "dict"], {}, "node 'bad' returned list; a node must return a dict"),
+        (["not", "a", "dict"], {}, "node 'bad' returned list; state updates must be a dict"),
         ({1: "x"}, {}, "key 1 (int); state keys must be str"),
         ({"m": [1]}, {"m": KeyStrategy.MERGE}, "wrote a list to MERGE key 'm'"),
     ],
@@ -443,3 +468,24 @@ def test_draw_mermaid_rejects_an_unknown_direction():
     assert chain(1).draw_mermaid("LR").startswith("flowchart LR\n")
     with pytest.raises(ValueError, match="direction must be one of"):
         chain(1).draw_mermaid("sideways")
+
+
+def test_join_inside_a_loop_runs_once_per_round(saver):
+    graph = StateGraph(key_strategies={"path": KeyStrategy.APPEND})
+    for name in ("a", "b", "j"):
+        graph.add_node(name, lambda s, name=name: {"path": [name]})
+    graph.add_edge(START, "a").add_edge("a", "b").add_edge("a", "j").add_edge("b", "j")
+    graph.add_conditional_edges("j", lambda s: "a" if s["path"].count("j") < 2 else END, ["a", END])
+    assert graph.compile().invoke({})["path"] == ["a", "b", "j", "a", "b", "j"]
+
+
+def test_router_exception_propagates_with_a_note_naming_the_router():
+    def broken(state):
+        raise KeyError("missing")
+
+    graph = StateGraph().add_node("a", lambda s: None).add_edge(START, "a")
+    graph.add_conditional_edges("a", broken, [END])
+    with pytest.raises(KeyError) as info:
+        graph.compile().invoke({})
+    notes = getattr(info.value, "__notes__", ["from 'a'"])
+    assert any("from 'a'" in note for note in notes)
