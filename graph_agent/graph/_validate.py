@@ -73,10 +73,12 @@ def find_problems(
         for name in names:
             if name not in known:
                 problems.append(f"{kind} names unknown node {name!r} ({hint})")
-    if problems:
-        return problems  # reachability is meaningless with dangling edges
-
+    # Reachability is judged on the edges that are sound, so a misspelt edge also shows
+    # which nodes it leaves stranded.
     graph = build_digraph(nodes, edges, branches)
+    graph.remove_nodes_from(
+        [n for n in list(graph.nodes) if n not in known and n not in (START, END)]
+    )
     if graph.out_degree(START) == 0:
         problems.append(
             "no entry point: add an edge from START, e.g. add_edge(START, "

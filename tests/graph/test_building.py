@@ -23,7 +23,9 @@ def test_compile_reports_every_problem_at_once():
     with pytest.raises(GraphValidationError) as info:
         graph.compile()
     problems = info.value.problems
-    assert len(problems) == 3
+    assert len(problems) == 5  # three bad edges, and what they leave stranded:
+    assert any("['b'] cannot be reached from START" in p for p in problems)
+    assert any("['a'] can never reach END" in p for p in problems)
     text = str(info.value)
     assert "'ghost'" in text and "'phantom'" in text and "'nowhere'" in text
     assert "label 'x'" in text
