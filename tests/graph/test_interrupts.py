@@ -68,7 +68,10 @@ def test_resume_errors_explain_what_to_do(saver):
         GraphResumeError, match=r"waiting for a resume value.*Command\(resume=value\)"
     ):
         app.invoke(None, config)
-    with pytest.raises(GraphResumeError, match=r"is paused .* resume it with invoke\(Command\(resume=value\), config\) before"):
+    with pytest.raises(
+        GraphResumeError,
+        match=r"is paused .* resume it with invoke\(Command\(resume=value\), config\) before",
+    ):
         app.invoke({"amount": 2}, config)
     assert app.get_state(config).interrupts  # still paused, nothing lost
     app.invoke(Command(resume="no"), config)

@@ -144,7 +144,9 @@ def test_update_state_rejects_bad_values_and_writes_nothing(saver):
     app = react_like(saver)
     app.invoke({"messages": ["user:hi"]}, {"thread_id": "b"})
     head = app.get_state({"thread_id": "b"}).checkpoint_id
-    with pytest.raises(InvalidUpdateError, match=r"update_state\(\) was given str; state updates must be a dict"):
+    with pytest.raises(
+        InvalidUpdateError, match=r"update_state\(\) was given str; state updates must be a dict"
+    ):
         app.update_state({"thread_id": "b"}, "not a dict")  # type: ignore[arg-type]
     assert app.get_state({"thread_id": "b"}).checkpoint_id == head
 
