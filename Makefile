@@ -17,8 +17,12 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) examples/approval_workflow.py --auto
 
+# The whole suite, then the linters: ruff and mypy must stay clean too.
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest
+	$(VENV)/bin/ruff check graph_agent checkpoint hooks tests examples
+	$(VENV)/bin/ruff format --check graph_agent checkpoint hooks tests examples
+	$(VENV)/bin/mypy
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check graph_agent checkpoint hooks tests examples
