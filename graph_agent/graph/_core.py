@@ -300,6 +300,9 @@ class GraphRun(_Cursor):
             if hits:
                 yield from self.write(frontier, source="input", interrupts=hits)
                 return
+        if not frontier:  # the entry routed straight to END: keep the input all the same
+            yield from self.write(frontier, source="input")
+            return
         limit = self.config.recursion_limit or spec.default_recursion_limit
         steps = 0
         while frontier:

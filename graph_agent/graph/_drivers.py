@@ -7,6 +7,7 @@ pool. The async driver never blocks the loop: sync nodes run in worker threads.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import os
 import sys
@@ -114,8 +115,11 @@ def _execute(tasks: list[Task], can_interrupt: bool) -> list[TaskResult]:
     if len(tasks) == 1:
         return [_run_task(tasks[0], can_interrupt)]
     pool = _thread_pool()
+    # Each worker runs in a copy of the caller's context, so context variables (tracing,
+    # request ids) reach the nodes as they do on the calling thread.
     futures: list[Future[TaskResult]] = [
-        pool.submit(_run_task, task, can_interrupt) for task in tasks[1:]
+        pool.submit(contextvars.copy_context().run, _run_task, task, can_interrupt)
+        for task in tasks[1:]
     ]
     results: list[TaskResult | BaseException] = []
     try:

@@ -489,3 +489,19 @@ def test_router_exception_propagates_with_a_note_naming_the_router():
         graph.compile().invoke({})
     notes = getattr(info.value, "__notes__", ["from 'a'"])
     assert any("from 'a'" in note for note in notes)
+
+
+def test_parallel_sync_nodes_see_the_callers_context_variables():
+    import contextvars
+
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id")
+    graph = StateGraph(key_strategies={"seen": KeyStrategy.APPEND}).add_node("fan", lambda s: None)
+    for i in range(3):
+        graph.add_node(f"b{i}", lambda s: {"seen": [request_id.get("missing")]})
+        graph.add_edge("fan", f"b{i}").add_edge(f"b{i}", END)
+    graph.add_edge(START, "fan")
+    token = request_id.set("req-7")
+    try:
+        assert graph.compile().invoke({})["seen"] == ["req-7"] * 3
+    finally:
+        request_id.reset(token)

@@ -253,3 +253,14 @@ def test_async_thread_apis(saver):
     assert paused.next == ("tools",)
     assert len(history) == 2 and history[0].metadata["source"] == "update"
     assert final["messages"][-1] == "ai:final after 1"
+
+
+def test_input_routed_straight_to_end_is_still_kept(saver):
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND}).add_node("work", lambda s: None)
+    graph.add_conditional_edges(START, lambda s: "work" if s.get("go") else END, ["work", END])
+    graph.add_edge("work", END)
+    app = graph.compile(saver=saver)
+    app.invoke({"log": ["first"]}, {"thread_id": "skip"})
+    app.invoke({"log": ["second"]}, {"thread_id": "skip"})
+    snapshot = app.get_state({"thread_id": "skip"})
+    assert snapshot.values["log"] == ["first", "second"] and snapshot.next == ()
