@@ -53,3 +53,40 @@ class GraphResumeError(GraphAgentError, ValueError):
 
 class GraphUsageError(GraphAgentError, TypeError):
     """The API was called in a way that cannot work (e.g. async nodes run with ``invoke``)."""
+
+
+class ModelError(GraphAgentError):
+    """A chat model call failed. ``status`` and ``body`` come from the HTTP response when there
+    was one; the API key never appears in the message."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class ToolExecutionException(GraphAgentError):
+    """A tool could not produce a result: its arguments were invalid, or it raised.
+
+    ``tool_name`` names the tool; ``__cause__`` holds the original exception, if any.
+    """
+
+    def __init__(self, message: str, *, tool_name: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class UnknownToolError(GraphAgentError, LookupError):
+    """The model asked for a tool that is not available (``unknown_tool_strategy="throw"``)."""
+
+    def __init__(self, message: str, *, tool_name: str, available: list[str]) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.available = available
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ToolCallLoopError(GraphAgentError, RuntimeError):
+    """A framework-controlled tool loop went on for more rounds than its cap."""

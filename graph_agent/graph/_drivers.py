@@ -7,17 +7,15 @@ pool. The async driver never blocks the loop: sync nodes run in worker threads.
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import functools
 import inspect
-import os
 import sys
-import threading
 from collections.abc import AsyncIterator, Generator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
+from .._pool import run_all
 from ..errors import GraphUsageError
 from ._core import (
     Effect,
@@ -34,22 +32,6 @@ from .config import RunnableConfig
 from .interrupt import NodeInterrupt, TaskScope, current_task
 from .state import OverAllState
 from .types import NodeOutput
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _thread_pool() -> ThreadPoolExecutor:
-    """One pool for every graph; large enough that nested graphs do not starve it."""
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(
-                    max_workers=max(32, 4 * (os.cpu_count() or 1)),
-                    thread_name_prefix="graph-agent",
-                )
-    return _pool
 
 
 def _note(exc: BaseException, message: str) -> None:
@@ -114,23 +96,8 @@ async def _arun_task(task: Task, can_interrupt: bool) -> TaskResult:
 def _execute(tasks: list[Task], can_interrupt: bool) -> list[TaskResult]:
     if len(tasks) == 1:
         return [_run_task(tasks[0], can_interrupt)]
-    pool = _thread_pool()
-    # Each worker runs in a copy of the caller's context, so context variables (tracing,
-    # request ids) reach the nodes as they do on the calling thread.
-    futures: list[Future[TaskResult]] = [
-        pool.submit(contextvars.copy_context().run, _run_task, task, can_interrupt)
-        for task in tasks[1:]
-    ]
-    results: list[TaskResult | BaseException] = []
-    try:
-        results.append(_run_task(tasks[0], can_interrupt))
-    except BaseException as exc:  # wait for the others before raising: no stray writers
-        results.append(exc)
-    for future in futures:
-        try:
-            results.append(future.result())
-        except BaseException as exc:
-            results.append(exc)
+    # All of them finish before anything is raised: no node keeps running behind an error.
+    results = run_all([functools.partial(_run_task, task, can_interrupt) for task in tasks])
     for item in results:
         if isinstance(item, BaseException):
             raise item

@@ -1,0 +1,51 @@
+"""The thread pool shared by graph steps and tool calls."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def thread_pool() -> ThreadPoolExecutor:
+    """One pool for the process; large enough that nested graphs and tools do not starve it."""
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(
+                    max_workers=max(32, 4 * (os.cpu_count() or 1)),
+                    thread_name_prefix="graph-agent",
+                )
+    return _pool
+
+
+def submit(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """Run ``fn(*args)`` on the pool in a copy of the caller's context, so context variables
+    (tracing, request ids) reach it as they would on the calling thread."""
+    return thread_pool().submit(contextvars.copy_context().run, fn, *args)
+
+
+def run_all(calls: list[Callable[[], T]]) -> list[T | BaseException]:
+    """Run the calls concurrently (the first on this thread) and wait for every one; each
+    result is the call's value or the exception it raised, in the calls' order."""
+    futures = [submit(call) for call in calls[1:]]
+    results: list[T | BaseException] = []
+    try:
+        results.append(calls[0]())
+    except BaseException as exc:
+        results.append(exc)
+    for future in futures:
+        try:
+            results.append(future.result())
+        except BaseException as exc:
+            results.append(exc)
+    return results

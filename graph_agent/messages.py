@@ -1,0 +1,116 @@
+"""Chat messages: system, user, assistant (with tool calls) and tool responses.
+
+Messages are frozen pydantic models, registered with the checkpoint serializer so that they
+can live in a graph's state and be checkpointed by any saver.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from checkpoint import register_type
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "MessageType",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResponse",
+    "ToolResponseMessage",
+    "UserMessage",
+]
+
+MessageType = Literal["system", "user", "assistant", "tool"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@register_type(name="graph_agent.ToolCall")
+class ToolCall(_Frozen):
+    """A tool the model asks to run: ``arguments`` is the raw JSON string it produced.
+
+    ``index`` is the call's position in a streamed response (set on stream fragments; a
+    complete call may keep it); it is how fragments of one call are merged.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    type: str = "function"
+    index: int | None = None
+
+
+@register_type(name="graph_agent.ToolResponse")
+class ToolResponse(_Frozen):
+    """The result of one tool call, for the model: ``id`` is the call's id."""
+
+    id: str
+    name: str
+    response_data: str
+
+
+class _TextMessage(_Frozen):
+    text: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, text: str | None = None, /, **data: Any) -> None:
+        if text is not None:
+            if "text" in data:
+                raise TypeError("give the text once: positionally or as text=")
+            data["text"] = text
+        super().__init__(**data)
+
+    def __repr__(self) -> str:
+        extra = "".join(
+            f", {name}={value!r}"
+            for name, value in self.__dict__.items()
+            if name not in ("text", "message_type") and value not in ({}, [], None)
+        )
+        return f"{type(self).__name__}({self.text!r}{extra})"
+
+
+@register_type(name="graph_agent.SystemMessage")
+class SystemMessage(_TextMessage):
+    """Instructions for the model."""
+
+    message_type: Literal["system"] = "system"
+
+
+@register_type(name="graph_agent.UserMessage")
+class UserMessage(_TextMessage):
+    """What the user said."""
+
+    message_type: Literal["user"] = "user"
+
+
+@register_type(name="graph_agent.AssistantMessage")
+class AssistantMessage(_TextMessage):
+    """What the model said, and the tools it asks to run."""
+
+    message_type: Literal["assistant"] = "assistant"
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def has_tool_calls(self) -> bool:
+        return bool(self.tool_calls)
+
+
+@register_type(name="graph_agent.ToolResponseMessage")
+class ToolResponseMessage(_Frozen):
+    """The results of the tool calls of one assistant message, one response per call."""
+
+    message_type: Literal["tool"] = "tool"
+    responses: tuple[ToolResponse, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The responses' data, one per line (what a reader of the conversation sees)."""
+        return "\n".join(r.response_data for r in self.responses)
+
+
+Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage]

@@ -1,0 +1,233 @@
+"""What goes into a chat model (``Prompt``, options) and what comes out (``ChatResponse``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..messages import AssistantMessage, Message, ToolCall, UserMessage
+
+if TYPE_CHECKING:
+    from ..tools import ToolCallback
+
+__all__ = [
+    "ChatOptions",
+    "ChatResponse",
+    "ChatResponseMetadata",
+    "Generation",
+    "Prompt",
+    "ToolCallingChatOptions",
+    "Usage",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """Per-call model options; ``None`` means the model's own default."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+
+    def copy(self, **changes: Any) -> ChatOptions:
+        """A copy with the given fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolCallingChatOptions(ChatOptions):
+    """Options for a call that may use tools.
+
+    ``tool_callbacks`` are offered to the model; ``tool_names`` are resolved to callbacks by
+    a resolver; ``tool_context`` is handed to every tool; with
+    ``internal_tool_execution_enabled=False`` the caller, not the framework, runs the tools.
+    """
+
+    tool_callbacks: tuple[ToolCallback, ...] = ()
+    tool_names: tuple[str, ...] = ()
+    tool_context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    internal_tool_execution_enabled: bool = True
+    parallel_tool_calls: bool | None = None
+
+
+@dataclasses.dataclass(slots=True)
+class Prompt:
+    """The messages for one model call, and its options. ``Prompt("hi")`` is one user message."""
+
+    messages: list[Message]
+    options: ChatOptions | None = None
+
+    def __init__(
+        self, messages: str | Message | Iterable[Message], options: ChatOptions | None = None
+    ) -> None:
+        if isinstance(messages, str):
+            self.messages = [UserMessage(messages)]
+        elif isinstance(messages, (list, tuple)):
+            self.messages = list(messages)
+        elif hasattr(messages, "message_type"):
+            self.messages = [messages]  # type: ignore[list-item]
+        else:
+            self.messages = list(messages)  # type: ignore[arg-type]
+        self.options = options
+
+    @property
+    def tool_options(self) -> ToolCallingChatOptions | None:
+        """The options, when they are ``ToolCallingChatOptions``."""
+        return self.options if isinstance(self.options, ToolCallingChatOptions) else None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens used by a call, as the provider reported them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Generation:
+    """One answer of the model: the assistant message and why it stopped."""
+
+    output: AssistantMessage
+    finish_reason: str | None = None
+    metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChatResponseMetadata:
+    """About the call: the provider's response id, the model that answered, token usage."""
+
+    id: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """A model's response (or, when streaming, one chunk of it)."""
+
+    results: tuple[Generation, ...] = ()
+    metadata: ChatResponseMetadata = dataclasses.field(default_factory=ChatResponseMetadata)
+
+    @classmethod
+    def of(
+        cls,
+        message: AssistantMessage,
+        finish_reason: str | None = None,
+        usage: Usage | None = None,
+        **metadata: Any,
+    ) -> ChatResponse:
+        """A response with one generation."""
+        return cls(
+            results=(Generation(message, finish_reason),),
+            metadata=ChatResponseMetadata(usage=usage, **metadata),
+        )
+
+    @property
+    def result(self) -> Generation:
+        """The first generation; ``IndexError`` with a clear message when there is none."""
+        if not self.results:
+            raise IndexError("this ChatResponse has no generations (an empty stream chunk?)")
+        return self.results[0]
+
+    @property
+    def text(self) -> str:
+        """The first generation's text ('' when there is none)."""
+        return self.results[0].output.text if self.results else ""
+
+    def has_tool_calls(self) -> bool:
+        return any(g.output.tool_calls for g in self.results)
+
+    @staticmethod
+    def merge(chunks: Iterable[ChatResponse]) -> ChatResponse:
+        """Fold streamed chunks into one complete response.
+
+        Text is joined; tool-call fragments are merged by ``index`` (or, without one, a new
+        non-empty id starts a call and an empty or repeated id continues the last one);
+        empty or blank arguments become ``"{}"``. The last finish reason and the last usage
+        seen win (a final chunk with no generations may carry only usage).
+        """
+        texts: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        order: list[int] = []
+        last_key: int | None = None
+        finish: str | None = None
+        usage: Usage | None = None
+        response_id = model = None
+        metadata: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for chunk in chunks:
+            meta = chunk.metadata
+            response_id = meta.id or response_id
+            model = meta.model or model
+            usage = meta.usage or usage
+            extra.update(meta.extra)
+            for generation in chunk.results[:1]:
+                message = generation.output
+                if message.text:
+                    texts.append(message.text)
+                metadata.update(message.metadata)
+                finish = generation.finish_reason or finish
+                for fragment in message.tool_calls:
+                    last_key = _merge_fragment(calls, order, last_key, fragment)
+        tool_calls = tuple(_finish_call(calls[key]) for key in order)
+        message = AssistantMessage("".join(texts), tool_calls=tool_calls, metadata=metadata)
+        return ChatResponse(
+            results=(Generation(message, finish),),
+            metadata=ChatResponseMetadata(id=response_id, model=model, usage=usage, extra=extra),
+        )
+
+
+def _merge_fragment(
+    calls: dict[int, dict[str, Any]], order: list[int], last_key: int | None, fragment: ToolCall
+) -> int:
+    if fragment.index is not None:
+        key = fragment.index
+    elif last_key is not None and (not fragment.id or fragment.id == calls[last_key]["id"]):
+        key = last_key  # an empty or repeated id continues the current call
+    else:
+        key = -1 - len(order)  # a new call without an index
+    call = calls.get(key)
+    if call is None:
+        call = calls[key] = {"id": "", "name": "", "arguments": [], "type": "function"}
+        order.append(key)
+    if fragment.id and not call["id"]:
+        call["id"] = fragment.id
+    if fragment.name and not call["name"]:
+        call["name"] = fragment.name
+    if fragment.type:
+        call["type"] = fragment.type
+    call["arguments"].append(fragment.arguments)
+    call["index"] = fragment.index
+    return key
+
+
+def _finish_call(call: Mapping[str, Any]) -> ToolCall:
+    arguments = "".join(call["arguments"])
+    return ToolCall(
+        id=call["id"],
+        name=call["name"],
+        arguments=arguments if arguments.strip() else "{}",
+        type=call["type"],
+        index=call.get("index"),
+    )
+
+
+def last_assistant(messages: Sequence[Message]) -> AssistantMessage | None:
+    """The last assistant message of a conversation, if any."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            return message
+    return None
