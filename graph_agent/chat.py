@@ -1,0 +1,402 @@
+"""``ChatClient``: one call to a model, with the tool loop run for you; and chat memory."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .errors import ToolCallLoopError
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResponseMessage,
+    UserMessage,
+)
+from .models.base import ChatModel
+from .models.types import ChatOptions, ChatResponse, Prompt, ToolCallingChatOptions
+from .tools.manager import (
+    DefaultToolExecutionEligibilityPredicate,
+    ToolCallingManager,
+    ToolExecutionEligibilityPredicate,
+    ToolExecutionRecord,
+    ToolExecutionResult,
+)
+
+if TYPE_CHECKING:
+    from .tools.callback import ToolCallback
+
+__all__ = [
+    "ChatClient",
+    "ChatClientRequest",
+    "ChatClientResponse",
+    "ChatMemory",
+    "MessageWindowChatMemory",
+]
+
+DEFAULT_CONVERSATION_ID = "default"
+
+
+@runtime_checkable
+class ChatMemory(Protocol):
+    """Conversation history, kept per conversation id."""
+
+    def add(self, conversation_id: str, messages: Sequence[Message]) -> None: ...
+
+    def get(self, conversation_id: str) -> list[Message]: ...
+
+    def clear(self, conversation_id: str) -> None: ...
+
+
+class MessageWindowChatMemory:
+    """Keeps the last ``max_messages`` messages of each conversation.
+
+    The system message is always kept (a new one replaces the old) and counts toward the
+    window. Trimming never leaves a tool response without the assistant message that asked
+    for it: a response whose call fell out of the window goes too. Thread-safe.
+    """
+
+    def __init__(self, max_messages: int = 20) -> None:
+        if not isinstance(max_messages, int) or max_messages < 1:
+            raise ValueError(f"max_messages must be a positive int, got {max_messages!r}")
+        self.max_messages = max_messages
+        self._conversations: dict[str, list[Message]] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"MessageWindowChatMemory(max_messages={self.max_messages})"
+
+    def add(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        with self._lock:
+            history = self._conversations.setdefault(conversation_id, [])
+            for message in messages:
+                if isinstance(message, SystemMessage):
+                    history[:] = [m for m in history if not isinstance(m, SystemMessage)]
+                history.append(message)
+            self._conversations[conversation_id] = _window(history, self.max_messages)
+
+    def get(self, conversation_id: str) -> list[Message]:
+        with self._lock:
+            return list(self._conversations.get(conversation_id, ()))
+
+    def clear(self, conversation_id: str) -> None:
+        with self._lock:
+            self._conversations.pop(conversation_id, None)
+
+    def conversation_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._conversations)
+
+
+def _window(history: list[Message], limit: int) -> list[Message]:
+    system = [m for m in history if isinstance(m, SystemMessage)][-1:]
+    rest = [m for m in history if not isinstance(m, SystemMessage)]
+    keep = rest[max(0, len(rest) - (limit - len(system))) :]
+    while keep and isinstance(keep[0], ToolResponseMessage):
+        keep.pop(0)  # its assistant tool call fell out of the window
+    return [*system, *keep]
+
+
+class ChatClientResponse:
+    """The outcome of ``ChatClientRequest.call()``: the final response, the messages of this
+    exchange (new user messages, assistant and tool messages), and a record per tool call."""
+
+    def __init__(
+        self,
+        chat_response: ChatResponse,
+        messages: list[Message],
+        tool_records: list[ToolExecutionRecord],
+    ) -> None:
+        self.chat_response = chat_response
+        self.messages = messages
+        self.tool_records = tool_records
+
+    def content(self) -> str:
+        """The final answer's text."""
+        return self.chat_response.text
+
+    def __repr__(self) -> str:
+        return (
+            f"ChatClientResponse(content={self.content()!r}, tool_calls={len(self.tool_records)})"
+        )
+
+
+class ChatClient:
+    """A fluent client over a ``ChatModel``: ``ChatClient.create(model).prompt("hi").call()
+    .content()``.
+
+    With tools, the client runs the tool loop: the model's tool calls are executed and their
+    results sent back, until the model answers without tools (at most ``max_tool_rounds``
+    rounds, then ``ToolCallLoopError``). With ``internal_tool_execution_enabled=False`` in
+    the options, ``call()`` returns the response with its tool calls and the caller runs
+    them with a ``ToolCallingManager``. With a ``memory``, each conversation id keeps its
+    history across calls.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        tool_calling_manager: ToolCallingManager | None = None,
+        memory: ChatMemory | None = None,
+        default_system: str | None = None,
+        default_tools: Iterable[Any] = (),
+        default_options: ChatOptions | None = None,
+        max_tool_rounds: int = 10,
+        eligibility: ToolExecutionEligibilityPredicate | None = None,
+    ) -> None:
+        if not isinstance(model, ChatModel):
+            raise TypeError(
+                f"ChatClient needs a ChatModel (call, stream, acall, astream), got {model!r}"
+            )
+        self.model = model
+        self.tool_calling_manager = tool_calling_manager or ToolCallingManager()
+        self.memory = memory
+        self.default_system = default_system
+        self.default_tools = list(default_tools)
+        self.default_options = default_options
+        self.max_tool_rounds = max_tool_rounds
+        self.eligibility = eligibility or DefaultToolExecutionEligibilityPredicate()
+
+    @classmethod
+    def create(cls, model: ChatModel, **settings: Any) -> ChatClient:
+        """A client for ``model``; ``settings`` are the constructor's keywords."""
+        return cls(model, **settings)
+
+    def prompt(self, prompt: str | Prompt | None = None) -> ChatClientRequest:
+        """Start a request; a string is the user's message."""
+        request = ChatClientRequest(self)
+        if self.default_system:
+            request.system(self.default_system)
+        if self.default_tools:
+            request.tools(*self.default_tools)
+        if self.default_options is not None:
+            request.options(self.default_options)
+        if isinstance(prompt, Prompt):
+            request.messages(*prompt.messages)
+            if prompt.options is not None:
+                request.options(prompt.options)
+        elif prompt is not None:
+            request.user(prompt)
+        return request
+
+
+class ChatClientRequest:
+    """One request being built; every method returns the request, so calls chain."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self._client = client
+        self._system: str | None = None
+        self._messages: list[Message] = []
+        self._tools: list[Any] = []
+        self._tool_names: list[str] = []
+        self._tool_context: dict[str, Any] = {}
+        self._options: ChatOptions | None = None
+        self._conversation_id: str | None = None
+
+    def system(self, text: str) -> ChatClientRequest:
+        self._system = text
+        return self
+
+    def user(self, text: str) -> ChatClientRequest:
+        self._messages.append(UserMessage(text))
+        return self
+
+    def messages(self, *messages: Message) -> ChatClientRequest:
+        self._messages.extend(messages)
+        return self
+
+    def tools(self, *tools: Any) -> ChatClientRequest:
+        """Tools for this request: ``@tool`` functions, other ``ToolCallback``s, objects with
+        ``@tool`` methods, or ``ToolCallbackProvider``s."""
+        self._tools.extend(tools)
+        return self
+
+    def tool_names(self, *names: str) -> ChatClientRequest:
+        """Tools by name, resolved by the client's ``ToolCallingManager`` resolver."""
+        self._tool_names.extend(names)
+        return self
+
+    def tool_context(self, context: Mapping[str, Any]) -> ChatClientRequest:
+        """Entries every tool of this request finds in its ``ToolContext``."""
+        self._tool_context.update(context)
+        return self
+
+    def options(self, options: ChatOptions) -> ChatClientRequest:
+        self._options = options
+        return self
+
+    def conversation_id(self, conversation_id: str) -> ChatClientRequest:
+        """Use (and extend) this conversation's history in the client's memory."""
+        self._conversation_id = conversation_id
+        return self
+
+    # -- building the prompt ----------------------------------------------------------------
+
+    def _tool_options(self) -> ToolCallingChatOptions:
+        from .tools._collect import as_tool_callbacks
+
+        base = self._options or ChatOptions()
+        base_fields = {
+            "model": base.model,
+            "temperature": base.temperature,
+            "max_tokens": base.max_tokens,
+            "top_p": base.top_p,
+            "stop": base.stop,
+        }
+        callbacks: list[ToolCallback] = []
+        names: list[str] = list(self._tool_names)
+        context: dict[str, Any] = {}
+        enabled = True
+        parallel = None
+        if isinstance(base, ToolCallingChatOptions):
+            callbacks.extend(base.tool_callbacks)
+            names = [*base.tool_names, *names]
+            context.update(base.tool_context)
+            enabled = base.internal_tool_execution_enabled
+            parallel = base.parallel_tool_calls
+        callbacks.extend(as_tool_callbacks(self._tools))
+        context.update(self._tool_context)
+        return ToolCallingChatOptions(
+            **base_fields,
+            tool_callbacks=tuple(callbacks),
+            tool_names=tuple(names),
+            tool_context=context,
+            internal_tool_execution_enabled=enabled,
+            parallel_tool_calls=parallel,
+        )
+
+    def _start(self) -> tuple[Prompt, list[Message], ToolCallingChatOptions]:
+        client = self._client
+        history: list[Message] = []
+        if client.memory is not None:
+            history = client.memory.get(self._conversation_id or DEFAULT_CONVERSATION_ID)
+        system = self._system
+        if system is None:
+            memory_system = [m for m in history if isinstance(m, SystemMessage)]
+            system = memory_system[-1].text if memory_system else None
+        history = [m for m in history if not isinstance(m, SystemMessage)]
+        if not self._messages and not history:
+            raise ValueError("the request has no message: give prompt('...') or user('...')")
+        messages: list[Message] = [SystemMessage(system)] if system else []
+        messages += [*history, *self._messages]
+        options = self._tool_options()
+        return Prompt(messages, options), list(self._messages), options
+
+    def _remember(self, exchange: list[Message]) -> None:
+        memory = self._client.memory
+        if memory is not None:
+            memory.add(self._conversation_id or DEFAULT_CONVERSATION_ID, exchange)
+
+    def _check_round(self, rounds: int) -> None:
+        if rounds >= self._client.max_tool_rounds:
+            raise ToolCallLoopError(
+                f"the model kept calling tools for {rounds} rounds (max_tool_rounds="
+                f"{self._client.max_tool_rounds}); raise ChatClient(max_tool_rounds=...) or "
+                "check why the model does not answer"
+            )
+
+    @staticmethod
+    def _direct(result: ToolExecutionResult) -> ChatResponse:
+        text = result.tool_response.text
+        return ChatResponse.of(AssistantMessage(text, metadata={"return_direct": True}), "stop")
+
+    # -- running ----------------------------------------------------------------------------
+
+    def call(self) -> ChatClientResponse:
+        """Call the model, running tool calls until it answers (unless tool execution is
+        left to the caller)."""
+        client = self._client
+        prompt, exchange, options = self._start()
+        records: list[ToolExecutionRecord] = []
+        rounds = 0
+        response = client.model.call(prompt)
+        while client.eligibility(options, response):
+            self._check_round(rounds)
+            result = client.tool_calling_manager.execute_tool_calls(prompt, response)
+            records.extend(result.records)
+            exchange += result.conversation_history[-2:]
+            rounds += 1
+            if result.return_direct:
+                response = self._direct(result)
+                break
+            prompt = Prompt(result.conversation_history, options)
+            response = client.model.call(prompt)
+        exchange.append(response.result.output)
+        self._remember(exchange)
+        return ChatClientResponse(response, exchange, records)
+
+    async def acall(self) -> ChatClientResponse:
+        """Async ``call``."""
+        client = self._client
+        prompt, exchange, options = self._start()
+        records: list[ToolExecutionRecord] = []
+        rounds = 0
+        response = await client.model.acall(prompt)
+        while client.eligibility(options, response):
+            self._check_round(rounds)
+            result = await client.tool_calling_manager.aexecute_tool_calls(prompt, response)
+            records.extend(result.records)
+            exchange += result.conversation_history[-2:]
+            rounds += 1
+            if result.return_direct:
+                response = self._direct(result)
+                break
+            prompt = Prompt(result.conversation_history, options)
+            response = await client.model.acall(prompt)
+        exchange.append(response.result.output)
+        self._remember(exchange)
+        return ChatClientResponse(response, exchange, records)
+
+    def stream(self) -> Iterator[str]:
+        """The answer's text as the model streams it; tool rounds run in between."""
+        client = self._client
+        prompt, exchange, options = self._start()
+        rounds = 0
+        while True:
+            chunks = []
+            for chunk in client.model.stream(prompt):
+                chunks.append(chunk)
+                if chunk.text:
+                    yield chunk.text
+            response = ChatResponse.merge(chunks)
+            if not client.eligibility(options, response):
+                break
+            self._check_round(rounds)
+            result = client.tool_calling_manager.execute_tool_calls(prompt, response)
+            exchange += result.conversation_history[-2:]
+            rounds += 1
+            if result.return_direct:
+                response = self._direct(result)
+                yield response.text
+                break
+            prompt = Prompt(result.conversation_history, options)
+        exchange.append(response.result.output)
+        self._remember(exchange)
+
+    async def astream(self) -> AsyncIterator[str]:
+        """Async ``stream``."""
+        client = self._client
+        prompt, exchange, options = self._start()
+        rounds = 0
+        while True:
+            chunks = []
+            async for chunk in client.model.astream(prompt):
+                chunks.append(chunk)
+                if chunk.text:
+                    yield chunk.text
+            response = ChatResponse.merge(chunks)
+            if not client.eligibility(options, response):
+                break
+            self._check_round(rounds)
+            result = await client.tool_calling_manager.aexecute_tool_calls(prompt, response)
+            exchange += result.conversation_history[-2:]
+            rounds += 1
+            if result.return_direct:
+                response = self._direct(result)
+                yield response.text
+                break
+            prompt = Prompt(result.conversation_history, options)
+        exchange.append(response.result.output)
+        self._remember(exchange)

@@ -1,0 +1,321 @@
+"""Running the tool calls a model asked for, and deciding whether to run them at all."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._pool import run_all
+from ..errors import ToolExecutionException
+from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
+from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
+from .callback import ToolCallback
+from .context import ToolContext
+from .definition import ToolDefinition
+from .execution import (
+    DefaultToolExecutionExceptionProcessor,
+    ToolExecutionExceptionProcessor,
+    UnknownToolStrategy,
+    unknown_tool_response,
+)
+
+if TYPE_CHECKING:
+    from .resolution import ToolCallbackResolver
+
+__all__ = [
+    "DefaultToolExecutionEligibilityPredicate",
+    "ToolCallingManager",
+    "ToolExecutionEligibilityPredicate",
+    "ToolExecutionRecord",
+    "ToolExecutionResult",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolExecutionRecord:
+    """One executed tool call: what was asked, what the model got back, how long it took.
+
+    ``error`` is the failure (invalid arguments, the tool raised, unknown tool) even when it
+    was turned into a response for the model; ``result`` is that response text.
+    """
+
+    tool_call_id: str
+    name: str
+    arguments: str
+    result: str
+    error: BaseException | None
+    duration: float
+    return_direct: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolExecutionResult:
+    """The conversation after the tool calls (prompt, the assistant's message, one
+    ``ToolResponseMessage`` with a response per call, in call order), whether the results go
+    straight to the caller, a record per call, and what each call wrote to ``extra_state``."""
+
+    conversation_history: list[Message]
+    return_direct: bool = False
+    records: tuple[ToolExecutionRecord, ...] = ()
+    extra_states: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def tool_response(self) -> ToolResponseMessage:
+        """The message with the tools' responses (the last one of the history)."""
+        message = self.conversation_history[-1]
+        assert isinstance(message, ToolResponseMessage)
+        return message
+
+
+class ToolExecutionEligibilityPredicate(Protocol):
+    """Decides whether the framework runs a response's tool calls itself."""
+
+    def __call__(self, options: Any, response: ChatResponse) -> bool: ...
+
+
+class DefaultToolExecutionEligibilityPredicate:
+    """Run them when the response has tool calls and the options do not say
+    ``internal_tool_execution_enabled=False``."""
+
+    def __call__(self, options: Any, response: ChatResponse) -> bool:
+        enabled = getattr(options, "internal_tool_execution_enabled", True)
+        return bool(enabled) and response.has_tool_calls()
+
+
+@dataclasses.dataclass(slots=True)
+class _Outcome:
+    response: ToolResponse
+    record: ToolExecutionRecord
+    extra_state: dict[str, Any]
+
+
+class ToolCallingManager:
+    """Resolves the tools of a request and executes the tool calls of a response.
+
+    Several calls in one response run concurrently (``parallel=False``: one after another);
+    results keep the order of the calls and every call gets a response. A failing tool's
+    exception goes through ``exception_processor`` (by default its message reaches the
+    model); a call of an unknown tool is answered by ``unknown_tool_strategy``
+    (``"respond"``: the list of available tools; ``"throw"``: ``UnknownToolError``; or a
+    callable ``(name, available) -> str``).
+    """
+
+    def __init__(
+        self,
+        tool_callback_resolver: ToolCallbackResolver | None = None,
+        exception_processor: ToolExecutionExceptionProcessor | None = None,
+        unknown_tool_strategy: UnknownToolStrategy = "respond",
+        parallel: bool = True,
+    ) -> None:
+        if unknown_tool_strategy not in ("respond", "throw") and not callable(
+            unknown_tool_strategy
+        ):
+            raise ValueError(
+                "unknown_tool_strategy must be 'respond', 'throw' or a callable "
+                f"(name, available) -> str, got {unknown_tool_strategy!r}"
+            )
+        self.resolver = tool_callback_resolver
+        self.exception_processor = exception_processor or DefaultToolExecutionExceptionProcessor()
+        self.unknown_tool_strategy = unknown_tool_strategy
+        self.parallel = parallel
+
+    # -- resolving --------------------------------------------------------------------------
+
+    def resolve_tool_callbacks(self, options: ToolCallingChatOptions | None) -> list[ToolCallback]:
+        """The callbacks of ``options``: its ``tool_callbacks``, then its ``tool_names``
+        resolved by the resolver. Raises ``ValueError`` for a name nobody can resolve and
+        for two tools with one name."""
+        if options is None:
+            return []
+        callbacks = list(options.tool_callbacks)
+        for name in options.tool_names:
+            callback = self.resolver.resolve(name) if self.resolver is not None else None
+            if callback is None:
+                where = (
+                    "no resolver is configured"
+                    if self.resolver is None
+                    else (f"{self.resolver!r} does not know it")
+                )
+                raise ValueError(
+                    f"tool name '{name}' cannot be resolved: {where}. Pass the tool itself, "
+                    "or give the ToolCallingManager a resolver that knows it"
+                )
+            callbacks.append(callback)
+        seen: dict[str, ToolCallback] = {}
+        for callback in callbacks:
+            name = callback.tool_definition.name
+            if name in seen and seen[name] is not callback:
+                raise ValueError(
+                    f"two tools are named '{name}'; tool names must be unique: rename one "
+                    "with @tool(name=...)"
+                )
+            seen[name] = callback
+        return list(seen.values())
+
+    def resolve_tool_definitions(
+        self, options: ToolCallingChatOptions | None
+    ) -> list[ToolDefinition]:
+        """What the model is told about the tools of ``options``."""
+        return [c.tool_definition for c in self.resolve_tool_callbacks(options)]
+
+    # -- executing --------------------------------------------------------------------------
+
+    def _plan(
+        self,
+        prompt: Prompt,
+        response: ChatResponse,
+        tool_context: ToolContext | Mapping[str, Any] | None,
+        callbacks: Sequence[ToolCallback] | None,
+    ) -> tuple[AssistantMessage, dict[str, ToolCallback], ToolContext]:
+        generation = next((g for g in response.results if g.output.tool_calls), None)
+        if generation is None:
+            raise ValueError(
+                "the response has no tool calls to execute; check response.has_tool_calls() first"
+            )
+        options = prompt.tool_options
+        found = list(callbacks) if callbacks is not None else self.resolve_tool_callbacks(options)
+        by_name = {c.tool_definition.name: c for c in found}
+        entries: dict[str, Any] = dict(options.tool_context) if options is not None else {}
+        if isinstance(tool_context, ToolContext):
+            entries.update(tool_context.context)
+        elif tool_context is not None:
+            entries.update(tool_context)
+        return generation.output, by_name, ToolContext(entries)
+
+    def _run_one(
+        self, call: ToolCall, by_name: Mapping[str, ToolCallback], context: ToolContext
+    ) -> _Outcome:
+        call_context = context.with_call(call.id)
+        callback = by_name.get(call.name)
+        started = time.perf_counter()
+        error: BaseException | None = None
+        if callback is None:
+            error = LookupError(f"unknown tool '{call.name}'")
+            text = unknown_tool_response(self.unknown_tool_strategy, call.name, sorted(by_name))
+        else:
+            try:
+                text = callback.call(call.arguments, call_context)
+            except Exception as exc:
+                error = exc
+                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+        return self._outcome(call, callback, text, error, started, call_context)
+
+    async def _arun_one(
+        self, call: ToolCall, by_name: Mapping[str, ToolCallback], context: ToolContext
+    ) -> _Outcome:
+        call_context = context.with_call(call.id)
+        callback = by_name.get(call.name)
+        started = time.perf_counter()
+        error: BaseException | None = None
+        if callback is None:
+            error = LookupError(f"unknown tool '{call.name}'")
+            text = unknown_tool_response(self.unknown_tool_strategy, call.name, sorted(by_name))
+        else:
+            try:
+                text = await callback.acall(call.arguments, call_context)
+            except Exception as exc:
+                error = exc
+                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+        return self._outcome(call, callback, text, error, started, call_context)
+
+    @staticmethod
+    def _outcome(
+        call: ToolCall,
+        callback: ToolCallback | None,
+        text: str,
+        error: BaseException | None,
+        started: float,
+        context: ToolContext,
+    ) -> _Outcome:
+        return_direct = callback is not None and callback.tool_metadata.return_direct
+        record = ToolExecutionRecord(
+            tool_call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            result=text,
+            error=error,
+            duration=time.perf_counter() - started,
+            return_direct=return_direct and error is None,
+        )
+        return _Outcome(
+            ToolResponse(id=call.id, name=call.name, response_data=text),
+            record,
+            context.extra_state,
+        )
+
+    @staticmethod
+    def _result(
+        prompt: Prompt, message: AssistantMessage, outcomes: list[_Outcome]
+    ) -> ToolExecutionResult:
+        history: list[Message] = [
+            *prompt.messages,
+            message,
+            ToolResponseMessage(responses=tuple(o.response for o in outcomes)),
+        ]
+        records = tuple(o.record for o in outcomes)
+        return ToolExecutionResult(
+            conversation_history=history,
+            return_direct=bool(records) and all(r.return_direct for r in records),
+            records=records,
+            extra_states=tuple(o.extra_state for o in outcomes),
+        )
+
+    def execute_tool_calls(
+        self,
+        prompt: Prompt,
+        response: ChatResponse,
+        *,
+        tool_context: ToolContext | Mapping[str, Any] | None = None,
+        tool_callbacks: Sequence[ToolCallback] | None = None,
+    ) -> ToolExecutionResult:
+        """Run the tool calls of ``response`` (the tools of ``prompt``'s options, or
+        ``tool_callbacks``); ``tool_context`` entries are added to the options' ones."""
+        message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
+        calls = [functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls]
+        parallel = self.parallel and len(calls) > 1
+        results = run_all(calls) if parallel else [call() for call in calls]
+        for item in results:  # every call has finished; the first failure in call order wins
+            if isinstance(item, BaseException):
+                raise item
+        return self._result(prompt, message, results)  # type: ignore[arg-type]
+
+    async def aexecute_tool_calls(
+        self,
+        prompt: Prompt,
+        response: ChatResponse,
+        *,
+        tool_context: ToolContext | Mapping[str, Any] | None = None,
+        tool_callbacks: Sequence[ToolCallback] | None = None,
+    ) -> ToolExecutionResult:
+        """Async ``execute_tool_calls``: calls run as concurrent tasks; sync tools run in
+        worker threads."""
+        message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
+        coroutines = [self._arun_one(c, by_name, context) for c in message.tool_calls]
+        if self.parallel and len(coroutines) > 1:
+            results = await asyncio.gather(*coroutines, return_exceptions=True)
+        else:
+            results = []
+            try:  # one after another; a failure that raises stops the rest
+                for coroutine in coroutines:
+                    results.append(await coroutine)
+            finally:
+                for rest in coroutines[len(results) + 1 :]:
+                    rest.close()
+        for item in results:
+            if isinstance(item, BaseException):
+                raise item
+        return self._result(prompt, message, results)  # type: ignore[arg-type]
+
+
+def _as_tool_exception(exc: Exception, tool_name: str) -> ToolExecutionException:
+    if isinstance(exc, ToolExecutionException):
+        return exc
+    wrapped = ToolExecutionException(
+        f"tool '{tool_name}' failed: {type(exc).__name__}: {exc}", tool_name=tool_name
+    )
+    wrapped.__cause__ = exc
+    return wrapped

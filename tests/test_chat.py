@@ -1,0 +1,187 @@
+"""ChatClient (framework- and user-controlled tool loops) and MessageWindowChatMemory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from graph_agent.chat import ChatClient, MessageWindowChatMemory
+from graph_agent.errors import ModelError, ToolCallLoopError
+from graph_agent.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+)
+from graph_agent.models import ScriptedChatModel, ToolCallingChatOptions
+from graph_agent.tools.manager import ToolCallingManager
+
+from .tools._fakes import FnTool
+
+
+def _call(name: str, call_id: str = "c1", **args) -> AssistantMessage:
+    return AssistantMessage(
+        "", tool_calls=[ToolCall(id=call_id, name=name, arguments=json.dumps(args))]
+    )
+
+
+def _weather():
+    return FnTool("weather", lambda ctx, city: f"sunny in {city}")
+
+
+def test_plain_call_returns_the_content_and_sends_the_system_message():
+    model = ScriptedChatModel(["Hello!"])
+    reply = ChatClient.create(model).prompt("hi").system("Be brief.").call()
+    assert reply.content() == "Hello!"
+    (prompt,) = model.prompts
+    assert prompt.messages == [SystemMessage("Be brief."), UserMessage("hi")]
+
+
+def test_framework_runs_the_tool_loop():
+    model = ScriptedChatModel([_call("weather", city="Paris"), "It is sunny in Paris."])
+    reply = ChatClient.create(model).prompt("Weather in Paris?").tools(_weather()).call()
+    assert reply.content() == "It is sunny in Paris."
+    second = model.prompts[1].messages
+    assert isinstance(second[-1], ToolResponseMessage)
+    assert second[-1].responses[0].response_data == "sunny in Paris"
+    assert [r.name for r in reply.tool_records] == ["weather"]
+    assert [m.message_type for m in reply.messages] == ["user", "assistant", "tool", "assistant"]
+    assert model.prompts[0].tool_options.tool_callbacks[0].tool_definition.name == "weather"
+
+
+def test_tool_loop_cap_raises_a_clear_error():
+    model = ScriptedChatModel([_call("weather", f"c{i}", city="x") for i in range(5)])
+    client = ChatClient.create(model, max_tool_rounds=3)
+    with pytest.raises(ToolCallLoopError, match="3 rounds"):
+        client.prompt("loop").tools(_weather()).call()
+
+
+def test_return_direct_answers_with_the_tool_result():
+    direct = FnTool("lookup", lambda ctx: "order 42: shipped", return_direct=True)
+    model = ScriptedChatModel([_call("lookup")])
+    reply = ChatClient.create(model).prompt("where is my order?").tools(direct).call()
+    assert reply.content() == "order 42: shipped"
+    assert len(model.prompts) == 1  # the model was not called again
+
+
+def test_user_controlled_tool_execution():
+    model = ScriptedChatModel([_call("weather", city="Oslo"), "Cold in Oslo."])
+    options = ToolCallingChatOptions(
+        tool_callbacks=(_weather(),), internal_tool_execution_enabled=False
+    )
+    client = ChatClient.create(model)
+    first = client.prompt("Weather in Oslo?").options(options).call()
+    assert first.chat_response.has_tool_calls()  # handed back, not executed
+    manager = ToolCallingManager()
+    result = manager.execute_tool_calls(model.prompts[0], first.chat_response)
+    final = client.prompt().messages(*result.conversation_history).options(options).call()
+    assert final.content() == "Cold in Oslo."
+
+
+def test_tool_context_reaches_tools():
+    seen = {}
+
+    def whoami(ctx):
+        seen["user"] = ctx.get("user_id")
+        return "ok"
+
+    model = ScriptedChatModel([_call("whoami"), "done"])
+    ChatClient.create(model).prompt("who am I?").tools(FnTool("whoami", whoami)).tool_context(
+        {"user_id": "u7"}
+    ).call()
+    assert seen == {"user": "u7"}
+
+
+def test_memory_keeps_the_conversation_per_id():
+    memory = MessageWindowChatMemory(max_messages=10)
+    model = ScriptedChatModel(
+        ["Nice to meet you, Ada.", "You asked my name... no: you told me yours, Ada.", "Hi Bob."]
+    )
+    client = ChatClient.create(model, memory=memory, default_system="You are kind.")
+    client.prompt("I am Ada").conversation_id("ada").call()
+    client.prompt("What did I just say?").conversation_id("ada").call()
+    client.prompt("I am Bob").conversation_id("bob").call()
+    second = model.prompts[1].messages
+    assert [m.text for m in second] == [
+        "You are kind.",
+        "I am Ada",
+        "Nice to meet you, Ada.",
+        "What did I just say?",
+    ]
+    assert [m.text for m in model.prompts[2].messages] == ["You are kind.", "I am Bob"]
+    assert len(memory.get("ada")) == 4 and not any(
+        isinstance(m, SystemMessage) for m in memory.get("ada")
+    )
+
+
+def test_model_errors_propagate_and_nothing_is_remembered():
+    memory = MessageWindowChatMemory()
+    model = ScriptedChatModel([ModelError("provider down", status=503)])
+    with pytest.raises(ModelError, match="provider down"):
+        ChatClient.create(model, memory=memory).prompt("hi").call()
+    assert memory.get("default") == []
+
+
+def test_stream_yields_text_across_tool_rounds():
+    model = ScriptedChatModel([_call("weather", city="Rome"), "Sunny in Rome today."])
+    chunks = list(ChatClient.create(model).prompt("Rome?").tools(_weather()).stream())
+    assert "".join(chunks) == "Sunny in Rome today." and len(chunks) > 1
+
+
+def test_async_call_and_stream():
+    async def main():
+        model = ScriptedChatModel([_call("weather", city="Nice"), "Warm.", "Again warm."])
+        client = ChatClient.create(model)
+        reply = await client.prompt("Nice?").tools(_weather()).acall()
+        chunks = [c async for c in client.prompt("again").astream()]
+        return reply.content(), "".join(chunks)
+
+    assert asyncio.run(main()) == ("Warm.", "Again warm.")
+
+
+def test_bad_requests_are_refused():
+    with pytest.raises(TypeError, match="needs a ChatModel"):
+        ChatClient.create(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no message"):
+        ChatClient.create(ScriptedChatModel([])).prompt().call()
+    with pytest.raises(TypeError, match="is not a tool"):
+        ChatClient.create(ScriptedChatModel(["x"])).prompt("hi").tools(len).call()
+
+
+class TestMessageWindowChatMemory:
+    def test_keeps_the_last_messages_and_the_system_message(self):
+        memory = MessageWindowChatMemory(max_messages=3)
+        memory.add("c", [SystemMessage("rules"), UserMessage("1"), AssistantMessage("2")])
+        memory.add("c", [UserMessage("3"), AssistantMessage("4")])
+        assert [m.text for m in memory.get("c")] == ["rules", "3", "4"]
+        memory.add("c", [SystemMessage("new rules")])
+        assert [m.text for m in memory.get("c")] == ["new rules", "3", "4"]
+
+    def test_never_keeps_a_tool_response_without_its_call(self):
+        memory = MessageWindowChatMemory(max_messages=3)
+        call = _call("weather", city="x")
+        response = ToolResponseMessage(
+            responses=[ToolResponse(id="c1", name="weather", response_data="sunny")]
+        )
+        memory.add("kept", [UserMessage("q"), call, response, AssistantMessage("sunny")])
+        assert [m.message_type for m in memory.get("kept")] == ["assistant", "tool", "assistant"]
+        memory = MessageWindowChatMemory(max_messages=2)
+        response = ToolResponseMessage(
+            responses=[ToolResponse(id="c1", name="weather", response_data="sunny")]
+        )
+        memory.add("c", [UserMessage("q"), call, response, AssistantMessage("sunny")])
+        kept = memory.get("c")
+        assert [m.message_type for m in kept] == ["assistant"]  # the orphan tool response went too
+
+    def test_conversations_are_separate_and_clearable(self):
+        memory = MessageWindowChatMemory()
+        memory.add("a", [UserMessage("x")])
+        memory.add("b", [UserMessage("y")])
+        memory.clear("a")
+        assert memory.get("a") == [] and [m.text for m in memory.get("b")] == ["y"]
+        with pytest.raises(ValueError):
+            MessageWindowChatMemory(max_messages=0)
