@@ -238,13 +238,6 @@ class ChatClientRequest:
         from .tools._collect import as_tool_callbacks
 
         base = self._options or ChatOptions()
-        base_fields = {
-            "model": base.model,
-            "temperature": base.temperature,
-            "max_tokens": base.max_tokens,
-            "top_p": base.top_p,
-            "stop": base.stop,
-        }
         callbacks: list[ToolCallback] = []
         names: list[str] = list(self._tool_names)
         context: dict[str, Any] = {}
@@ -259,7 +252,11 @@ class ChatClientRequest:
         callbacks.extend(as_tool_callbacks(self._tools))
         context.update(self._tool_context)
         return ToolCallingChatOptions(
-            **base_fields,
+            model=base.model,
+            temperature=base.temperature,
+            max_tokens=base.max_tokens,
+            top_p=base.top_p,
+            stop=base.stop,
             tool_callbacks=tuple(callbacks),
             tool_names=tuple(names),
             tool_context=context,

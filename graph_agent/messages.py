@@ -6,7 +6,7 @@ can live in a graph's state and be checkpointed by any saver.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,12 +80,20 @@ class SystemMessage(_TextMessage):
 
     message_type: Literal["system"] = "system"
 
+    if TYPE_CHECKING:  # the text is positional; tell type checkers what the base accepts
+
+        def __init__(self, text: str | None = None, /, **data: Any) -> None: ...
+
 
 @register_type(name="graph_agent.UserMessage")
 class UserMessage(_TextMessage):
     """What the user said."""
 
     message_type: Literal["user"] = "user"
+
+    if TYPE_CHECKING:  # the text is positional; tell type checkers what the base accepts
+
+        def __init__(self, text: str | None = None, /, **data: Any) -> None: ...
 
 
 @register_type(name="graph_agent.AssistantMessage")
@@ -94,6 +102,10 @@ class AssistantMessage(_TextMessage):
 
     message_type: Literal["assistant"] = "assistant"
     tool_calls: tuple[ToolCall, ...] = ()
+
+    if TYPE_CHECKING:  # the text is positional; tell type checkers what the base accepts
+
+        def __init__(self, text: str | None = None, /, **data: Any) -> None: ...
 
     def has_tool_calls(self) -> bool:
         return bool(self.tool_calls)
@@ -113,4 +125,4 @@ class ToolResponseMessage(_Frozen):
         return "\n".join(r.response_data for r in self.responses)
 
 
-Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage]
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResponseMessage

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from typing import Union
+from typing import TypeAlias
 
 from ..errors import ModelError
 from ..messages import AssistantMessage
@@ -14,7 +14,7 @@ from .types import ChatResponse, Prompt
 
 __all__ = ["FunctionChatModel", "ScriptedChatModel"]
 
-Reply = Union[AssistantMessage, str, ChatResponse, BaseException]
+Reply: TypeAlias = AssistantMessage | str | ChatResponse | BaseException
 
 
 def _response(reply: AssistantMessage | str | ChatResponse) -> ChatResponse:
@@ -97,7 +97,7 @@ class ScriptedChatModel:
             yield chunk
 
 
-ReplyFunction = Callable[[Prompt], Union[AssistantMessage, str, ChatResponse]]
+ReplyFunction: TypeAlias = Callable[[Prompt], AssistantMessage | str | ChatResponse]
 
 
 class FunctionChatModel:

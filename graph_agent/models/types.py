@@ -6,10 +6,17 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..messages import AssistantMessage, Message, ToolCall, UserMessage
+from ..messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
 
 if TYPE_CHECKING:
-    from ..tools import ToolCallback
+    from ..tools.callback import ToolCallback
 
 __all__ = [
     "ChatOptions",
@@ -65,12 +72,12 @@ class Prompt:
     ) -> None:
         if isinstance(messages, str):
             self.messages = [UserMessage(messages)]
-        elif isinstance(messages, (list, tuple)):
-            self.messages = list(messages)
-        elif hasattr(messages, "message_type"):
-            self.messages = [messages]  # type: ignore[list-item]
+        elif isinstance(
+            messages, (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage)
+        ):
+            self.messages = [messages]
         else:
-            self.messages = list(messages)  # type: ignore[arg-type]
+            self.messages = list(messages)
         self.options = options
 
     @property

@@ -277,11 +277,15 @@ class ToolCallingManager:
         message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
         calls = [functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls]
         parallel = self.parallel and len(calls) > 1
-        results = run_all(calls) if parallel else [call() for call in calls]
+        results: list[_Outcome | BaseException] = (
+            run_all(calls) if parallel else [call() for call in calls]
+        )
+        outcomes: list[_Outcome] = []
         for item in results:  # every call has finished; the first failure in call order wins
             if isinstance(item, BaseException):
                 raise item
-        return self._result(prompt, message, results)  # type: ignore[arg-type]
+            outcomes.append(item)
+        return self._result(prompt, message, outcomes)
 
     async def aexecute_tool_calls(
         self,

@@ -1,0 +1,150 @@
+"""Server-sent events (``text/event-stream``) of OpenAI-compatible chat-completion streams.
+
+``SSEDecoder`` turns raw bytes into the data of complete events. It splits lines on
+``\\n``, ``\\r\\n`` and ``\\r`` only, as the SSE spec says (not on the other characters
+``str.splitlines`` knows, such as U+2028, which may appear unescaped inside JSON), ignores
+comments (``:``) and fields other than ``data``, and joins multi-line data with ``\\n``.
+
+``iter_chunks`` / ``aiter_chunks`` turn the events into ``ChatResponse`` chunks, stop at
+``data: [DONE]``, and raise ``ModelError`` for an event that is not JSON, an error event, or a
+stream that ends before ``[DONE]`` (after yielding every chunk that did arrive).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
+
+from ..errors import ModelError
+from ._openai_wire import chunk_from_event, truncate
+from .types import ChatResponse
+
+__all__ = ["SSEDecoder", "aiter_chunks", "iter_chunks"]
+
+_EOL = re.compile(rb"\r\n|\r|\n")
+_DONE = "[DONE]"
+
+
+class SSEDecoder:
+    """Incremental decoder: ``feed(bytes)`` returns the data of the events completed so far;
+    ``close()`` returns the data of an event the stream left unfinished (no blank line after
+    it), or ``None``. Bytes may be split anywhere, even inside ``\\r\\n`` or a UTF-8 character.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._data: list[str] = []
+        self._started = False
+
+    def feed(self, data: bytes) -> list[str]:
+        self._buffer.extend(data)
+        events: list[str] = []
+        consumed = 0
+        for match in _EOL.finditer(self._buffer):
+            if match.end() == len(self._buffer) and match.group() == b"\r":
+                break  # maybe the first half of a \r\n: wait for the next bytes
+            event = self._line(bytes(self._buffer[consumed : match.start()]))
+            if event is not None:
+                events.append(event)
+            consumed = match.end()
+        del self._buffer[:consumed]
+        return events
+
+    def close(self) -> str | None:
+        if self._buffer:
+            line = bytes(self._buffer).rstrip(b"\r")
+            self._buffer.clear()
+            self._line(line)
+        data, self._data = self._data, []
+        return "\n".join(data) if data else None
+
+    def _line(self, raw: bytes) -> str | None:
+        line = raw.decode("utf-8", errors="replace")
+        if not self._started:
+            self._started = True
+            line = line.removeprefix("\ufeff")
+        if not line:  # a blank line ends the event
+            if not self._data:
+                return None
+            data, self._data = self._data, []
+            return "\n".join(data)
+        if line.startswith(":"):  # a comment (keep-alive)
+            return None
+        field, _, value = line.partition(":")
+        if field == "data":
+            self._data.append(value.removeprefix(" "))
+        return None  # event:, id:, retry: and unknown fields are ignored
+
+
+class _Chunks:
+    """Turns event data into chunks; shared by the sync and the async iterator."""
+
+    def __init__(self, status: int | None, redact: Callable[[str], str]) -> None:
+        self.status = status
+        self.redact = redact
+        self.events = 0
+
+    def parse(self, data: str) -> ChatResponse:
+        self.events += 1
+        try:
+            event: Any = json.loads(data)
+        except ValueError as error:
+            raise ModelError(
+                f"stream event {self.events} is not JSON: {error}",
+                status=self.status,
+                body=truncate(self.redact(data)),
+            ) from None
+        return chunk_from_event(event, status=self.status, body=data, redact=self.redact)
+
+    def unfinished(self, pending: str | None) -> Iterator[ChatResponse]:
+        """What to do when the bytes end: finish at a last ``[DONE]`` that lacks its blank
+        line, else yield a complete last event and raise "ended before [DONE]"."""
+        if pending is not None and pending.strip() == _DONE:
+            return
+        cut = ""
+        if pending is not None:
+            try:
+                json.loads(pending)
+            except ValueError:
+                cut = "; the last event was cut off"
+            else:
+                yield self.parse(pending)
+        raise ModelError(
+            f"stream ended before [DONE] after {self.events} events{cut}: "
+            "the response is incomplete",
+            status=self.status,
+            body=truncate(self.redact(pending)) if pending else None,
+        )
+
+
+def iter_chunks(
+    data: Iterable[bytes], *, status: int | None = None, redact: Callable[[str], str] = str
+) -> Iterator[ChatResponse]:
+    """The ``ChatResponse`` chunks of a chat-completions event stream given as raw bytes.
+
+    ``status`` goes into any ``ModelError``; ``redact`` is applied to every text an error
+    carries (the model passes one that masks its API key).
+    """
+    decoder, chunks = SSEDecoder(), _Chunks(status, redact)
+    for raw in data:
+        for event in decoder.feed(raw):
+            if event.strip() == _DONE:
+                return
+            yield chunks.parse(event)
+    yield from chunks.unfinished(decoder.close())
+
+
+async def aiter_chunks(
+    data: AsyncIterable[bytes], *, status: int | None = None, redact: Callable[[str], str] = str
+) -> AsyncIterator[ChatResponse]:
+    """The async twin of ``iter_chunks``."""
+    decoder, chunks = SSEDecoder(), _Chunks(status, redact)
+    async for raw in data:
+        for event in decoder.feed(raw):
+            if event.strip() == _DONE:
+                return
+            yield chunks.parse(event)
+    for chunk in chunks.unfinished(decoder.close()):
+        yield chunk
