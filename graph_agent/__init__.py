@@ -75,6 +75,8 @@ _EXPORTS: dict[str, str] = {
     "StaticToolCallbackProvider": "graph_agent.tools",
     "ToolProvider": "graph_agent.tools",
     "ToolProviderRequest": "graph_agent.tools",
+    "FunctionToolProvider": "graph_agent.tools",
+    "tool_provider": "graph_agent.tools",
     "ToolCallingManager": "graph_agent.tools",
     "ToolExecutionResult": "graph_agent.tools",
     "ToolExecutionRecord": "graph_agent.tools",
@@ -105,6 +107,7 @@ __all__ = [
     "DelegatingToolCallbackResolver",
     "FunctionChatModel",
     "FunctionToolCallback",
+    "FunctionToolProvider",
     "Generation",
     "GraphAgentError",
     "GraphRecursionError",
@@ -159,6 +162,7 @@ __all__ = [
     "__version__",
     "interrupt",
     "tool",
+    "tool_provider",
 ]
 
 if TYPE_CHECKING:
@@ -222,6 +226,7 @@ if TYPE_CHECKING:
         DefaultToolExecutionExceptionProcessor,
         DelegatingToolCallbackResolver,
         FunctionToolCallback,
+        FunctionToolProvider,
         MethodToolCallback,
         StaticToolCallbackProvider,
         StaticToolCallbackResolver,
@@ -242,6 +247,7 @@ if TYPE_CHECKING:
         ToolProvider,
         ToolProviderRequest,
         tool,
+        tool_provider,
     )
 
 

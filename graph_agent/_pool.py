@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -34,7 +34,7 @@ def submit(fn: Callable[..., T], *args: Any) -> Future[T]:
     return thread_pool().submit(contextvars.copy_context().run, fn, *args)
 
 
-def run_all(calls: list[Callable[[], T]]) -> list[T | BaseException]:
+def run_all(calls: Sequence[Callable[[], T]]) -> list[T | BaseException]:
     """Run the calls concurrently (the first on this thread) and wait for every one; each
     result is the call's value or the exception it raised, in the calls' order."""
     futures = [submit(call) for call in calls[1:]]
