@@ -52,7 +52,7 @@ def offline_model() -> ScriptedChatModel:
                 "", tool_calls=[call("c1", "multiply", a=12, b=34), call("c2", "square_root", x=-1)]
             ),
             AssistantMessage("", tool_calls=[call("c3", "square_root", x=408)]),
-            "12 × 34 = 408, and its square root is about 20.199. (A negative number has no real square root.)",
+            "12 times 34 is 408, and its square root is about 20.199. (A negative number has no real square root.)",
         ]
     )
 

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from _models import choose, parse_args
 
 from graph_agent import ChatClient, ToolCallingManager, tool
-from graph_agent.messages import AssistantMessage, ToolCall
+from graph_agent.messages import AssistantMessage, ToolCall, UserMessage
 from graph_agent.models import Prompt, ScriptedChatModel, ToolCallingChatOptions
-from graph_agent.messages import UserMessage
 
 
 @tool(description="Look up an order's status by its id")
