@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -26,6 +27,7 @@ from .tools.manager import (
 
 if TYPE_CHECKING:
     from .tools.callback import ToolCallback
+    from .tools.resolution import ToolProvider
 
 __all__ = [
     "ChatClient",
@@ -191,7 +193,9 @@ class ChatClientRequest:
         self._messages: list[Message] = []
         self._tools: list[Any] = []
         self._tool_names: list[str] = []
+        self._tool_providers: list[ToolProvider] = []
         self._tool_context: dict[str, Any] = {}
+        self._base_options: ToolCallingChatOptions | None = None
         self._options: ChatOptions | None = None
         self._conversation_id: str | None = None
 
@@ -216,6 +220,12 @@ class ChatClientRequest:
     def tool_names(self, *names: str) -> ChatClientRequest:
         """Tools by name, resolved by the client's ``ToolCallingManager`` resolver."""
         self._tool_names.extend(names)
+        return self
+
+    def tool_providers(self, *providers: ToolProvider) -> ChatClientRequest:
+        """Dynamic tools: before every model call each provider is asked, with the messages so
+        far, which tools to offer (e.g. a booking tool only when the user mentions one)."""
+        self._tool_providers.extend(providers)
         return self
 
     def tool_context(self, context: Mapping[str, Any]) -> ChatClientRequest:
@@ -278,8 +288,25 @@ class ChatClientRequest:
             raise ValueError("the request has no message: give prompt('...') or user('...')")
         messages: list[Message] = [SystemMessage(system)] if system else []
         messages += [*history, *self._messages]
-        options = self._tool_options()
-        return Prompt(messages, options), list(self._messages), options
+        self._base_options = self._tool_options()
+        prompt = self._prompt(messages)
+        return prompt, list(self._messages), prompt.tool_options or self._base_options
+
+    def _prompt(self, messages: list[Message]) -> Prompt:
+        """The prompt for one model call: the request's options plus the tools its providers
+        offer for these messages."""
+        options = self._base_options
+        assert options is not None
+        if self._tool_providers:
+            from .tools._collect import as_tool_callbacks
+            from .tools.resolution import ToolProviderRequest
+
+            request = ToolProviderRequest(messages=messages)
+            offered = [tool for p in self._tool_providers for tool in as_tool_callbacks(p(request))]
+            options = dataclasses.replace(
+                options, tool_callbacks=(*options.tool_callbacks, *offered)
+            )
+        return Prompt(messages, options)
 
     def _remember(self, exchange: list[Message]) -> None:
         memory = self._client.memory
@@ -318,7 +345,8 @@ class ChatClientRequest:
             if result.return_direct:
                 response = self._direct(result)
                 break
-            prompt = Prompt(result.conversation_history, options)
+            prompt = self._prompt(result.conversation_history)
+            options = prompt.tool_options or options
             response = client.model.call(prompt)
         exchange.append(response.result.output)
         self._remember(exchange)
@@ -340,7 +368,8 @@ class ChatClientRequest:
             if result.return_direct:
                 response = self._direct(result)
                 break
-            prompt = Prompt(result.conversation_history, options)
+            prompt = self._prompt(result.conversation_history)
+            options = prompt.tool_options or options
             response = await client.model.acall(prompt)
         exchange.append(response.result.output)
         self._remember(exchange)
@@ -368,7 +397,8 @@ class ChatClientRequest:
                 response = self._direct(result)
                 yield response.text
                 break
-            prompt = Prompt(result.conversation_history, options)
+            prompt = self._prompt(result.conversation_history)
+            options = prompt.tool_options or options
         exchange.append(response.result.output)
         self._remember(exchange)
 
@@ -394,6 +424,7 @@ class ChatClientRequest:
                 response = self._direct(result)
                 yield response.text
                 break
-            prompt = Prompt(result.conversation_history, options)
+            prompt = self._prompt(result.conversation_history)
+            options = prompt.tool_options or options
         exchange.append(response.result.output)
         self._remember(exchange)

@@ -185,3 +185,23 @@ class TestMessageWindowChatMemory:
         assert memory.get("a") == [] and [m.text for m in memory.get("b")] == ["y"]
         with pytest.raises(ValueError):
             MessageWindowChatMemory(max_messages=0)
+
+
+def test_tool_providers_offer_tools_per_model_call():
+    from graph_agent.tools import ToolProviderRequest, tool_provider
+
+    booking = FnTool("get_booking_details", lambda ctx, ref: f"booking {ref}: 2 nights")
+
+    @tool_provider
+    def booking_tools(request: ToolProviderRequest):
+        return [booking] if "booking" in request.last_user_text.lower() else None
+
+    model = ScriptedChatModel(["Hello.", _call("get_booking_details", ref="B7"), "Two nights."])
+    client = ChatClient.create(model)
+    client.prompt("Hi there").tool_providers(booking_tools).call()
+    assert model.prompts[0].tool_options.tool_callbacks == ()
+    reply = client.prompt("What about my booking B7?").tool_providers(booking_tools).call()
+    assert reply.content() == "Two nights."
+    offered = [c.tool_definition.name for c in model.prompts[1].tool_options.tool_callbacks]
+    assert offered == ["get_booking_details"]
+    assert reply.tool_records[0].result == "booking B7: 2 nights"
