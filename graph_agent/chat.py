@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import ToolCallLoopError
@@ -328,103 +328,116 @@ class ChatClientRequest:
 
     # -- running ----------------------------------------------------------------------------
 
+    def _exchange(self) -> Generator[_Step, Any, ChatClientResponse]:
+        """The tool loop, without I/O: it yields each model call and each batch of tool calls
+        for a driver to perform (sync or async, plain or streaming) and is sent the result."""
+        client = self._client
+        prompt, exchange, options = self._start()
+        records: list[ToolExecutionRecord] = []
+        rounds = 0
+        response: ChatResponse = yield _Step(prompt)
+        while client.eligibility(options, response):
+            self._check_round(rounds)
+            result: ToolExecutionResult = yield _Step(prompt, response)
+            records.extend(result.records)
+            exchange += result.conversation_history[-2:]
+            rounds += 1
+            if result.return_direct:
+                response = self._direct(result)
+                break
+            prompt = self._prompt(result.conversation_history)
+            options = prompt.tool_options or options
+            response = yield _Step(prompt)
+        exchange.append(response.result.output)
+        self._remember(exchange)
+        return ChatClientResponse(response, exchange, records)
+
     def call(self) -> ChatClientResponse:
         """Call the model, running tool calls until it answers (unless tool execution is
         left to the caller)."""
-        client = self._client
-        prompt, exchange, options = self._start()
-        records: list[ToolExecutionRecord] = []
-        rounds = 0
-        response = client.model.call(prompt)
-        while client.eligibility(options, response):
-            self._check_round(rounds)
-            result = client.tool_calling_manager.execute_tool_calls(prompt, response)
-            records.extend(result.records)
-            exchange += result.conversation_history[-2:]
-            rounds += 1
-            if result.return_direct:
-                response = self._direct(result)
-                break
-            prompt = self._prompt(result.conversation_history)
-            options = prompt.tool_options or options
-            response = client.model.call(prompt)
-        exchange.append(response.result.output)
-        self._remember(exchange)
-        return ChatClientResponse(response, exchange, records)
+        model, manager = self._client.model, self._client.tool_calling_manager
+        steps = self._exchange()
+        sent: Any = None
+        try:
+            while True:
+                step = steps.send(sent)
+                if step.response is None:
+                    sent = model.call(step.prompt)
+                else:
+                    sent = manager.execute_tool_calls(step.prompt, step.response)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     async def acall(self) -> ChatClientResponse:
         """Async ``call``."""
-        client = self._client
-        prompt, exchange, options = self._start()
-        records: list[ToolExecutionRecord] = []
-        rounds = 0
-        response = await client.model.acall(prompt)
-        while client.eligibility(options, response):
-            self._check_round(rounds)
-            result = await client.tool_calling_manager.aexecute_tool_calls(prompt, response)
-            records.extend(result.records)
-            exchange += result.conversation_history[-2:]
-            rounds += 1
-            if result.return_direct:
-                response = self._direct(result)
-                break
-            prompt = self._prompt(result.conversation_history)
-            options = prompt.tool_options or options
-            response = await client.model.acall(prompt)
-        exchange.append(response.result.output)
-        self._remember(exchange)
-        return ChatClientResponse(response, exchange, records)
+        model, manager = self._client.model, self._client.tool_calling_manager
+        steps = self._exchange()
+        sent: Any = None
+        try:
+            while True:
+                step = steps.send(sent)
+                if step.response is None:
+                    sent = await model.acall(step.prompt)
+                else:
+                    sent = await manager.aexecute_tool_calls(step.prompt, step.response)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     def stream(self) -> Iterator[str]:
         """The answer's text as the model streams it; tool rounds run in between."""
-        client = self._client
-        prompt, exchange, options = self._start()
-        rounds = 0
-        while True:
-            chunks = []
-            for chunk in client.model.stream(prompt):
-                chunks.append(chunk)
-                if chunk.text:
-                    yield chunk.text
-            response = ChatResponse.merge(chunks)
-            if not client.eligibility(options, response):
-                break
-            self._check_round(rounds)
-            result = client.tool_calling_manager.execute_tool_calls(prompt, response)
-            exchange += result.conversation_history[-2:]
-            rounds += 1
-            if result.return_direct:
-                response = self._direct(result)
-                yield response.text
-                break
-            prompt = self._prompt(result.conversation_history)
-            options = prompt.tool_options or options
-        exchange.append(response.result.output)
-        self._remember(exchange)
+        model, manager = self._client.model, self._client.tool_calling_manager
+        steps = self._exchange()
+        sent: Any = None
+        try:
+            while True:
+                step = steps.send(sent)
+                if step.response is None:
+                    chunks = []
+                    for chunk in model.stream(step.prompt):
+                        chunks.append(chunk)
+                        if chunk.text:
+                            yield chunk.text
+                    sent = ChatResponse.merge(chunks)
+                else:
+                    sent = manager.execute_tool_calls(step.prompt, step.response)
+        except StopIteration as done:
+            if _is_direct(done.value):
+                yield done.value.content()
 
     async def astream(self) -> AsyncIterator[str]:
         """Async ``stream``."""
-        client = self._client
-        prompt, exchange, options = self._start()
-        rounds = 0
+        model, manager = self._client.model, self._client.tool_calling_manager
+        steps = self._exchange()
+        sent: Any = None
         while True:
-            chunks = []
-            async for chunk in client.model.astream(prompt):
-                chunks.append(chunk)
-                if chunk.text:
-                    yield chunk.text
-            response = ChatResponse.merge(chunks)
-            if not client.eligibility(options, response):
-                break
-            self._check_round(rounds)
-            result = await client.tool_calling_manager.aexecute_tool_calls(prompt, response)
-            exchange += result.conversation_history[-2:]
-            rounds += 1
-            if result.return_direct:
-                response = self._direct(result)
-                yield response.text
-                break
-            prompt = self._prompt(result.conversation_history)
-            options = prompt.tool_options or options
-        exchange.append(response.result.output)
-        self._remember(exchange)
+            try:
+                step = steps.send(sent)
+            except StopIteration as done:
+                if _is_direct(done.value):
+                    yield done.value.content()
+                return
+            if step.response is None:
+                chunks = []
+                async for chunk in model.astream(step.prompt):
+                    chunks.append(chunk)
+                    if chunk.text:
+                        yield chunk.text
+                sent = ChatResponse.merge(chunks)
+            else:
+                sent = await manager.aexecute_tool_calls(step.prompt, step.response)
+
+
+class _Step:
+    """A model call (no ``response``) or the execution of ``response``'s tool calls."""
+
+    __slots__ = ("prompt", "response")
+
+    def __init__(self, prompt: Prompt, response: ChatResponse | None = None) -> None:
+        self.prompt = prompt
+        self.response = response
+
+
+def _is_direct(reply: ChatClientResponse) -> bool:
+    return bool(reply.chat_response.results) and bool(
+        reply.chat_response.result.output.metadata.get("return_direct")
+    )

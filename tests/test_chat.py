@@ -205,3 +205,15 @@ def test_tool_providers_offer_tools_per_model_call():
     offered = [c.tool_definition.name for c in model.prompts[1].tool_options.tool_callbacks]
     assert offered == ["get_booking_details"]
     assert reply.tool_records[0].result == "booking B7: 2 nights"
+
+
+def test_return_direct_when_streaming_yields_the_tool_result():
+    direct = FnTool("lookup", lambda ctx: "order 42: shipped", return_direct=True)
+    model = ScriptedChatModel([_call("lookup"), _call("lookup")])
+    chunks = list(ChatClient.create(model).prompt("where?").tools(direct).stream())
+    assert chunks == ["order 42: shipped"]
+
+    async def collect():
+        return [c async for c in ChatClient.create(model).prompt("where?").tools(direct).astream()]
+
+    assert asyncio.run(collect()) == ["order 42: shipped"]
