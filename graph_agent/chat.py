@@ -158,6 +158,8 @@ class ChatClient:
         self.default_system = default_system
         self.default_tools = list(default_tools)
         self.default_options = default_options
+        if not isinstance(max_tool_rounds, int) or max_tool_rounds < 1:
+            raise ValueError(f"max_tool_rounds must be a positive int, got {max_tool_rounds!r}")
         self.max_tool_rounds = max_tool_rounds
         self.eligibility = eligibility or DefaultToolExecutionEligibilityPredicate()
 
@@ -293,19 +295,25 @@ class ChatClientRequest:
         return prompt, list(self._messages), prompt.tool_options or self._base_options
 
     def _prompt(self, messages: list[Message]) -> Prompt:
-        """The prompt for one model call: the request's options plus the tools its providers
-        offer for these messages."""
+        """The prompt for one model call. Its options carry every tool the model is offered:
+        the request's tools, its tool names resolved by the manager's resolver, and what its
+        providers offer for these messages. An unknown name or two tools with one name raise
+        ``ValueError`` here, before the model is called."""
         options = self._base_options
         assert options is not None
+        offered: list[ToolCallback] = []
         if self._tool_providers:
             from .tools._collect import as_tool_callbacks
             from .tools.resolution import ToolProviderRequest
 
             request = ToolProviderRequest(messages=messages)
             offered = [tool for p in self._tool_providers for tool in as_tool_callbacks(p(request))]
-            options = dataclasses.replace(
+        if options.tool_names or options.tool_callbacks or offered:
+            everything = dataclasses.replace(
                 options, tool_callbacks=(*options.tool_callbacks, *offered)
             )
+            resolved = self._client.tool_calling_manager.resolve_tool_callbacks(everything)
+            options = dataclasses.replace(options, tool_callbacks=tuple(resolved), tool_names=())
         return Prompt(messages, options)
 
     def _remember(self, exchange: list[Message]) -> None:

@@ -76,6 +76,11 @@ class ToolExecutionException(GraphAgentError):
         self.tool_name = tool_name
 
 
+class ToolArgumentsError(ToolExecutionException):
+    """The model's arguments for a tool are not a JSON object or fail validation; the message
+    lists what is wrong so the model can correct its call."""
+
+
 class UnknownToolError(GraphAgentError, LookupError):
     """The model asked for a tool that is not available (``unknown_tool_strategy="throw"``)."""
 

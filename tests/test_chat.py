@@ -217,3 +217,30 @@ def test_return_direct_when_streaming_yields_the_tool_result():
         return [c async for c in ChatClient.create(model).prompt("where?").tools(direct).astream()]
 
     assert asyncio.run(collect()) == ["order 42: shipped"]
+
+
+def test_tool_names_are_resolved_and_offered_to_the_model_before_it_is_called():
+    from graph_agent.tools import StaticToolCallbackResolver
+
+    weather = _weather()
+    manager = ToolCallingManager(tool_callback_resolver=StaticToolCallbackResolver([weather]))
+    model = ScriptedChatModel([_call("weather", city="Oslo"), "Cold."])
+    client = ChatClient.create(model, tool_calling_manager=manager)
+    assert client.prompt("Oslo?").tool_names("weather").call().content() == "Cold."
+    assert [c.tool_definition.name for c in model.prompts[0].tool_options.tool_callbacks] == [
+        "weather"
+    ]
+    with pytest.raises(ValueError, match="tool name 'wether' cannot be resolved"):
+        client.prompt("typo").tool_names("wether").call()
+    assert len(model.prompts) == 2  # the model was never called with the bad request
+
+
+def test_duplicate_tools_are_sent_once_and_name_clashes_are_refused():
+    weather = _weather()
+    model = ScriptedChatModel(["fine"])
+    ChatClient.create(model).prompt("q").tools(weather, weather).call()
+    assert len(model.prompts[0].tool_options.tool_callbacks) == 1
+    with pytest.raises(ValueError, match="two tools are named 'weather'"):
+        ChatClient.create(model).prompt("q").tools(weather, _weather()).call()
+    with pytest.raises(ValueError, match="max_tool_rounds"):
+        ChatClient.create(model, max_tool_rounds=0)

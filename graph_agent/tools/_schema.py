@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 from pydantic_core import PydanticUndefined
 
-from ..errors import ToolExecutionException
+from ..errors import ToolArgumentsError
 from .context import ToolContext
 from .convert import parse_arguments, validation_message
 
@@ -195,7 +195,7 @@ class ToolInput:
             validated = self._validate(arguments)
         except ValidationError as exc:
             message = validation_message(self.tool_name, exc.errors(include_url=False))
-            raise ToolExecutionException(message, tool_name=self.tool_name) from exc
+            raise ToolArgumentsError(message, tool_name=self.tool_name) from exc
         given = set() if self._whole_input else validated.model_fields_set
         args: list[Any] = []
         kwargs: dict[str, Any] = {}

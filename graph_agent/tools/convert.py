@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic_core import ErrorDetails, PydanticSerializationError, to_jsonable_python
 
-from ..errors import ToolExecutionException
+from ..errors import ToolArgumentsError
 
 __all__ = [
     "DefaultToolCallResultConverter",
@@ -127,7 +127,7 @@ def parse_arguments(
     try:
         arguments = json.loads(tool_input)
     except json.JSONDecodeError as exc:
-        raise ToolExecutionException(
+        raise ToolArgumentsError(
             f"arguments for tool '{tool_name}' are not valid JSON ({exc.msg} at position "
             f"{exc.pos}): {_quote(tool_input)}. Send the arguments as one JSON object{expected}.",
             tool_name=tool_name,
@@ -135,7 +135,7 @@ def parse_arguments(
     if arguments is None:
         return {}
     if not isinstance(arguments, dict):
-        raise ToolExecutionException(
+        raise ToolArgumentsError(
             f"arguments for tool '{tool_name}' must be a JSON object, got a JSON "
             f"{_json_kind(arguments)}: {_quote(tool_input)}. Send the arguments as one JSON "
             f"object{expected}.",

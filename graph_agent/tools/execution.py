@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-from ..errors import ToolExecutionException, UnknownToolError
+from ..errors import ToolArgumentsError, ToolExecutionException, UnknownToolError
 
 __all__ = [
     "DefaultToolExecutionExceptionProcessor",
@@ -26,8 +26,9 @@ class DefaultToolExecutionExceptionProcessor:
     """The model gets the failure's message, so it can correct its call or tell the user.
 
     With ``always_throw=True`` the exception is raised instead (and the tool loop stops).
-    Exception types listed in ``rethrow`` are re-raised as themselves when they caused the
-    failure, whatever ``always_throw`` says.
+    Exception types listed in ``rethrow`` are re-raised as themselves when the tool raised
+    them, whatever ``always_throw`` says (invalid arguments, the model's mistake, still go
+    back to the model unless ``always_throw``).
     """
 
     def __init__(
@@ -41,7 +42,11 @@ class DefaultToolExecutionExceptionProcessor:
 
     def process(self, exception: ToolExecutionException) -> str:
         cause = exception.__cause__
-        if self.rethrow and isinstance(cause, self.rethrow):
+        if (
+            self.rethrow
+            and isinstance(cause, self.rethrow)
+            and not isinstance(exception, ToolArgumentsError)
+        ):
             raise cause
         if self.always_throw:
             raise exception

@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from .._pool import submit
 from ..errors import GraphUsageError, ToolExecutionException
 from ._schema import ToolInput, ToolParam, check_tool_name, describe, return_type_of
 from .context import ToolContext
@@ -60,14 +61,14 @@ class FunctionToolCallback(Generic[P, R]):
     means no arguments), validates them with pydantic in lax mode (``"3"`` is accepted for an
     ``int``; unknown keys are ignored), injects ``tool_context`` (an empty ``ToolContext`` when
     none is given) into ``ToolContext`` parameters, runs the function and converts its result
-    to text. Invalid JSON, invalid arguments, an exception in the function or an unconvertible
+    to text. Invalid JSON or invalid arguments raise ``ToolArgumentsError``; an exception in the function or an unconvertible
     result raise ``ToolExecutionException`` (the original exception as ``__cause__``; one the
     function raises itself passes unchanged). Exceptions that are not ``Exception``
     (``KeyboardInterrupt``, cancellation) propagate untouched.
 
-    ``call`` runs an async function with ``asyncio.run`` and refuses (``GraphUsageError``)
-    inside a running event loop; ``acall`` awaits it, and runs a sync function in a worker
-    thread (``asyncio.to_thread``) so the loop is never blocked.
+    ``call`` runs an async function with ``asyncio.run`` (on a worker thread when the calling
+    thread already runs an event loop, which then waits); ``acall`` awaits it, and runs a
+    sync function in a worker thread (``asyncio.to_thread``) so the loop is never blocked.
     """
 
     __name__: str
@@ -156,15 +157,10 @@ class FunctionToolCallback(Generic[P, R]):
     def call(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         """Run the tool on the model's JSON arguments; the result as text."""
         spec = self._spec
-        if spec.is_async and _loop_running():
-            raise GraphUsageError(
-                f"tool '{spec.definition.name}' is async and an event loop is running: "
-                "use `await callback.acall(...)` instead of `call`"
-            )
         args, kwargs = self._prepare(tool_input, tool_context)
         try:
             if spec.is_async:
-                result = asyncio.run(self._invoke(args, kwargs))
+                result = _run_coroutine(self._invoke(args, kwargs))
             else:
                 result = self._invoke(args, kwargs)
         except ToolExecutionException:
@@ -403,9 +399,12 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(method)
 
 
-def _loop_running() -> bool:
+def _run_coroutine(coroutine: Any) -> Any:
+    """Run an async tool to completion from sync code: with ``asyncio.run``, or, when this
+    thread already runs an event loop, with its own loop on a worker thread (the caller chose
+    the sync API, so it waits; ``acall`` is the way not to block the loop)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return False
-    return True
+        return asyncio.run(coroutine)
+    return submit(asyncio.run, coroutine).result()

@@ -240,3 +240,24 @@ def test_async_failures_follow_the_processor():
         ToolCallingManager().aexecute_tool_calls(_prompt(boom), _response(("c1", "weather", "{}")))
     )
     assert "no such city" in lenient.tool_response.responses[0].response_data
+
+
+def test_rethrow_does_not_apply_to_the_models_own_argument_mistakes():
+    from graph_agent.errors import ToolArgumentsError
+    from graph_agent.tools import tool
+
+    @tool
+    def half(x: int) -> float:
+        if x < 0:
+            raise ValueError("negative")
+        return x / 2
+
+    manager = ToolCallingManager(
+        exception_processor=DefaultToolExecutionExceptionProcessor(rethrow=[ValueError])
+    )
+    prompt = Prompt([UserMessage("go")], ToolCallingChatOptions(tool_callbacks=(half,)))
+    for bad in ('{"x": 1', '{"x": "abc"}', "[1]"):
+        result = manager.execute_tool_calls(prompt, _response(("c1", "half", bad)))
+        assert isinstance(result.records[0].error, ToolArgumentsError)  # went back to the model
+    with pytest.raises(ValueError, match="negative"):
+        manager.execute_tool_calls(prompt, _response(("c1", "half", '{"x": -2}')))

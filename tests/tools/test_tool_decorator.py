@@ -199,12 +199,12 @@ def test_call_runs_an_async_tool_without_a_running_loop() -> None:
     assert async_lookup.call('{"key": "k"}') == '{"key": "k", "thread": "MainThread"}'
 
 
-def test_call_of_an_async_tool_inside_a_running_loop_says_to_use_acall() -> None:
-    async def main() -> None:
-        async_lookup.call('{"key": "k"}')
+def test_call_of_an_async_tool_inside_a_running_loop_runs_it_on_a_worker_thread() -> None:
+    async def main() -> str:
+        return async_lookup.call('{"key": "k"}')
 
-    with pytest.raises(GraphUsageError, match="acall"):
-        asyncio.run(main())
+    result = asyncio.run(main())
+    assert '"key": "k"' in result and "MainThread" not in result
 
 
 def test_acall_awaits_an_async_tool_on_the_loop_thread() -> None:
