@@ -1,9 +1,33 @@
-"""Agent hooks and interceptors (before/after model and agent).
+"""Agent hooks and interceptors: run code before/after the agent and the model, and wrap
+model and tool calls.
 
-The hook types arrive with ``ReactAgent``; this package already exists so that
-``import hooks`` works in any order with ``graph_agent`` and ``checkpoint``.
+Importing ``hooks`` loads the parts of ``graph_agent`` it builds on; ``graph_agent`` itself
+does not import ``hooks`` until an agent is built.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .base import AgentHook, Hook, HookPosition, HookResult, JumpTo, ModelHook
+from .interceptors import (
+    ModelCallHandler,
+    ModelInterceptor,
+    ModelRequest,
+    ToolCallHandler,
+    ToolCallRequest,
+    ToolInterceptor,
+)
+
+__all__ = [
+    "AgentHook",
+    "Hook",
+    "HookPosition",
+    "HookResult",
+    "JumpTo",
+    "ModelCallHandler",
+    "ModelHook",
+    "ModelInterceptor",
+    "ModelRequest",
+    "ToolCallHandler",
+    "ToolCallRequest",
+    "ToolInterceptor",
+]

@@ -14,6 +14,8 @@ from .execution import (
 from .function import FunctionToolCallback, ToolParam, tool
 from .manager import (
     DefaultToolExecutionEligibilityPredicate,
+    ToolCallInterceptor,
+    ToolCallRequest,
     ToolCallingManager,
     ToolExecutionEligibilityPredicate,
     ToolExecutionRecord,
@@ -42,6 +44,8 @@ __all__ = [
     "MethodToolCallback",
     "StaticToolCallbackProvider",
     "StaticToolCallbackResolver",
+    "ToolCallInterceptor",
+    "ToolCallRequest",
     "ToolCallResultConverter",
     "ToolCallback",
     "ToolCallbackProvider",

@@ -6,11 +6,11 @@ import asyncio
 import dataclasses
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._pool import run_all
-from ..errors import ToolExecutionException
+from ..errors import ToolExecutionException, UnknownToolError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
 from .callback import ToolCallback
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DefaultToolExecutionEligibilityPredicate",
+    "ToolCallInterceptor",
+    "ToolCallRequest",
     "ToolCallingManager",
     "ToolExecutionEligibilityPredicate",
     "ToolExecutionRecord",
@@ -86,6 +88,59 @@ class DefaultToolExecutionEligibilityPredicate:
         return bool(enabled) and response.has_tool_calls()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """One tool call about to run: the model's call, the tool it names (``None`` when there is
+    no such tool) and the call's context (``state`` and ``config`` inside an agent)."""
+
+    tool_call: ToolCall
+    tool: ToolCallback | None
+    tool_context: ToolContext
+
+    @property
+    def state(self) -> Any:
+        return self.tool_context.state
+
+    @property
+    def config(self) -> Any:
+        return self.tool_context.config
+
+    def replace(self, **changes: Any) -> ToolCallRequest:
+        """A copy with fields changed, e.g. ``request.replace(tool_call=edited_call)``."""
+        return dataclasses.replace(self, **changes)
+
+
+class ToolCallInterceptor(Protocol):
+    """Wraps tool calls: ``intercept_tool_call(request, handler)`` returns the tool's text
+    (usually ``handler(request)``) and ``aintercept_tool_call`` is its async twin."""
+
+    def intercept_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], str]
+    ) -> str: ...
+
+    async def aintercept_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[str]],
+    ) -> str: ...
+
+
+def _intercept(
+    interceptor: ToolCallInterceptor,
+    request: ToolCallRequest,
+    handler: Callable[[ToolCallRequest], str],
+) -> str:
+    return interceptor.intercept_tool_call(request, handler)
+
+
+async def _aintercept(
+    interceptor: ToolCallInterceptor,
+    request: ToolCallRequest,
+    handler: Callable[[ToolCallRequest], Awaitable[str]],
+) -> str:
+    return await interceptor.aintercept_tool_call(request, handler)
+
+
 @dataclasses.dataclass(slots=True)
 class _Outcome:
     response: ToolResponse
@@ -101,7 +156,8 @@ class ToolCallingManager:
     exception goes through ``exception_processor`` (by default its message reaches the
     model); a call of an unknown tool is answered by ``unknown_tool_strategy``
     (``"respond"``: the list of available tools; ``"throw"``: ``UnknownToolError``; or a
-    callable ``(name, available) -> str``).
+    callable ``(name, available) -> str``). ``interceptors`` wrap each call (the first is
+    outermost): they may rewrite the ``ToolCallRequest``, retry, or answer without calling.
     """
 
     def __init__(
@@ -110,6 +166,7 @@ class ToolCallingManager:
         exception_processor: ToolExecutionExceptionProcessor | None = None,
         unknown_tool_strategy: UnknownToolStrategy = "respond",
         parallel: bool = True,
+        interceptors: Sequence[ToolCallInterceptor] = (),
     ) -> None:
         if unknown_tool_strategy not in ("respond", "throw") and not callable(
             unknown_tool_strategy
@@ -122,6 +179,7 @@ class ToolCallingManager:
         self.exception_processor = exception_processor or DefaultToolExecutionExceptionProcessor()
         self.unknown_tool_strategy = unknown_tool_strategy
         self.parallel = parallel
+        self.interceptors = tuple(interceptors)
 
     # -- resolving --------------------------------------------------------------------------
 
@@ -186,52 +244,84 @@ class ToolCallingManager:
             entries.update(tool_context)
         return generation.output, by_name, ToolContext(entries)
 
+    def _chain(self, by_name: Mapping[str, ToolCallback]) -> Callable[[ToolCallRequest], str]:
+        """The call of one tool, wrapped by the interceptors (the first is outermost)."""
+
+        def execute(request: ToolCallRequest) -> str:
+            if request.tool is None:
+                return unknown_tool_response(
+                    self.unknown_tool_strategy, request.tool_call.name, sorted(by_name)
+                )
+            return request.tool.call(request.tool_call.arguments, request.tool_context)
+
+        handler = execute
+        for interceptor in reversed(self.interceptors):
+            handler = functools.partial(_intercept, interceptor, handler=handler)
+        return handler
+
+    def _achain(
+        self, by_name: Mapping[str, ToolCallback]
+    ) -> Callable[[ToolCallRequest], Awaitable[str]]:
+        async def execute(request: ToolCallRequest) -> str:
+            if request.tool is None:
+                return unknown_tool_response(
+                    self.unknown_tool_strategy, request.tool_call.name, sorted(by_name)
+                )
+            return await request.tool.acall(request.tool_call.arguments, request.tool_context)
+
+        handler = execute
+        for interceptor in reversed(self.interceptors):
+            handler = functools.partial(_aintercept, interceptor, handler=handler)
+        return handler
+
     def _run_one(
-        self, call: ToolCall, by_name: Mapping[str, ToolCallback], context: ToolContext
+        self,
+        call: ToolCall,
+        by_name: Mapping[str, ToolCallback],
+        context: ToolContext,
+        chain: Callable[[ToolCallRequest], str],
     ) -> _Outcome:
-        call_context = context.with_call(call.id)
-        callback = by_name.get(call.name)
+        request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         started = time.perf_counter()
         error: BaseException | None = None
-        if callback is None:
-            error = LookupError(f"unknown tool '{call.name}'")
-            text = unknown_tool_response(self.unknown_tool_strategy, call.name, sorted(by_name))
-        else:
-            try:
-                text = callback.call(call.arguments, call_context)
-            except Exception as exc:
-                error = exc
-                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
-        return self._outcome(call, callback, text, error, started, call_context)
+        try:
+            text = chain(request)
+            if request.tool is None:
+                error = LookupError(f"unknown tool '{call.name}'")
+        except UnknownToolError:
+            raise
+        except Exception as exc:
+            error = exc
+            text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+        return self._outcome(request, text, error, started)
 
     async def _arun_one(
-        self, call: ToolCall, by_name: Mapping[str, ToolCallback], context: ToolContext
+        self,
+        call: ToolCall,
+        by_name: Mapping[str, ToolCallback],
+        context: ToolContext,
+        chain: Callable[[ToolCallRequest], Awaitable[str]],
     ) -> _Outcome:
-        call_context = context.with_call(call.id)
-        callback = by_name.get(call.name)
+        request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         started = time.perf_counter()
         error: BaseException | None = None
-        if callback is None:
-            error = LookupError(f"unknown tool '{call.name}'")
-            text = unknown_tool_response(self.unknown_tool_strategy, call.name, sorted(by_name))
-        else:
-            try:
-                text = await callback.acall(call.arguments, call_context)
-            except Exception as exc:
-                error = exc
-                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
-        return self._outcome(call, callback, text, error, started, call_context)
+        try:
+            text = await chain(request)
+            if request.tool is None:
+                error = LookupError(f"unknown tool '{call.name}'")
+        except UnknownToolError:
+            raise
+        except Exception as exc:
+            error = exc
+            text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+        return self._outcome(request, text, error, started)
 
     @staticmethod
     def _outcome(
-        call: ToolCall,
-        callback: ToolCallback | None,
-        text: str,
-        error: BaseException | None,
-        started: float,
-        context: ToolContext,
+        request: ToolCallRequest, text: str, error: BaseException | None, started: float
     ) -> _Outcome:
-        return_direct = callback is not None and callback.tool_metadata.return_direct
+        call, tool = request.tool_call, request.tool
+        return_direct = tool is not None and tool.tool_metadata.return_direct
         record = ToolExecutionRecord(
             tool_call_id=call.id,
             name=call.name,
@@ -241,11 +331,8 @@ class ToolCallingManager:
             duration=time.perf_counter() - started,
             return_direct=return_direct and error is None,
         )
-        return _Outcome(
-            ToolResponse(id=call.id, name=call.name, response_data=text),
-            record,
-            context.extra_state,
-        )
+        response = ToolResponse(id=call.id, name=call.name, response_data=text)
+        return _Outcome(response, record, request.tool_context.extra_state)
 
     @staticmethod
     def _result(
@@ -275,7 +362,10 @@ class ToolCallingManager:
         """Run the tool calls of ``response`` (the tools of ``prompt``'s options, or
         ``tool_callbacks``); ``tool_context`` entries are added to the options' ones."""
         message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
-        calls = [functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls]
+        chain = self._chain(by_name)
+        calls = [
+            functools.partial(self._run_one, c, by_name, context, chain) for c in message.tool_calls
+        ]
         parallel = self.parallel and len(calls) > 1
         results: list[_Outcome | BaseException] = (
             run_all(calls) if parallel else [call() for call in calls]
@@ -298,7 +388,8 @@ class ToolCallingManager:
         """Async ``execute_tool_calls``: calls run as concurrent tasks; sync tools run in
         worker threads."""
         message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
-        coroutines = [self._arun_one(c, by_name, context) for c in message.tool_calls]
+        chain = self._achain(by_name)
+        coroutines = [self._arun_one(c, by_name, context, chain) for c in message.tool_calls]
         if self.parallel and len(coroutines) > 1:
             results = await asyncio.gather(*coroutines, return_exceptions=True)
         else:

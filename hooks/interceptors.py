@@ -1,0 +1,129 @@
+"""Interceptors: wrap every model call or tool call of an agent (retry, rewrite, short-circuit)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from graph_agent.graph import OverAllState, RunnableConfig
+from graph_agent.messages import Message
+from graph_agent.models import ChatResponse, Prompt, ToolCallingChatOptions
+from graph_agent.tools.manager import ToolCallRequest
+
+__all__ = [
+    "ModelCallHandler",
+    "ModelInterceptor",
+    "ModelRequest",
+    "ToolCallHandler",
+    "ToolCallRequest",
+    "ToolInterceptor",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One model call of an agent: the messages sent (system prompt first), the options with
+    the tools offered, and the agent's state and config at that point."""
+
+    messages: Sequence[Message]
+    options: ToolCallingChatOptions
+    state: OverAllState | None = None
+    config: RunnableConfig | None = None
+
+    @property
+    def prompt(self) -> Prompt:
+        return Prompt(list(self.messages), self.options)
+
+    def replace(self, **changes: Any) -> ModelRequest:
+        """A copy with fields changed, e.g. ``request.replace(messages=shorter)``."""
+        return dataclasses.replace(self, **changes)
+
+
+ModelCallHandler = Callable[[ModelRequest], ChatResponse]
+ToolCallHandler = Callable[[ToolCallRequest], str]
+
+
+def _overrides(obj: object, base: type, name: str) -> bool:
+    return getattr(type(obj), name) is not getattr(base, name)
+
+
+class ModelInterceptor:
+    """Wraps the agent's model calls; the first interceptor of the list is outermost.
+
+    Override ``intercept_model(request, handler)``: call ``handler(request)`` (perhaps with a
+    changed request, perhaps several times) or return a ``ChatResponse`` without calling it.
+    ``aintercept_model`` is the async twin; override the one you need. An interceptor that
+    has only the sync method still works in async runs (it runs in a worker thread and its
+    ``handler`` calls back into the loop), and one with only the async method in sync runs.
+    """
+
+    def intercept_model(self, request: ModelRequest, handler: ModelCallHandler) -> ChatResponse:
+        if _overrides(self, ModelInterceptor, "aintercept_model"):
+            response: ChatResponse = _run_sync(self.aintercept_model(request, _to_async(handler)))
+            return response
+        return handler(request)
+
+    async def aintercept_model(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ChatResponse]]
+    ) -> ChatResponse:
+        if _overrides(self, ModelInterceptor, "intercept_model"):
+            response: ChatResponse = await _in_thread(self.intercept_model, request, handler)
+            return response
+        return await handler(request)
+
+
+class ToolInterceptor:
+    """Wraps each tool call of the agent; the first interceptor of the list is outermost.
+
+    Override ``intercept_tool_call(request, handler)``: return ``handler(request)`` (the
+    tool's text; it raises ``ToolExecutionException`` when the tool fails), a changed
+    request's result, or text of your own without running the tool. ``aintercept_tool_call``
+    is the async twin; either one alone works in both kinds of run.
+    """
+
+    def intercept_tool_call(self, request: ToolCallRequest, handler: ToolCallHandler) -> str:
+        if _overrides(self, ToolInterceptor, "aintercept_tool_call"):
+            text: str = _run_sync(self.aintercept_tool_call(request, _to_async(handler)))
+            return text
+        return handler(request)
+
+    async def aintercept_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[str]]
+    ) -> str:
+        if _overrides(self, ToolInterceptor, "intercept_tool_call"):
+            text: str = await _in_thread(self.intercept_tool_call, request, handler)
+            return text
+        return await handler(request)
+
+
+def _to_async(handler: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
+    async def call(request: Any) -> Any:
+        return await asyncio.to_thread(handler, request)
+
+    return call
+
+
+def _run_sync(coroutine: Awaitable[Any]) -> Any:
+    from graph_agent._pool import submit
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)  # type: ignore[arg-type]
+    return submit(asyncio.run, coroutine).result()
+
+
+async def _in_thread(
+    method: Callable[[Any, Callable[[Any], Any]], Any],
+    request: Any,
+    handler: Callable[[Any], Awaitable[Any]],
+) -> Any:
+    """Run a sync intercept method in a worker thread; its handler runs on this loop."""
+    loop = asyncio.get_running_loop()
+
+    def call_back(changed: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(handler(changed), loop).result()  # type: ignore[arg-type]
+
+    return await asyncio.to_thread(method, request, call_back)
