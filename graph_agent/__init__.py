@@ -84,6 +84,12 @@ _EXPORTS: dict[str, str] = {
     "DefaultToolExecutionEligibilityPredicate": "graph_agent.tools",
     "ToolExecutionExceptionProcessor": "graph_agent.tools",
     "DefaultToolExecutionExceptionProcessor": "graph_agent.tools",
+    # the agent
+    "ReactAgent": "graph_agent.agent",
+    "ReactAgentBuilder": "graph_agent.agent",
+    "AgentBuildError": "graph_agent.errors",
+    "AgentMaxIterationsError": "graph_agent.errors",
+    "ToolArgumentsError": "graph_agent.errors",
     # chat client and memory
     "ChatClient": "graph_agent.chat",
     "ChatMemory": "graph_agent.chat",
@@ -93,6 +99,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "END",
     "START",
+    "AgentBuildError",
+    "AgentMaxIterationsError",
     "AssistantMessage",
     "ChatClient",
     "ChatMemory",
@@ -127,6 +135,8 @@ __all__ = [
     "OverAllState",
     "Overwrite",
     "Prompt",
+    "ReactAgent",
+    "ReactAgentBuilder",
     "RunnableConfig",
     "ScriptedChatModel",
     "StateGraph",
@@ -134,6 +144,7 @@ __all__ = [
     "StaticToolCallbackProvider",
     "StaticToolCallbackResolver",
     "SystemMessage",
+    "ToolArgumentsError",
     "ToolCall",
     "ToolCallLoopError",
     "ToolCallResultConverter",
@@ -166,12 +177,15 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .agent import ReactAgent, ReactAgentBuilder
     from .chat import (
         ChatClient,
         ChatMemory,
         MessageWindowChatMemory,
     )
     from .errors import (
+        AgentBuildError,
+        AgentMaxIterationsError,
         GraphAgentError,
         GraphRecursionError,
         GraphResumeError,
@@ -180,6 +194,7 @@ if TYPE_CHECKING:
         InvalidRouteError,
         InvalidUpdateError,
         ModelError,
+        ToolArgumentsError,
         ToolCallLoopError,
         ToolExecutionException,
         UnknownToolError,

@@ -95,3 +95,21 @@ class UnknownToolError(GraphAgentError, LookupError):
 
 class ToolCallLoopError(GraphAgentError, RuntimeError):
     """A framework-controlled tool loop went on for more rounds than its cap."""
+
+
+class AgentBuildError(GraphAgentError, ValueError):
+    """An agent's configuration cannot work. ``problems`` lists every problem found."""
+
+    def __init__(self, agent: str | None, problems: list[str]) -> None:
+        self.problems = problems
+        who = f"agent '{agent}'" if agent else "the agent"
+        if len(problems) == 1:
+            message = f"cannot build {who}: {problems[0]}"
+        else:
+            listing = "\n".join(f"  - {p}" for p in problems)
+            message = f"cannot build {who} ({len(problems)} problems):\n{listing}"
+        super().__init__(message)
+
+
+class AgentMaxIterationsError(GraphRecursionError):
+    """An agent run made ``max_iterations`` model calls without reaching a final answer."""

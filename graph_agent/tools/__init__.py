@@ -14,9 +14,9 @@ from .execution import (
 from .function import FunctionToolCallback, ToolParam, tool
 from .manager import (
     DefaultToolExecutionEligibilityPredicate,
+    ToolCallingManager,
     ToolCallInterceptor,
     ToolCallRequest,
-    ToolCallingManager,
     ToolExecutionEligibilityPredicate,
     ToolExecutionRecord,
     ToolExecutionResult,

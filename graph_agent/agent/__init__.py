@@ -1,0 +1,8 @@
+"""``ReactAgent``: tools in a loop around a model, on the graph engine, with hooks."""
+
+from __future__ import annotations
+
+from .builder import ReactAgentBuilder
+from .react import ReactAgent
+
+__all__ = ["ReactAgent", "ReactAgentBuilder"]

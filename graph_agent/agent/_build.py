@@ -1,0 +1,205 @@
+"""Checking an agent's options and assembling its parts; every problem is reported at once."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AgentBuildError
+from ..graph import KeyStrategy, KeyStrategyLike
+from ..models import ChatModel
+from ..tools import ToolCallback, ToolCallbackResolver, ToolCallingManager, ToolProvider
+from ..tools._collect import as_tool_callbacks
+from ._nodes import RejectedToolCalls
+from ._parts import JUMP_TO, MESSAGES, REJECTED, AgentParts
+
+if TYPE_CHECKING:
+    from hooks import Hook
+
+RESERVED_KEYS = (JUMP_TO, REJECTED)
+
+
+@dataclasses.dataclass
+class AgentSettings:
+    name: str | None
+    model: ChatModel | None
+    tools: list[Any]
+    method_tools: list[Any]
+    tool_callback_providers: list[Any]
+    tool_names: list[str]
+    resolver: ToolCallbackResolver | None
+    tool_providers: list[ToolProvider]
+    system_prompt: str | None
+    instruction: str | None
+    hooks: list[Any]
+    interceptors: list[Any]
+    tool_context: dict[str, Any]
+    store: Any
+    max_iterations: int
+    parallel_tool_execution: bool
+    output_key: str | None
+    key_strategies: dict[str, KeyStrategyLike]
+    unknown_tool_strategy: Any
+    exception_processor: Any
+
+
+def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
+    found: list[ToolCallback] = []
+    for group, items in (("tools", s.tools), ("method_tools", s.method_tools)):
+        for item in items:
+            try:
+                found.extend(as_tool_callbacks([item]))
+            except (TypeError, ValueError) as error:
+                problems.append(f"{group}: {error}")
+    for provider in s.tool_callback_providers:
+        get = getattr(provider, "get_tool_callbacks", None)
+        if callable(get):
+            found.extend(get())
+        else:
+            problems.append(
+                f"tool_callback_providers: {provider!r} has no get_tool_callbacks(); pass "
+                "ToolCallbackProviders (e.g. StaticToolCallbackProvider(...))"
+            )
+    if s.tool_names and s.resolver is None:
+        problems.append(
+            f"tool_names {s.tool_names} need a resolver to turn them into tools: add "
+            ".resolver(StaticToolCallbackResolver([...]))"
+        )
+    elif s.resolver is not None:
+        for name in s.tool_names:
+            tool = s.resolver.resolve(name)
+            if tool is None:
+                problems.append(f"tool name '{name}' cannot be resolved by {s.resolver!r}")
+            else:
+                found.append(tool)
+    unique: dict[str, ToolCallback] = {}
+    for tool in found:
+        name = tool.tool_definition.name
+        if name in unique and unique[name] is not tool:
+            problems.append(
+                f"two tools are named '{name}'; tool names must be unique: rename one with "
+                "@tool(name=...)"
+            )
+        unique[name] = tool
+    return list(unique.values())
+
+
+def _hooks(hooks: list[Any], problems: list[str]) -> list[Hook]:
+    from hooks import Hook
+
+    valid: list[Hook] = []
+    nodes: dict[str, Hook] = {}
+    for hook in hooks:
+        if not isinstance(hook, Hook):
+            problems.append(
+                f"hooks: {hook!r} is not a Hook (subclass hooks.ModelHook or AgentHook)"
+            )
+            continue
+        implemented = hook.implemented_positions()
+        declared = hook.hook_positions()
+        missing = [p.value for p in declared if p not in implemented]
+        if missing:
+            problems.append(
+                f"hook '{hook.hook_name}' runs at {missing} but does not implement "
+                f"{', '.join(m + '()' for m in missing)}; implement it or drop it from positions"
+            )
+            continue
+        if not declared:
+            problems.append(
+                f"hook '{hook.hook_name}' implements none of before_agent, after_agent, "
+                "before_model, after_model"
+            )
+            continue
+        for position in declared:
+            name = f"{hook.hook_name}.{position.value}"
+            if name in nodes:
+                problems.append(f"two hooks are named '{hook.hook_name}'; give one another name")
+            nodes[name] = hook
+        valid.append(hook)
+    return valid
+
+
+def _strategies(
+    s: AgentSettings, hooks: list[Hook], problems: list[str]
+) -> dict[str, KeyStrategyLike]:
+    strategies: dict[str, KeyStrategyLike] = {MESSAGES: KeyStrategy.APPEND}
+    sources: dict[str, str] = {MESSAGES: "the agent"}
+    declared: list[tuple[str, Mapping[str, KeyStrategyLike]]] = [
+        *((f"hook '{h.hook_name}'", h.key_strategies) for h in hooks),
+        ("key_strategies", s.key_strategies),
+    ]
+    for who, mapping in declared:
+        for key, strategy in mapping.items():
+            if key in RESERVED_KEYS:
+                problems.append(f"{who} declares a strategy for '{key}', a key the agent reserves")
+            elif key in strategies and strategies[key] is not strategy:
+                problems.append(
+                    f"{who} declares {strategy!r} for '{key}', but {sources[key]} declares "
+                    f"{strategies[key]!r}"
+                )
+            else:
+                strategies[key] = strategy
+                sources[key] = who
+    return strategies
+
+
+def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStrategyLike]]:
+    """The agent's parts, hooks and key strategies; ``AgentBuildError`` lists every problem."""
+    from hooks import ModelInterceptor, ToolInterceptor
+
+    problems: list[str] = []
+    if not s.name or not isinstance(s.name, str):
+        problems.append("no name: give the agent one, e.g. .name('assistant')")
+    if s.model is None:
+        problems.append(
+            "no model: give it one, e.g. .model(OpenAIChatModel()) or ScriptedChatModel([...])"
+        )
+    elif not isinstance(s.model, ChatModel):
+        problems.append(f"model {s.model!r} is not a ChatModel (call, stream, acall, astream)")
+    tools = _tools(s, problems)
+    hooks = _hooks(s.hooks, problems)
+    strategies = _strategies(s, hooks, problems)
+    model_interceptors = [i for i in s.interceptors if isinstance(i, ModelInterceptor)]
+    tool_interceptors = [i for i in s.interceptors if isinstance(i, ToolInterceptor)]
+    for interceptor in s.interceptors:
+        if not isinstance(interceptor, (ModelInterceptor, ToolInterceptor)):
+            problems.append(
+                f"interceptors: {interceptor!r} is neither a ModelInterceptor nor a ToolInterceptor"
+            )
+    if not isinstance(s.max_iterations, int) or s.max_iterations < 1:
+        problems.append(f"max_iterations must be a positive int, got {s.max_iterations!r}")
+    if s.output_key in (MESSAGES, *RESERVED_KEYS):
+        problems.append(f"output_key '{s.output_key}' is a key the agent already uses")
+    for provider in s.tool_providers:
+        if not callable(provider):
+            problems.append(f"tool_providers: {provider!r} is not callable (request) -> tools")
+    manager: ToolCallingManager | None = None
+    try:
+        manager = ToolCallingManager(
+            tool_callback_resolver=s.resolver,
+            exception_processor=s.exception_processor,
+            unknown_tool_strategy=s.unknown_tool_strategy,
+            parallel=s.parallel_tool_execution,
+            interceptors=[*tool_interceptors, RejectedToolCalls()],
+        )
+    except ValueError as error:
+        problems.append(str(error))
+    if problems:
+        raise AgentBuildError(s.name, problems)
+    assert s.name is not None and s.model is not None and manager is not None
+    system_text = "\n\n".join(t for t in (s.system_prompt, s.instruction) if t) or None
+    parts = AgentParts(
+        name=s.name,
+        model=s.model,
+        system_text=system_text,
+        tools=tuple(tools),
+        tool_providers=tuple(s.tool_providers),
+        manager=manager,
+        model_interceptors=tuple(model_interceptors),
+        tool_context=dict(s.tool_context),
+        store=s.store,
+        output_key=s.output_key,
+        strategies=strategies,
+    )
+    return parts, hooks, strategies

@@ -1,0 +1,132 @@
+"""How an agent becomes a graph: hook chains around the model node, then the tool node."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from checkpoint import BaseCheckpointSaver
+
+from ..graph import END, START, CompiledGraph, KeyStrategyLike, OverAllState, StateGraph
+from . import _nodes
+from ._parts import JUMP_TO, AgentParts
+
+if TYPE_CHECKING:
+    from hooks import Hook, HookPosition
+
+MODEL = "model"
+TOOLS = "tools"
+
+
+def hook_chains(hooks: Sequence[Hook]) -> dict[HookPosition, list[Hook]]:
+    """The hooks of each position in running order: by ``order`` (then as given); the
+    after-positions in reverse."""
+    from hooks import HookPosition
+
+    ordered = sorted(hooks, key=lambda h: h.order)
+    chains = {p: [h for h in ordered if p in h.hook_positions()] for p in HookPosition}
+    chains[HookPosition.AFTER_MODEL].reverse()
+    chains[HookPosition.AFTER_AGENT].reverse()
+    return chains
+
+
+def node_name(hook: Hook, position: HookPosition) -> str:
+    return f"{hook.hook_name}.{position.value}"
+
+
+def build_graph(
+    parts: AgentParts,
+    hooks: Sequence[Hook],
+    strategies: dict[str, KeyStrategyLike],
+    saver: BaseCheckpointSaver,
+    recursion_limit: int,
+    *,
+    asynchronous: bool,
+) -> CompiledGraph:
+    """The agent's graph; ``asynchronous`` picks async nodes (model ``acall``, tools
+    ``aexecute_tool_calls``). Both versions have the same nodes, so they share threads."""
+    from hooks import HookPosition, JumpTo
+
+    chains = hook_chains(hooks)
+    graph = StateGraph(key_strategies=strategies)
+    make_hook = _nodes.ahook_node if asynchronous else _nodes.hook_node
+
+    def chain_names(position: HookPosition) -> list[str]:
+        return [node_name(h, position) for h in chains[position]]
+
+    before_agent = chain_names(HookPosition.BEFORE_AGENT)
+    before_model = chain_names(HookPosition.BEFORE_MODEL)
+    after_model = chain_names(HookPosition.AFTER_MODEL)
+    after_agent = chain_names(HookPosition.AFTER_AGENT)
+    model_entry = before_model[0] if before_model else MODEL
+    end_entry = after_agent[0] if after_agent else END
+    targets = {
+        JumpTo.MODEL.value: model_entry,
+        JumpTo.TOOL.value: TOOLS,
+        JumpTo.END.value: end_entry,
+    }
+
+    for position in HookPosition:
+        for hook in chains[position]:
+            graph.add_node(node_name(hook, position), make_hook(hook, position))
+    graph.add_node(MODEL, (_nodes.amodel_node if asynchronous else _nodes.model_node)(parts))
+    graph.add_node(TOOLS, (_nodes.atool_node if asynchronous else _nodes.tool_node)(parts))
+
+    # Each hop is either a fixed next node or a route (a router and its labels -> nodes).
+    Route = tuple[Callable[[OverAllState], str], dict[str, str]]
+    after_model_route: Route = (_nodes.after_model_route, {"tools": TOOLS, "end": end_entry})
+    after_tools_route: Route = (_nodes.after_tools_route, {"model": model_entry, "end": end_entry})
+
+    def link(source: str, hook: Hook | None, then: str | Route) -> None:
+        """``source`` -> ``then``; a hook that may jump gets a router that honours ``jump_to``."""
+        jumps = [j.value for j in hook.can_jump_to] if hook is not None else []
+        if not jumps:
+            if isinstance(then, str):
+                graph.add_edge(source, then)
+            else:
+                graph.add_conditional_edges(source, then[0], then[1])
+            return
+        path_map = {f"jump to {j}": targets[j] for j in jumps}
+        if isinstance(then, str):
+            path_map["next"] = then
+        else:
+            path_map.update(then[1])
+
+        def route(state: OverAllState) -> str:
+            jump = state.get(JUMP_TO)
+            if jump in jumps:
+                return f"jump to {jump}"
+            return "next" if isinstance(then, str) else then[0](state)
+
+        graph.add_conditional_edges(source, route, path_map)
+
+    sequence = [*before_agent, *before_model]
+    graph.add_edge(START, sequence[0] if sequence else MODEL)
+    all_hooks = {node_name(h, p): h for p in HookPosition for h in chains[p]}
+    for index, name in enumerate(sequence):
+        link(name, all_hooks[name], sequence[index + 1] if index + 1 < len(sequence) else MODEL)
+    if after_model:
+        graph.add_edge(MODEL, after_model[0])
+        for index, name in enumerate(after_model):
+            nxt = after_model[index + 1] if index + 1 < len(after_model) else after_model_route
+            link(name, all_hooks[name], nxt)
+    else:
+        link(MODEL, None, after_model_route)
+    link(TOOLS, None, after_tools_route)
+    for index, name in enumerate(after_agent):
+        link(name, all_hooks[name], after_agent[index + 1] if index + 1 < len(after_agent) else END)
+    return graph.compile(saver=saver, recursion_limit=recursion_limit)
+
+
+def iteration_steps(hooks: Sequence[Hook]) -> tuple[int, int]:
+    """Super-steps of one model+tool round, and of the fixed part of a run."""
+    from hooks import HookPosition
+
+    chains = hook_chains(hooks)
+    per_round = len(chains[HookPosition.BEFORE_MODEL]) + len(chains[HookPosition.AFTER_MODEL]) + 2
+    fixed = len(chains[HookPosition.BEFORE_AGENT]) + len(chains[HookPosition.AFTER_AGENT]) + 1
+    return per_round, fixed
+
+
+def describe(value: Any) -> str:
+    return type(value).__name__

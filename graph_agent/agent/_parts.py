@@ -1,0 +1,125 @@
+"""What an agent's nodes share: its model, tools, prompt, interceptors and state strategies."""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..graph import KeyStrategy, KeyStrategyLike, OverAllState, RunnableConfig
+from ..messages import AssistantMessage, Message, SystemMessage
+from ..models import ChatModel, ToolCallingChatOptions
+from ..tools import ToolCallback, ToolCallingManager, ToolContext, ToolProvider, ToolProviderRequest
+from ..tools._collect import as_tool_callbacks
+
+if TYPE_CHECKING:
+    from hooks import ModelInterceptor
+
+MESSAGES = "messages"
+JUMP_TO = "jump_to"
+REJECTED = "rejected_tool_calls"
+
+# Where streamed text goes while ``stream_messages`` runs the agent: a function per chunk.
+text_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "graph_agent_text_sink", default=None
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentParts:
+    """The fixed pieces of one agent, read by its nodes."""
+
+    name: str
+    model: ChatModel
+    system_text: str | None
+    tools: tuple[ToolCallback, ...]
+    tool_providers: tuple[ToolProvider, ...]
+    manager: ToolCallingManager
+    model_interceptors: tuple[ModelInterceptor, ...]
+    tool_context: Mapping[str, Any]
+    store: Any
+    output_key: str | None
+    strategies: Mapping[str, KeyStrategyLike]
+
+    def tools_for(
+        self, messages: Sequence[Message], state: OverAllState, config: RunnableConfig
+    ) -> list[ToolCallback]:
+        """The agent's tools plus what its providers offer for these messages."""
+        if not self.tool_providers:
+            return list(self.tools)
+        request = ToolProviderRequest(messages=messages, state=state, config=config)
+        offered = [tool for p in self.tool_providers for tool in as_tool_callbacks(p(request))]
+        by_name = {t.tool_definition.name: t for t in self.tools}
+        for tool in offered:
+            name = tool.tool_definition.name
+            if name in by_name and by_name[name] is not tool:
+                raise ValueError(
+                    f"agent '{self.name}': a tool provider offered '{name}', a name another "
+                    "tool of the agent already has; tool names must be unique"
+                )
+            by_name[name] = tool
+        return list(by_name.values())
+
+    def prompt_messages(self, state: OverAllState) -> list[Message]:
+        """What the model sees: the system prompt (never stored), then the conversation."""
+        conversation = list(state.get(MESSAGES) or ())
+        if self.system_text:
+            return [SystemMessage(self.system_text), *conversation]
+        return conversation
+
+    def options(self, tools: Sequence[ToolCallback]) -> ToolCallingChatOptions:
+        return ToolCallingChatOptions(
+            tool_callbacks=tuple(tools),
+            tool_context=dict(self.tool_context),
+            parallel_tool_calls=None,
+        )
+
+    def tool_context_for(self, state: OverAllState, config: RunnableConfig) -> ToolContext:
+        return ToolContext(
+            {**self.tool_context, "state": state, "config": config, "store": self.store}
+        )
+
+    def answer_update(self, state: OverAllState, message: AssistantMessage) -> dict[str, Any]:
+        update: dict[str, Any] = {MESSAGES: [message]}
+        if self.output_key and not message.tool_calls:
+            update[self.output_key] = message.text
+        return cleared(state, update)
+
+    def fold_extra_states(self, extra_states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """What the tools of one batch wrote to ``extra_state``, combined in call order by
+        each key's strategy (REPLACE: the last call wins)."""
+        folded: dict[str, Any] = {}
+        for extra in extra_states:
+            for key, value in extra.items():
+                if key not in folded:
+                    folded[key] = list(value) if self._appends(key, value) else value
+                    continue
+                strategy = self.strategies.get(key, KeyStrategy.REPLACE)
+                if strategy is KeyStrategy.REPLACE:
+                    folded[key] = value
+                elif strategy is KeyStrategy.APPEND:
+                    folded[key] = [
+                        *folded[key],
+                        *(value if isinstance(value, (list, tuple)) else [value]),
+                    ]
+                elif strategy is KeyStrategy.MERGE:
+                    folded[key] = {**folded[key], **value}
+                else:
+                    folded[key] = strategy(folded[key], value)
+        return folded
+
+    def _appends(self, key: str, value: Any) -> bool:
+        return self.strategies.get(key) is KeyStrategy.APPEND and isinstance(value, (list, tuple))
+
+
+def cleared(state: OverAllState, update: dict[str, Any]) -> dict[str, Any]:
+    """``update``, clearing a ``jump_to`` that brought the run here (a jump happens once)."""
+    if JUMP_TO not in update and state.get(JUMP_TO) is not None:
+        update[JUMP_TO] = None
+    return update
+
+
+def last_message(state: OverAllState) -> Message | None:
+    messages = state.get(MESSAGES) or ()
+    return messages[-1] if messages else None

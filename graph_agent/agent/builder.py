@@ -1,0 +1,119 @@
+"""``ReactAgent.builder()``: the agent's options, one method each."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from checkpoint import BaseCheckpointSaver
+
+    from ..graph import KeyStrategyLike
+    from ..models import ChatModel
+    from ..tools import ToolCallbackResolver, ToolProvider
+    from .react import ReactAgent
+
+__all__ = ["ReactAgentBuilder"]
+
+
+class ReactAgentBuilder:
+    """Collects options and ``build()``s a ``ReactAgent``; every method returns the builder.
+
+    List options (``tools``, ``hooks``, ...) accumulate across calls. ``build()`` checks
+    everything at once and raises ``AgentBuildError`` listing every problem.
+    """
+
+    def __init__(self) -> None:
+        self._options: dict[str, Any] = {}
+
+    def _set(self, key: str, value: Any) -> ReactAgentBuilder:
+        self._options[key] = value
+        return self
+
+    def _add(self, key: str, values: tuple[Any, ...]) -> ReactAgentBuilder:
+        self._options.setdefault(key, []).extend(values)
+        return self
+
+    def name(self, name: str) -> ReactAgentBuilder:
+        return self._set("name", name)
+
+    def model(self, model: ChatModel) -> ReactAgentBuilder:
+        return self._set("model", model)
+
+    def tools(self, *tools: Any) -> ReactAgentBuilder:
+        """``@tool`` functions, other ``ToolCallback``s, or objects with ``@tool`` methods."""
+        return self._add("tools", tools)
+
+    def method_tools(self, *objects: Any) -> ReactAgentBuilder:
+        """Objects whose ``@tool`` methods become tools."""
+        return self._add("method_tools", objects)
+
+    def tool_callback_providers(self, *providers: Any) -> ReactAgentBuilder:
+        return self._add("tool_callback_providers", providers)
+
+    def tool_names(self, *names: str) -> ReactAgentBuilder:
+        """Tools by name, resolved by ``resolver`` at ``build()``."""
+        return self._add("tool_names", names)
+
+    def resolver(self, resolver: ToolCallbackResolver) -> ReactAgentBuilder:
+        return self._set("resolver", resolver)
+
+    def tool_providers(self, *providers: ToolProvider) -> ReactAgentBuilder:
+        """Dynamic tools, chosen before every model call from the conversation and state."""
+        return self._add("tool_providers", providers)
+
+    def system_prompt(self, text: str) -> ReactAgentBuilder:
+        return self._set("system_prompt", text)
+
+    def instruction(self, text: str) -> ReactAgentBuilder:
+        """Instructions appended to the system prompt."""
+        return self._set("instruction", text)
+
+    def description(self, text: str) -> ReactAgentBuilder:
+        return self._set("description", text)
+
+    def saver(self, saver: BaseCheckpointSaver) -> ReactAgentBuilder:
+        return self._set("saver", saver)
+
+    def hooks(self, *hooks: Any) -> ReactAgentBuilder:
+        return self._add("hooks", hooks)
+
+    def interceptors(self, *interceptors: Any) -> ReactAgentBuilder:
+        """``ModelInterceptor``s and ``ToolInterceptor``s; the first is outermost."""
+        return self._add("interceptors", interceptors)
+
+    def tool_context(self, context: Mapping[str, Any]) -> ReactAgentBuilder:
+        """Entries every tool finds in its ``ToolContext``."""
+        self._options.setdefault("tool_context", {}).update(context)
+        return self
+
+    def store(self, store: Any) -> ReactAgentBuilder:
+        """Long-term memory reachable from tools as ``ToolContext.store``."""
+        return self._set("store", store)
+
+    def max_iterations(self, count: int) -> ReactAgentBuilder:
+        """Model calls allowed in one run before ``AgentMaxIterationsError``."""
+        return self._set("max_iterations", count)
+
+    def parallel_tool_execution(self, enabled: bool = True) -> ReactAgentBuilder:
+        return self._set("parallel_tool_execution", enabled)
+
+    def output_key(self, key: str) -> ReactAgentBuilder:
+        """A state key that receives the final answer's text."""
+        return self._set("output_key", key)
+
+    def key_strategies(self, strategies: Mapping[str, KeyStrategyLike]) -> ReactAgentBuilder:
+        self._options.setdefault("key_strategies", {}).update(strategies)
+        return self
+
+    def unknown_tool_strategy(self, strategy: Any) -> ReactAgentBuilder:
+        return self._set("unknown_tool_strategy", strategy)
+
+    def exception_processor(self, processor: Any) -> ReactAgentBuilder:
+        """How tool failures reach the model (``DefaultToolExecutionExceptionProcessor``)."""
+        return self._set("exception_processor", processor)
+
+    def build(self) -> ReactAgent:
+        from .react import ReactAgent
+
+        return ReactAgent(**self._options)

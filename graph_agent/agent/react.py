@@ -1,0 +1,312 @@
+"""``ReactAgent``: a model that calls tools in a loop, compiled into a checkpointed graph."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from checkpoint import BaseCheckpointSaver, MemorySaver
+
+from ..errors import AgentMaxIterationsError, GraphRecursionError, GraphUsageError
+from ..graph import (
+    Command,
+    CompiledGraph,
+    KeyStrategyLike,
+    NodeOutput,
+    OverAllState,
+    RunnableConfig,
+    StateSnapshot,
+)
+from ..messages import AssistantMessage, Message
+from ..models import ChatModel
+from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
+from . import _graph
+from ._build import AgentSettings, assemble
+from ._parts import JUMP_TO, MESSAGES, text_sink
+
+if TYPE_CHECKING:
+    from hooks import Hook, ModelInterceptor, ToolInterceptor
+
+    from .builder import ReactAgentBuilder
+
+__all__ = ["ReactAgent"]
+
+ConfigLike = RunnableConfig | Mapping[str, Any] | None
+AgentInput = str | Message | Sequence[Message] | Mapping[str, Any] | Command | None
+
+
+class ReactAgent:
+    """An agent: a model, tools and hooks, compiled into a graph (``agent.graph``) that runs
+    the ReAct loop (model -> tools -> model ... -> answer) and checkpoints every step, so a
+    conversation continues on its ``thread_id`` across calls.
+
+    Build it with ``ReactAgent.builder()...build()`` or with the same options as keywords.
+    ``call`` returns the final ``AssistantMessage``, ``invoke`` the whole state, ``stream``
+    each node's output and ``stream_messages`` the answer's text as the model streams it;
+    ``acall``, ``ainvoke``, ``astream`` and ``astream_messages`` are the async twins.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        model: ChatModel | None = None,
+        tools: Iterable[Any] = (),
+        method_tools: Iterable[Any] = (),
+        tool_callback_providers: Iterable[Any] = (),
+        tool_names: Iterable[str] = (),
+        resolver: ToolCallbackResolver | None = None,
+        tool_providers: Iterable[ToolProvider] = (),
+        system_prompt: str | None = None,
+        instruction: str | None = None,
+        description: str | None = None,
+        saver: BaseCheckpointSaver | None = None,
+        hooks: Iterable[Hook] = (),
+        interceptors: Iterable[ModelInterceptor | ToolInterceptor] = (),
+        tool_context: Mapping[str, Any] | None = None,
+        store: Any = None,
+        max_iterations: int = 25,
+        parallel_tool_execution: bool = True,
+        output_key: str | None = None,
+        key_strategies: Mapping[str, KeyStrategyLike] | None = None,
+        unknown_tool_strategy: Any = "respond",
+        exception_processor: Any = None,
+    ) -> None:
+        settings = AgentSettings(
+            name=name,
+            model=model,
+            tools=list(tools),
+            method_tools=list(method_tools),
+            tool_callback_providers=list(tool_callback_providers),
+            tool_names=list(tool_names),
+            resolver=resolver,
+            tool_providers=list(tool_providers),
+            system_prompt=system_prompt,
+            instruction=instruction,
+            hooks=list(hooks),
+            interceptors=list(interceptors),
+            tool_context=dict(tool_context or {}),
+            store=store,
+            max_iterations=max_iterations,
+            parallel_tool_execution=parallel_tool_execution,
+            output_key=output_key,
+            key_strategies=dict(key_strategies or {}),
+            unknown_tool_strategy=unknown_tool_strategy,
+            exception_processor=exception_processor,
+        )
+        parts, hooks_in_order, strategies = assemble(settings)
+        self.name: str = parts.name
+        self.description = description
+        self.model: ChatModel = parts.model
+        self.tools: tuple[ToolCallback, ...] = parts.tools
+        self.hooks: tuple[Hook, ...] = tuple(hooks_in_order)
+        self.max_iterations = max_iterations
+        self.saver: BaseCheckpointSaver = saver if saver is not None else MemorySaver()
+        self._parts = parts
+        per_round, fixed = _graph.iteration_steps(self.hooks)
+        limit = fixed + per_round * max_iterations
+        self._graph = _graph.build_graph(
+            parts, self.hooks, strategies, self.saver, limit, asynchronous=False
+        )
+        self._agraph = _graph.build_graph(
+            parts, self.hooks, strategies, self.saver, limit, asynchronous=True
+        )
+
+    @staticmethod
+    def builder() -> ReactAgentBuilder:
+        from .builder import ReactAgentBuilder
+
+        return ReactAgentBuilder()
+
+    def __repr__(self) -> str:
+        tools = [t.tool_definition.name for t in self.tools]
+        return f"ReactAgent(name={self.name!r}, tools={tools}, hooks={[h.hook_name for h in self.hooks]})"
+
+    @property
+    def graph(self) -> CompiledGraph:
+        """The compiled graph the agent runs (drawable: ``agent.graph.draw_mermaid()``)."""
+        return self._graph
+
+    # -- input and output --------------------------------------------------------------------
+
+    def _input(self, value: AgentInput) -> Mapping[str, Any] | Command | None:
+        if value is None or isinstance(value, Command):
+            return value
+        if isinstance(value, str):
+            from ..messages import UserMessage
+
+            return {MESSAGES: [UserMessage(value)], JUMP_TO: None}
+        if hasattr(value, "message_type"):
+            return {MESSAGES: [value], JUMP_TO: None}
+        if isinstance(value, Mapping):
+            return {**value, JUMP_TO: None}
+        if isinstance(value, (list, tuple)) and all(hasattr(m, "message_type") for m in value):
+            return {MESSAGES: list(value), JUMP_TO: None}
+        raise GraphUsageError(
+            f"agent '{self.name}' takes a string, a message, a list of messages, a dict of state "
+            f"keys, None (resume) or Command(...), got {type(value).__name__}"
+        )
+
+    def _answer(self, state: OverAllState) -> AssistantMessage:
+        for message in reversed(state.get(MESSAGES) or ()):
+            if isinstance(message, AssistantMessage):
+                return message
+        raise GraphUsageError(
+            f"agent '{self.name}' has no answer yet on this thread: the run stopped before the "
+            "model answered (get_state(config).interrupts says why)"
+        )
+
+    def _limit_error(
+        self, error: GraphRecursionError, config: ConfigLike
+    ) -> AgentMaxIterationsError:
+        thread = RunnableConfig.coerce(config).thread_id
+        return AgentMaxIterationsError(
+            f"agent '{self.name}' reached max_iterations={self.max_iterations} (model calls in one "
+            f"run) without a final answer on thread '{thread}'; raise max_iterations or check why "
+            "the model keeps calling tools. The thread is kept at its last step: "
+            "agent.invoke(None, config) continues it"
+        )
+
+    # -- running -----------------------------------------------------------------------------
+
+    def invoke(self, input: AgentInput, config: ConfigLike = None) -> OverAllState:
+        """Run until the agent answers (or pauses); the thread's state afterwards."""
+        try:
+            return self._graph.invoke(self._input(input), config)
+        except AgentMaxIterationsError:
+            raise
+        except GraphRecursionError as error:
+            raise self._limit_error(error, config) from error
+
+    def call(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
+        """Run until the agent answers; its final ``AssistantMessage``."""
+        return self._answer(self.invoke(input, config))
+
+    def stream(self, input: AgentInput, config: ConfigLike = None) -> Iterator[NodeOutput]:
+        """Each node's output as the run goes (hooks, model, tools)."""
+        try:
+            yield from self._graph.stream(self._input(input), config)
+        except GraphRecursionError as error:
+            raise self._limit_error(error, config) from error
+
+    def stream_messages(self, input: AgentInput, config: ConfigLike = None) -> Iterator[str]:
+        """The model's text as it streams, across every model call of the run (the model's
+        ``stream`` is used). The run happens on a worker thread; errors surface here."""
+        chunks: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        graph_input = self._input(input)
+
+        def run() -> None:
+            token = text_sink.set(lambda text: chunks.put(("text", text)))
+            try:
+                self._graph.invoke(graph_input, config)
+                chunks.put(("done", None))
+            except BaseException as error:  # handed to the consumer
+                chunks.put(("error", error))
+            finally:
+                text_sink.reset(token)
+
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(run,), daemon=True, name="agent-stream").start()
+        while True:
+            kind, value = chunks.get()
+            if kind == "text":
+                yield value
+            elif kind == "done":
+                return
+            elif isinstance(value, GraphRecursionError) and not isinstance(
+                value, AgentMaxIterationsError
+            ):
+                raise self._limit_error(value, config) from value
+            else:
+                raise value
+
+    async def ainvoke(self, input: AgentInput, config: ConfigLike = None) -> OverAllState:
+        """Async ``invoke``: the model's ``acall``, tools' ``acall``; sync hooks in threads."""
+        try:
+            return await self._agraph.ainvoke(self._input(input), config)
+        except AgentMaxIterationsError:
+            raise
+        except GraphRecursionError as error:
+            raise self._limit_error(error, config) from error
+
+    async def acall(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
+        return self._answer(await self.ainvoke(input, config))
+
+    async def astream(
+        self, input: AgentInput, config: ConfigLike = None
+    ) -> AsyncIterator[NodeOutput]:
+        try:
+            async for output in self._agraph.astream(self._input(input), config):
+                yield output
+        except GraphRecursionError as error:
+            raise self._limit_error(error, config) from error
+
+    async def astream_messages(
+        self, input: AgentInput, config: ConfigLike = None
+    ) -> AsyncIterator[str]:
+        """Async ``stream_messages`` (the model's ``astream``)."""
+        chunks: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def put(text: str) -> None:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                chunks.put_nowait(("text", text))
+            else:
+                loop.call_soon_threadsafe(chunks.put_nowait, ("text", text))
+
+        async def run() -> None:
+            token = text_sink.set(put)
+            try:
+                await self.ainvoke(input, config)
+                chunks.put_nowait(("done", None))
+            except BaseException as error:
+                chunks.put_nowait(("error", error))
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+            finally:
+                text_sink.reset(token)
+
+        task = asyncio.ensure_future(run())
+        try:
+            while True:
+                kind, value = await chunks.get()
+                if kind == "text":
+                    yield value
+                elif kind == "done":
+                    return
+                else:
+                    raise value
+        finally:
+            if not task.done():
+                task.cancel()
+
+    # -- threads -----------------------------------------------------------------------------
+
+    def get_state(self, config: ConfigLike) -> StateSnapshot | None:
+        return self._graph.get_state(config)
+
+    async def aget_state(self, config: ConfigLike) -> StateSnapshot | None:
+        return await self._graph.aget_state(config)
+
+    def get_state_history(
+        self, config: ConfigLike, *, limit: int | None = None
+    ) -> Iterator[StateSnapshot]:
+        return self._graph.get_state_history(config, limit=limit)
+
+    def update_state(
+        self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
+    ) -> RunnableConfig:
+        return self._graph.update_state(config, values, as_node)
+
+    async def aupdate_state(
+        self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
+    ) -> RunnableConfig:
+        return await self._agraph.aupdate_state(config, values, as_node)
