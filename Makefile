@@ -15,7 +15,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
 	@touch $@
 
 demo: $(VENV)/.installed
-	$(PY) examples/approval_workflow.py --auto
+	$(VENV)/bin/graph-agent demo
 
 # The whole suite, then the linters: ruff and mypy must stay clean too.
 test: $(VENV)/.installed-dev

@@ -1,7 +1,8 @@
 """The ``graph-agent`` command.
 
-``graph-agent graph TARGET [--direction TD|LR]`` prints the Mermaid diagram of a graph.
-``demo`` and ``chat`` arrive with the agent.
+``graph-agent demo`` runs an offline agent and shows what it does; ``graph-agent chat``
+talks to an OpenAI-compatible model from the environment; ``graph-agent graph TARGET``
+prints the Mermaid diagram of a graph.
 
 Every error a user can cause (a bad TARGET, a module that fails to import, a graph that
 does not compile) is one message on stderr and exit code 2, never a traceback.
@@ -225,11 +226,22 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._cli_agent import run_demo
+
+    return run_demo(sys.stdout)
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from ._cli_agent import run_chat, stdin_reader
+
+    return run_chat(args.thread, args.saver, stdin_reader, sys.stdout)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Tools for graph-agent graphs.",
-        epilog="The 'demo' and 'chat' commands come with the agent.",
+        description="Run the demo agent, chat with a model, or draw a graph.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -248,6 +260,26 @@ def _parser() -> argparse.ArgumentParser:
         help="flowchart direction: TD (top-down, the default) or LR; TB, RL and BT also work",
     )
     draw.set_defaults(handler=_cmd_graph)
+    demo = commands.add_parser(
+        "demo",
+        help="run the offline demo agent",
+        description="A ReAct agent with two tools, a hook and memory, offline (scripted model).",
+    )
+    demo.set_defaults(handler=_cmd_demo)
+    chat = commands.add_parser(
+        "chat",
+        help="chat with an OpenAI-compatible model",
+        description="An interactive chat on a thread, with the model from OPENAI_API_KEY, "
+        "OPENAI_BASE_URL and GRAPH_AGENT_MODEL.",
+    )
+    chat.add_argument("--thread", default="chat", metavar="ID", help="the conversation to continue")
+    chat.add_argument(
+        "--saver",
+        default="memory",
+        metavar="memory|sqlite:PATH|redis://...",
+        help="where the conversation is kept (default: memory)",
+    )
+    chat.set_defaults(handler=_cmd_chat)
     return parser
 
 
