@@ -15,6 +15,7 @@ from .errors import (
 )
 from .memory import MemorySaver
 from .serde import Serializer, TypeRegistry, default_registry, default_serializer, register_type
+from .sqlite import SqliteSaver
 
 __all__ = [
     "BaseCheckpointSaver",
@@ -26,6 +27,7 @@ __all__ = [
     "MemorySaver",
     "SerializationError",
     "Serializer",
+    "SqliteSaver",
     "TypeRegistry",
     "UnserializableValueError",
     "default_registry",

@@ -148,7 +148,7 @@ def make_saver(spec: str) -> BaseCheckpointSaver:
         return MemorySaver()
     if spec.startswith("sqlite:"):
         try:
-            from checkpoint import SqliteSaver  # type: ignore[attr-defined]
+            from checkpoint import SqliteSaver
         except ImportError:
             raise CliError(
                 "SqliteSaver is not available in this version; use --saver memory"

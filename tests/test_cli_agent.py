@@ -34,8 +34,9 @@ def test_chat_without_a_model_says_which_variables_to_set(monkeypatch, capsys):
     assert "no model configured" in err and "OPENAI_API_KEY" in err and "OPENAI_BASE_URL" in err
 
 
-def test_saver_choices():
+def test_saver_choices(tmp_path):
     assert type(make_saver("memory")).__name__ == "MemorySaver"
+    assert type(make_saver(f"sqlite:{tmp_path / 'chat.sqlite'}")).__name__ == "SqliteSaver"
     with pytest.raises(CliError, match="--saver must be memory"):
         make_saver("postgres://x")
 
@@ -94,6 +95,15 @@ def test_chat_streams_answers_and_remembers_the_thread(openai_server):
     assert _FakeOpenAI.requests[0]["stream"] is True
     assert _FakeOpenAI.requests[0]["messages"][0]["role"] == "system"
     assert [t["function"]["name"] for t in _FakeOpenAI.requests[0]["tools"]] == ["current_time"]
+
+
+def test_chat_on_sqlite_continues_after_a_restart(openai_server, tmp_path):
+    spec = f"sqlite:{tmp_path / 'chat.sqlite'}"
+    first = iter(["hello", "/quit"])
+    assert run_chat("kept", spec, lambda: next(first), io.StringIO()) == 0
+    second, out = iter(["still there?", "/quit"]), io.StringIO()
+    assert run_chat("kept", spec, lambda: next(second), out) == 0
+    assert "(2 messages from you)" in out.getvalue()
 
 
 def test_chat_ends_on_end_of_input(openai_server):

@@ -7,14 +7,17 @@ from collections.abc import Callable
 
 import pytest
 
-from checkpoint import BaseCheckpointSaver, MemorySaver
+from checkpoint import BaseCheckpointSaver, MemorySaver, SqliteSaver
 
-SAVERS: dict[str, Callable[[], BaseCheckpointSaver]] = {
-    "memory": MemorySaver,
-    "memory-copy": lambda: MemorySaver(copy=True),
+SAVERS: dict[str, Callable[[pytest.TempPathFactory], BaseCheckpointSaver]] = {
+    "memory": lambda tmp: MemorySaver(),
+    "memory-copy": lambda tmp: MemorySaver(copy=True),
+    "sqlite": lambda tmp: SqliteSaver(tmp.mktemp("sqlite") / "checkpoints.sqlite"),
 }
 
 
 @pytest.fixture(params=sorted(SAVERS))
-def any_saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVERS[request.param]()
+def any_saver(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> BaseCheckpointSaver:
+    return SAVERS[request.param](tmp_path_factory)
