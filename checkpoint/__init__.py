@@ -14,6 +14,7 @@ from .errors import (
     UnserializableValueError,
 )
 from .memory import MemorySaver
+from .redis import RedisSaver
 from .serde import Serializer, TypeRegistry, default_registry, default_serializer, register_type
 from .sqlite import SqliteSaver
 
@@ -25,6 +26,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointNotFoundError",
     "MemorySaver",
+    "RedisSaver",
     "SerializationError",
     "Serializer",
     "SqliteSaver",

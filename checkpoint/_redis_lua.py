@@ -1,0 +1,166 @@
+"""The Lua scripts that make a RedisSaver write atomic and a read one round trip.
+
+Keys of one thread (all share the thread's hash tag, so they live in one cluster slot):
+KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list`` and
+``len:<list>`` lengths), KEYS[3] cps (hash: id -> header), KEYS[4] idx (hash: id -> JSON index),
+KEYS[5] vals (hash: ``<id>\\n<key>`` -> value), KEYS[6] items (hash: ``<list>:<pos>`` -> item),
+KEYS[7] ids (sorted set of ids, all score 0: lexicographic = creation order), KEYS[8] written
+(hash: id -> JSON list of the keys whose values that checkpoint wrote).
+"""
+
+from __future__ import annotations
+
+# ARGV: parent, check_head ("1"/"0"), id, header, ttl, keep, n_values, (key, value)*,
+#       n_lists, (key, mode "a"ppend | "n"ew, count, item*)*
+# Returns {1} written, {0, head} the head moved, {2} the parent is gone (pruned),
+#         {3, key} an append onto a key whose value is not a list (the client resends it whole).
+WRITE = r"""
+local parent, check, id, header = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ttl, keep = tonumber(ARGV[5]), tonumber(ARGV[6])
+local head = redis.call('GET', KEYS[1])
+if check == '1' and (head or '') ~= parent then return {0, head or ''} end
+local idx = {}
+if parent ~= '' then
+  local raw = redis.call('HGET', KEYS[4], parent)
+  if not raw then return {2} end
+  idx = cjson.decode(raw)
+end
+local i = 7
+local n_values = tonumber(ARGV[i]); i = i + 1
+local values_at = i
+i = i + 2 * n_values
+local n_lists = tonumber(ARGV[i]); i = i + 1
+local ops = {}
+for _ = 1, n_lists do
+  local key, mode, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local ref = idx[key]
+  if mode == 'a' and ref and ref[1] == 'v' then return {3, key} end
+  ops[#ops + 1] = {key, mode, count, i + 3}
+  i = i + 3 + count
+end
+-- Every check is done: from here on the script only writes.
+local written = {}
+for v = 0, n_values - 1 do
+  local key = ARGV[values_at + 2 * v]
+  redis.call('HSET', KEYS[5], id .. '\n' .. key, ARGV[values_at + 2 * v + 1])
+  idx[key] = {'v', id}
+  written[#written + 1] = key
+end
+for _, op in ipairs(ops) do
+  local key, mode, count, at = op[1], op[2], op[3], op[4]
+  local ref = idx[key]
+  local list, length
+  if mode == 'a' and ref and ref[1] == 'l' then
+    list, length = ref[2], ref[3]
+    local tip = tonumber(redis.call('HGET', KEYS[2], 'len:' .. list) or '0')
+    if tip ~= length then  -- a fork from an older checkpoint: copy its prefix to a new list
+      local copy = redis.call('HINCRBY', KEYS[2], 'next_list', 1)
+      for from = 0, length - 1, 500 do
+        local to = math.min(from + 499, length - 1)
+        local fields = {}
+        for p = from, to do fields[#fields + 1] = list .. ':' .. p end
+        local got = redis.call('HMGET', KEYS[6], unpack(fields))
+        local pairs_ = {}
+        for p = from, to do
+          pairs_[#pairs_ + 1] = copy .. ':' .. p
+          pairs_[#pairs_ + 1] = got[p - from + 1]
+        end
+        redis.call('HSET', KEYS[6], unpack(pairs_))
+      end
+      list = copy
+    end
+  else
+    list, length = redis.call('HINCRBY', KEYS[2], 'next_list', 1), 0
+  end
+  for from = 0, count - 1, 500 do
+    local pairs_ = {}
+    for k = from, math.min(from + 499, count - 1) do
+      pairs_[#pairs_ + 1] = list .. ':' .. (length + k)
+      pairs_[#pairs_ + 1] = ARGV[at + k]
+    end
+    if #pairs_ > 0 then redis.call('HSET', KEYS[6], unpack(pairs_)) end
+  end
+  length = length + count
+  redis.call('HSET', KEYS[2], 'len:' .. list, length)
+  idx[key] = {'l', list, length}
+end
+redis.call('HSET', KEYS[3], id, header)
+redis.call('HSET', KEYS[4], id, cjson.encode(idx))
+redis.call('HSET', KEYS[8], id, cjson.encode(written))
+redis.call('ZADD', KEYS[7], 0, id)
+redis.call('SET', KEYS[1], id)
+if keep > 0 then
+  local total = redis.call('ZCARD', KEYS[7])
+  if total > keep then
+    local old = redis.call('ZRANGE', KEYS[7], 0, total - keep - 1)
+    local kept = redis.call('ZRANGE', KEYS[7], total - keep, -1)
+    local used_values, used_lists = {}, {}
+    for _, k in ipairs(kept) do
+      for key, ref in pairs(cjson.decode(redis.call('HGET', KEYS[4], k))) do
+        if ref[1] == 'v' then used_values[ref[2] .. '\n' .. key] = true
+        else used_lists[tostring(ref[2])] = true end
+      end
+    end
+    for _, c in ipairs(old) do
+      for _, key in ipairs(cjson.decode(redis.call('HGET', KEYS[8], c) or '[]')) do
+        if not used_values[c .. '\n' .. key] then redis.call('HDEL', KEYS[5], c .. '\n' .. key) end
+      end
+      redis.call('HDEL', KEYS[3], c)
+      redis.call('HDEL', KEYS[4], c)
+      redis.call('HDEL', KEYS[8], c)
+      redis.call('ZREM', KEYS[7], c)
+    end
+    local meta = redis.call('HGETALL', KEYS[2])
+    for m = 1, #meta, 2 do
+      local list = string.match(meta[m], '^len:(%d+)$')
+      if list and not used_lists[list] then
+        local length = tonumber(meta[m + 1])
+        for from = 0, length - 1, 500 do
+          local fields = {}
+          for p = from, math.min(from + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
+          redis.call('HDEL', KEYS[6], unpack(fields))
+        end
+        redis.call('HDEL', KEYS[2], meta[m])
+      end
+    end
+  end
+end
+if ttl > 0 then
+  for k = 1, 8 do redis.call('EXPIRE', KEYS[k], ttl) end
+end
+return {1}
+"""
+
+# ARGV: id ('' = the head), ttl to refresh ('0' = none).
+# Returns nil, or {id, header, (key, "v", value | key, "l", {item*})*}.
+READ = r"""
+local id = ARGV[1]
+if id == '' then
+  id = redis.call('GET', KEYS[1])
+  if not id then return nil end
+end
+local header = redis.call('HGET', KEYS[3], id)
+if not header then return nil end
+local out = {id, header}
+for key, ref in pairs(cjson.decode(redis.call('HGET', KEYS[4], id))) do
+  out[#out + 1] = key
+  if ref[1] == 'v' then
+    out[#out + 1] = 'v'
+    out[#out + 1] = redis.call('HGET', KEYS[5], ref[2] .. '\n' .. key)
+  else
+    out[#out + 1] = 'l'
+    local items = {}
+    for from = 0, ref[3] - 1, 500 do
+      local fields = {}
+      for p = from, math.min(from + 499, ref[3] - 1) do fields[#fields + 1] = ref[2] .. ':' .. p end
+      for _, item in ipairs(redis.call('HMGET', KEYS[6], unpack(fields))) do items[#items + 1] = item end
+    end
+    out[#out + 1] = items
+  end
+end
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then
+  for k = 1, 8 do redis.call('EXPIRE', KEYS[k], ttl) end
+end
+return out
+"""

@@ -1,0 +1,427 @@
+"""A saver in Redis (plain Redis 7 or Valkey, no modules; single node or cluster)."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from . import _redis_lua
+from ._ids import created_at_of
+from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
+from .errors import CheckpointConflictError, CheckpointError
+from .serde import Serializer
+
+__all__ = ["RedisSaver"]
+
+T = TypeVar("T")
+_PARTS = ("head", "meta", "cps", "idx", "vals", "items", "ids", "written")
+
+
+def _thread_tag(thread_id: str) -> str:
+    """The thread's hash tag: the id itself, or its hex form if braces would break the tag."""
+    if "{" in thread_id or "}" in thread_id:
+        return "x" + thread_id.encode().hex()
+    return thread_id
+
+
+def _safe_url(client: Any) -> str:
+    try:
+        kwargs = client.get_connection_kwargs()
+    except Exception:
+        try:
+            node = client.get_default_node()
+            return f"cluster at {node.host}:{node.port}"
+        except Exception:
+            return type(client).__name__
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}"
+    return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+
+
+class RedisSaver(BaseCheckpointSaver):
+    """Checkpoints in Redis, incrementally: a step's write is one Lua script call (one round
+    trip) that stores only its delta (list items appended to per-thread lists, changed
+    values) and a small per-checkpoint index, and moves the thread's head only if it is
+    still the writer's parent (``CheckpointConflictError`` otherwise, nothing written).
+    Reading a checkpoint is one round trip however long the thread.
+
+    All keys of a thread share the hash tag ``{<thread_id>}`` (eight keys per thread, see
+    docs/redis.md), so the saver works on Redis Cluster. ``ttl`` (seconds) is applied to
+    every key of the thread on each write (and on each read with ``refresh_on_read``);
+    ``max_retained`` keeps only the newest checkpoints of each thread. Values are msgpack
+    through the type registry, never pickle.
+
+    ``client`` is a ``redis.Redis`` / ``redis.RedisCluster`` (sync methods; async ones run
+    in worker threads) or a ``redis.asyncio`` client (async methods only); ``from_url``
+    makes both. Connection errors on reads are retried with backoff; a failed write raises
+    ``CheckpointError`` and, the script being atomic, either happened whole or not at all.
+    """
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        async_client: Any = None,
+        key_prefix: str = "graph_agent",
+        ttl: int | None = None,
+        refresh_on_read: bool = False,
+        max_retained: int | None = None,
+        serializer: Serializer | None = None,
+        read_retries: int = 3,
+        backoff: float = 0.05,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if client is None and async_client is None:
+            raise ValueError(
+                "RedisSaver needs a client: RedisSaver(redis.Redis(...)) or RedisSaver.from_url(url)"
+            )
+        if client is not None and _is_async_client(client):
+            client, async_client = None, client
+        for name, value in (("ttl", ttl), ("max_retained", max_retained)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(
+                    f"RedisSaver({name}=...) must be a positive int or None, got {value!r}"
+                )
+        for c in (client, async_client):
+            if c is not None and _decodes_responses(c):
+                raise ValueError(
+                    "the Redis client decodes responses to str, but checkpoints are binary: create it "
+                    "with decode_responses=False (the default)"
+                )
+        self.client = client
+        self.async_client = async_client
+        self.key_prefix = key_prefix
+        self.ttl = ttl
+        self.refresh_on_read = refresh_on_read
+        self.max_retained = max_retained
+        self.serializer = serializer or Serializer()
+        self.read_retries = read_retries
+        self.backoff = backoff
+        self._sleep = sleep
+        self._write = client.register_script(_redis_lua.WRITE) if client is not None else None
+        self._read = client.register_script(_redis_lua.READ) if client is not None else None
+        self._awrite = (
+            async_client.register_script(_redis_lua.WRITE) if async_client is not None else None
+        )
+        self._aread = (
+            async_client.register_script(_redis_lua.READ) if async_client is not None else None
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, cluster: bool = False, **options: Any) -> RedisSaver:
+        """A saver for ``redis://``, ``rediss://`` (TLS) or ``unix://`` URLs, with AUTH in the
+        URL if needed; ``cluster=True`` for a Redis Cluster. Makes a sync and an async client."""
+        import redis
+        import redis.asyncio
+
+        if cluster:
+            return cls(
+                redis.RedisCluster.from_url(url),
+                async_client=redis.asyncio.RedisCluster.from_url(url),
+                **options,
+            )
+        return cls(
+            redis.Redis.from_url(url), async_client=redis.asyncio.Redis.from_url(url), **options
+        )
+
+    def __repr__(self) -> str:
+        where = _safe_url(self.client if self.client is not None else self.async_client)
+        return f"RedisSaver({where}, key_prefix={self.key_prefix!r}, ttl={self.ttl}, max_retained={self.max_retained})"
+
+    def keys(self, thread_id: str) -> builtins.list[str]:
+        """The eight keys that hold a thread, in the scripts' KEYS order."""
+        base = f"{self.key_prefix}:{{{_thread_tag(thread_id)}}}"
+        return [f"{base}:{part}" for part in _PARTS]
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _args(
+        self, checkpoint: Checkpoint, delta: CheckpointDelta, check_head: bool, whole: Sequence[str]
+    ) -> builtins.list[Any]:
+        s = self.serializer
+        header = s.dumps(
+            {
+                "parent": checkpoint.parent_id,
+                "step": checkpoint.step,
+                "next": list(checkpoint.next_nodes),
+                "metadata": dict(checkpoint.metadata),
+                "interrupts": [dict(i) for i in checkpoint.interrupts],
+                "resume": {k: list(v) for k, v in checkpoint.resume_values.items()},
+                "pending": dict(checkpoint.pending_writes),
+            },
+            key="<checkpoint header>",
+        )
+        values: builtins.list[Any] = []
+        lists: builtins.list[Any] = []
+        for key, value in delta.replaced.items():
+            if isinstance(value, list):  # a list is stored as items, so it can grow later
+                lists += [key, "n", len(value), *(s.dumps(item, key=key) for item in value)]
+            else:
+                values += [key, s.dumps(value, key=key)]
+        for key, items in delta.appended.items():
+            if key in whole:
+                full = list(checkpoint.values[key])
+                lists += [key, "n", len(full), *(s.dumps(item, key=key) for item in full)]
+            else:
+                lists += [key, "a", len(items), *(s.dumps(item, key=key) for item in items)]
+        return [
+            checkpoint.parent_id or "",
+            "1" if check_head else "0",
+            checkpoint.id,
+            header,
+            self.ttl or 0,
+            self.max_retained or 0,
+            len(values) // 2,
+            *values,
+            _count_ops(lists),
+            *lists,
+        ]
+
+    def _outcome(self, checkpoint: Checkpoint, reply: Sequence[Any]) -> str | None:
+        """``None`` when written; the key to resend whole; raises on a conflict."""
+        status = int(reply[0])
+        if status == 1:
+            return None
+        if status == 0:
+            head = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
+            raise CheckpointConflictError(
+                f"thread '{checkpoint.thread_id}' moved to checkpoint {head or None!r} while this "
+                f"writer was working from {checkpoint.parent_id!r}; nothing was written. Another "
+                "run is writing the same thread: reload it and retry, or use another thread_id.",
+                thread_id=checkpoint.thread_id,
+                expected_head=checkpoint.parent_id,
+                actual_head=head or None,
+            )
+        if status == 2:
+            return "*"
+        key = reply[1]
+        return key.decode() if isinstance(key, bytes) else str(key)
+
+    def put(
+        self,
+        checkpoint: Checkpoint,
+        delta: CheckpointDelta | None = None,
+        *,
+        check_head: bool = True,
+    ) -> None:
+        write = self._write
+        if write is None:
+            raise CheckpointError("this RedisSaver has only an async client: use aput()")
+        current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
+        whole: builtins.list[str] = []
+        keys = self.keys(checkpoint.thread_id)
+        for _ in range(len(current.appended) + 2):
+            args = self._args(checkpoint, current, check_head, whole)
+            try:
+                reply = write(keys=keys, args=args)
+            except Exception as error:
+                raise self._write_error(error) from error
+            resend = self._outcome(checkpoint, reply)
+            if resend is None:
+                return
+            current, whole = _resend(checkpoint, current, whole, resend)
+        raise CheckpointError(
+            f"could not write checkpoint {checkpoint.id!r} of thread '{checkpoint.thread_id}'"
+        )
+
+    async def aput(
+        self,
+        checkpoint: Checkpoint,
+        delta: CheckpointDelta | None = None,
+        *,
+        check_head: bool = True,
+    ) -> None:
+        if self._awrite is None:
+            await super().aput(checkpoint, delta, check_head=check_head)
+            return
+        current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
+        whole: builtins.list[str] = []
+        for _ in range(len(current.appended) + 2):
+            args = self._args(checkpoint, current, check_head, whole)
+            try:
+                reply = await self._awrite(keys=self.keys(checkpoint.thread_id), args=args)
+            except Exception as error:
+                raise self._write_error(error) from error
+            resend = self._outcome(checkpoint, reply)
+            if resend is None:
+                return
+            current, whole = _resend(checkpoint, current, whole, resend)
+        raise CheckpointError(
+            f"could not write checkpoint {checkpoint.id!r} of thread '{checkpoint.thread_id}'"
+        )
+
+    def _write_error(self, error: Exception) -> CheckpointError:
+        return CheckpointError(
+            f"writing a checkpoint to Redis ({_safe_url(self.client or self.async_client)}) failed: "
+            f"{type(error).__name__}: {_scrub(str(error))}. The write is atomic: the thread is at its "
+            "previous head unless this very write completed; reload it before retrying"
+        )
+
+    def delete_thread(self, thread_id: str) -> None:
+        if self.client is None:
+            raise CheckpointError("this RedisSaver has only an async client: use adelete_thread()")
+        self.client.delete(*self.keys(thread_id))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        if self.async_client is None:
+            await super().adelete_thread(thread_id)
+            return
+        await self.async_client.delete(*self.keys(thread_id))
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _checkpoint(self, thread_id: str, reply: Any) -> Checkpoint | None:
+        if not reply:
+            return None
+        loads = self.serializer.loads
+        cid = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
+        header = loads(reply[1])
+        values: dict[str, Any] = {}
+        for i in range(2, len(reply), 3):
+            key = reply[i].decode() if isinstance(reply[i], bytes) else reply[i]
+            kind = reply[i + 1]
+            data = reply[i + 2]
+            if data is None:
+                raise CheckpointError(
+                    f"thread '{thread_id}' is missing the stored value of '{key}' (expired or deleted?)"
+                )
+            values[key] = [loads(item) for item in data] if kind in (b"l", "l") else loads(data)
+        return Checkpoint(
+            id=cid,
+            thread_id=thread_id,
+            parent_id=header["parent"],
+            step=header["step"],
+            next_nodes=tuple(header["next"]),
+            values=values,
+            created_at=created_at_of(cid),
+            metadata=header["metadata"],
+            interrupts=tuple(header["interrupts"]),
+            resume_values={k: tuple(v) for k, v in header["resume"].items()},
+            pending_writes=header["pending"],
+        )
+
+    def _read_args(self, checkpoint_id: str | None) -> builtins.list[Any]:
+        return [checkpoint_id or "", self.ttl if (self.ttl and self.refresh_on_read) else 0]
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        read = self._read
+        if read is None:
+            raise CheckpointError("this RedisSaver has only an async client: use aget()")
+        keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
+        reply = self._retry(lambda: read(keys=keys, args=args))
+        return self._checkpoint(thread_id, reply)
+
+    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        aread = self._aread
+        if aread is None:
+            return await super().aget(thread_id, checkpoint_id)
+        keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
+        reply = await self._aretry(lambda: aread(keys=keys, args=args))
+        return self._checkpoint(thread_id, reply)
+
+    def _ids(
+        self, thread_id: str, limit: int | None, before: str | None, fetch: Callable[..., Any]
+    ) -> Any:
+        top = f"({before}" if before is not None else "+"
+        return fetch(
+            self.keys(thread_id)[6], top, "-", start=0 if limit is not None else None, num=limit
+        )
+
+    def list(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> Iterator[Checkpoint]:
+        if self.client is None:
+            raise CheckpointError("this RedisSaver has only an async client: use alist()")
+        ids = self._retry(lambda: self._ids(thread_id, limit, before, self.client.zrevrangebylex))
+        for cid in ids:
+            checkpoint = self.get(thread_id, cid.decode())
+            if checkpoint is not None:
+                yield checkpoint
+
+    async def alist(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> AsyncIterator[Checkpoint]:
+        if self.async_client is None:
+            async for checkpoint in super().alist(thread_id, limit=limit, before=before):
+                yield checkpoint
+            return
+        ids = await self._aretry(
+            lambda: self._ids(thread_id, limit, before, self.async_client.zrevrangebylex)
+        )
+        for cid in ids:
+            found = await self.aget(thread_id, cid.decode())
+            if found is not None:
+                yield found
+
+    def stored_bytes(self, thread_id: str) -> int:
+        """Bytes Redis reports for the thread's keys (``MEMORY USAGE``)."""
+        if self.client is None:
+            raise CheckpointError("stored_bytes needs the sync client")
+        return sum(int(self.client.memory_usage(key) or 0) for key in self.keys(thread_id))
+
+    # -- retries -----------------------------------------------------------------------------
+
+    def _retry(self, call: Callable[[], T]) -> T:
+        import redis
+
+        for attempt in range(self.read_retries + 1):
+            try:
+                return call()
+            except (redis.ConnectionError, redis.TimeoutError):
+                if attempt == self.read_retries:
+                    raise
+                self._sleep(self.backoff * (2**attempt) * (0.5 + random.random()))
+        raise AssertionError("unreachable")
+
+    async def _aretry(self, call: Callable[[], Awaitable[T]]) -> T:
+        import redis
+
+        for attempt in range(self.read_retries + 1):
+            try:
+                return await call()
+            except (redis.ConnectionError, redis.TimeoutError):
+                if attempt == self.read_retries:
+                    raise
+                await asyncio.sleep(self.backoff * (2**attempt) * (0.5 + random.random()))
+        raise AssertionError("unreachable")
+
+
+def _count_ops(lists: builtins.list[Any]) -> int:
+    count, i = 0, 0
+    while i < len(lists):
+        count += 1
+        i += 3 + int(lists[i + 2])
+    return count
+
+
+def _resend(
+    checkpoint: Checkpoint, delta: CheckpointDelta, whole: builtins.list[str], key: str
+) -> tuple[CheckpointDelta, builtins.list[str]]:
+    """The delta to send after the script refused: everything whole if the parent is gone,
+    else also ``key``'s list whole."""
+    if key == "*":
+        return CheckpointDelta.full(checkpoint.values), whole
+    return delta, [*whole, key]
+
+
+def _scrub(text: str) -> str:
+    """Error text without anything that looks like a password in a URL."""
+    import re
+
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+
+
+def _is_async_client(client: Any) -> bool:
+    module = type(client).__module__
+    return module.startswith("redis.asyncio") or module.startswith("fakeredis.aioredis")
+
+
+def _decodes_responses(client: Any) -> bool:
+    try:
+        return bool(client.get_connection_kwargs().get("decode_responses"))
+    except Exception:
+        return False
