@@ -51,7 +51,7 @@ def _wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 10
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
                 conn.sendall(b"PING\r\n")
-                if conn.recv(16).startswith(b"+PONG"):
+                if conn.recv(16).startswith((b"+PONG", b"-NOAUTH")):
                     return
         except OSError:
             time.sleep(0.05)

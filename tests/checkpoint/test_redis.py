@@ -1,0 +1,227 @@
+"""RedisSaver beyond the shared contract: TTL, retention, round trips, failures, security."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import uuid
+from pathlib import Path
+
+import fakeredis
+import pytest
+import redis
+import redis.asyncio
+
+from checkpoint import CheckpointError, RedisSaver, SerializationError
+from graph_agent import END, START, KeyStrategy, Overwrite, StateGraph
+
+from ..redis_servers import redis_server
+
+
+def _chat(saver):
+    graph = StateGraph(key_strategies={"messages": KeyStrategy.APPEND})
+    graph.add_node(
+        "reply",
+        lambda s: {
+            "messages": [f"reply to {s['messages'][-1]}"],
+            "turns": len(s["messages"]) // 2 + 1,
+        },
+    )
+    graph.add_edge(START, "reply").add_edge("reply", END)
+    return graph.compile(saver=saver)
+
+
+@pytest.fixture
+def fake() -> fakeredis.FakeRedis:
+    return fakeredis.FakeRedis()
+
+
+def test_a_thread_lives_in_eight_keys_under_its_hash_tag(fake):
+    saver = RedisSaver(fake, key_prefix="app")
+    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "user-7"})
+    keys = sorted(k.decode() for k in fake.keys("*"))
+    assert keys == sorted(saver.keys("user-7")) and len(keys) == 8
+    assert all(k.startswith("app:{user-7}:") for k in keys)
+    odd = saver.keys("a{b}c")  # braces would break the tag: the id is hex-encoded
+    assert all(k.startswith("app:{x") and k.count("{") == 1 for k in odd)
+
+
+def test_ttl_covers_every_key_and_is_refreshed_on_write(fake):
+    saver = RedisSaver(fake, ttl=100)
+    app = _chat(saver)
+    app.invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    for key in saver.keys("t"):
+        fake.expire(key, 5)
+    app.invoke({"messages": ["again"]}, {"thread_id": "t"})
+    assert all(90 < fake.ttl(key) <= 100 for key in saver.keys("t"))
+
+
+def test_refresh_on_read(fake):
+    saver = RedisSaver(fake, ttl=100, refresh_on_read=True)
+    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    for key in saver.keys("t"):
+        fake.expire(key, 5)
+    saver.get("t")
+    assert all(fake.ttl(key) > 90 for key in saver.keys("t"))
+
+
+def test_max_retained_prunes_history_and_keeps_the_state(fake):
+    saver = RedisSaver(fake, max_retained=3)
+    app = _chat(saver)
+    for turn in range(12):
+        app.invoke({"messages": [f"t{turn}"]}, {"thread_id": "r"})
+    assert len(list(saver.list("r"))) == 3
+    state = saver.get("r").values
+    assert len(state["messages"]) == 24 and state["messages"][0] == "t0"
+    assert fake.hlen(saver.keys("r")[4]) <= 3  # only the retained checkpoints' values remain
+
+
+def test_retention_drops_lists_no_checkpoint_uses(fake):
+    saver = RedisSaver(fake, max_retained=2)
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    graph.add_node("trim", lambda s: {"log": Overwrite([*s["log"][-2:], "x"])})
+    graph.add_edge(START, "trim").add_edge("trim", END)
+    app = graph.compile(saver=saver)
+    for n in range(10):
+        app.invoke({"log": [n]}, {"thread_id": "l"})
+    assert saver.get("l").values["log"][-1] == "x"
+    assert fake.hlen(saver.keys("l")[5]) < 12  # old rewritten lists are gone
+
+
+def test_delete_thread_removes_every_key(fake):
+    saver = RedisSaver(fake)
+    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "gone"})
+    saver.delete_thread("gone")
+    assert fake.keys("*") == [] and saver.get("gone") is None
+
+
+def test_reads_are_retried_on_connection_errors(fake):
+    sleeps: list[float] = []
+    saver = RedisSaver(fake, sleep=sleeps.append, read_retries=3)
+    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    real_read = saver._read
+    failures = iter([redis.ConnectionError("reset"), redis.TimeoutError("slow")])
+
+    def flaky(**kwargs):
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        return real_read(**kwargs)
+
+    saver._read = flaky
+    assert saver.get("t").values["turns"] == 1
+    assert len(sleeps) == 2 and sleeps[1] > sleeps[0] / 2
+
+
+def test_a_failed_write_is_a_clear_error_and_the_head_stays(fake):
+    saver = RedisSaver(fake)
+    app = _chat(saver)
+    app.invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    head = saver.get("t").id
+
+    def broken(**kwargs):
+        raise redis.ConnectionError("Connection refused")
+
+    saver._write = broken
+    with pytest.raises(
+        CheckpointError, match=r"writing a checkpoint to Redis .* failed: ConnectionError"
+    ):
+        app.invoke({"messages": ["lost?"]}, {"thread_id": "t"})
+    saver._write = fake.register_script(
+        __import__("checkpoint._redis_lua", fromlist=["WRITE"]).WRITE
+    )
+    assert saver.get("t").id == head
+
+
+def test_a_planted_pickle_cannot_run_code(fake, tmp_path):
+    saver = RedisSaver(fake)
+    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    vals = saver.keys("t")[4]
+    (field,) = [f for f in fake.hkeys(vals) if f.endswith(b"\nturns")]
+    fake.hset(vals, field, pickle.dumps(Exploit()))
+    with pytest.raises(SerializationError):
+        saver.get("t")
+    assert not marker.exists()
+
+
+def test_a_client_that_decodes_responses_is_refused():
+    with pytest.raises(ValueError, match="decode_responses=False"):
+        RedisSaver(fakeredis.FakeRedis(decode_responses=True))
+    with pytest.raises(ValueError, match="needs a client"):
+        RedisSaver()
+
+
+# -- on a real server --------------------------------------------------------------------------
+
+
+class _CountingRedis(redis.Redis):
+    """Counts the commands this client sends: each one is a round trip."""
+
+    sent: list[str]
+
+    def execute_command(self, *args, **options):
+        self.sent.append(str(args[0]))
+        return super().execute_command(*args, **options)
+
+
+def test_one_round_trip_per_write_and_per_read_on_a_real_server(redis_url):
+    client = _CountingRedis.from_url(redis_url)
+    client.sent = []
+    saver = RedisSaver(client, key_prefix=f"rt-{uuid.uuid4().hex[:6]}")
+    app = _chat(saver)
+    app.invoke({"messages": ["warm"]}, {"thread_id": "rt"})
+    client.sent.clear()
+    for turn in range(20):
+        app.invoke({"messages": [f"turn {turn}"]}, {"thread_id": "rt"})
+    # each turn: one read of the thread's head and one write, a single EVALSHA each
+    assert client.sent == ["EVALSHA"] * 40
+    stats = client.info("commandstats")
+    assert stats["cmdstat_evalsha"]["calls"] >= 40  # the server saw them as script calls
+
+
+def test_auth_urls_work_and_never_show_the_password(tmp_path):
+    with redis_server(tmp_path / "auth", "--requirepass", "s3cret-pw") as port:
+        saver = RedisSaver.from_url(f"redis://:s3cret-pw@127.0.0.1:{port}/0")
+        _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "a"})
+        assert saver.get("a").values["turns"] == 1
+        assert "s3cret-pw" not in repr(saver)
+        wrong = RedisSaver.from_url(f"redis://:wrong-pw@127.0.0.1:{port}/0")
+        with pytest.raises(Exception) as info:
+            _chat(wrong).invoke({"messages": ["hi"]}, {"thread_id": "b"})
+        assert "wrong-pw" not in str(info.value)
+
+
+def test_async_client_on_a_real_server(redis_url):
+    prefix = f"as-{uuid.uuid4().hex[:6]}"
+
+    async def main():
+        saver = RedisSaver(redis.asyncio.Redis.from_url(redis_url), key_prefix=prefix)
+        app = _chat(saver)
+        await app.ainvoke({"messages": ["one"]}, {"thread_id": "x"})
+        result = await app.ainvoke({"messages": ["two"]}, {"thread_id": "x"})
+        history = [c async for c in saver.alist("x")]
+        await saver.adelete_thread("x")
+        return result, history, await saver.aget("x")
+
+    result, history, gone = asyncio.run(main())
+    assert result["messages"] == ["one", "reply to one", "two", "reply to two"]
+    assert len(history) == 2 and gone is None
+    with pytest.raises(CheckpointError, match="only an async client"):
+        RedisSaver(redis.asyncio.Redis.from_url(redis_url)).get("x")
+
+
+def test_bytes_stored_per_turn_stay_flat_on_a_real_server(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    saver = RedisSaver(client, key_prefix=f"flat-{uuid.uuid4().hex[:6]}")
+    app = _chat(saver)
+    for turn in range(120):
+        app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})
+    assert len(saver.get("f").values["messages"]) == 240
+    assert os.environ.get("CI") is None or saver.stored_bytes("f") > 0
