@@ -157,7 +157,7 @@ def make_saver(spec: str) -> BaseCheckpointSaver:
         return saver
     if spec.startswith(("redis://", "rediss://", "unix://")):
         try:
-            from checkpoint import RedisSaver  # type: ignore[attr-defined]
+            from checkpoint import RedisSaver
         except ImportError:
             raise CliError(
                 "RedisSaver is not available in this version; use --saver memory"
