@@ -141,29 +141,17 @@ def current_time() -> str:
 
 
 def make_saver(spec: str) -> BaseCheckpointSaver:
-    """``memory``, ``sqlite:PATH`` or a ``redis://`` / ``rediss://`` URL."""
+    """``memory``, ``sqlite:PATH`` or a ``redis://`` / ``rediss://`` / ``unix://`` URL."""
+    from checkpoint import RedisSaver, SqliteSaver
+
     from .cli import CliError
 
     if spec == "memory":
         return MemorySaver()
     if spec.startswith("sqlite:"):
-        try:
-            from checkpoint import SqliteSaver
-        except ImportError:
-            raise CliError(
-                "SqliteSaver is not available in this version; use --saver memory"
-            ) from None
-        saver: BaseCheckpointSaver = SqliteSaver(spec.removeprefix("sqlite:"))
-        return saver
+        return SqliteSaver(spec.removeprefix("sqlite:"))
     if spec.startswith(("redis://", "rediss://", "unix://")):
-        try:
-            from checkpoint import RedisSaver
-        except ImportError:
-            raise CliError(
-                "RedisSaver is not available in this version; use --saver memory"
-            ) from None
-        redis_saver: BaseCheckpointSaver = RedisSaver.from_url(spec)
-        return redis_saver
+        return RedisSaver.from_url(spec)
     raise CliError(f"--saver must be memory, sqlite:PATH or a redis:// URL, got {spec!r}")
 
 

@@ -37,6 +37,7 @@ def test_chat_without_a_model_says_which_variables_to_set(monkeypatch, capsys):
 def test_saver_choices(tmp_path):
     assert type(make_saver("memory")).__name__ == "MemorySaver"
     assert type(make_saver(f"sqlite:{tmp_path / 'chat.sqlite'}")).__name__ == "SqliteSaver"
+    assert type(make_saver("redis://127.0.0.1:1/0")).__name__ == "RedisSaver"  # connects lazily
     with pytest.raises(CliError, match="--saver must be memory"):
         make_saver("postgres://x")
 
