@@ -8,6 +8,21 @@ does not import ``hooks`` until an agent is built.
 from __future__ import annotations
 
 from .base import AgentHook, Hook, HookPosition, HookResult, JumpTo, ModelHook
+from .builtin import (
+    CallLimitExceededError,
+    HumanInTheLoopHook,
+    MessageWindowHook,
+    ModelCallLimitExceededError,
+    ModelCallLimitHook,
+    ModelFallbackInterceptor,
+    ModelRetryInterceptor,
+    SummarizationHook,
+    ToolCallLimitExceededError,
+    ToolCallLimitHook,
+    ToolFeedback,
+    ToolFeedbackError,
+    ToolRetryInterceptor,
+)
 from .interceptors import (
     ModelCallHandler,
     ModelInterceptor,
@@ -19,15 +34,28 @@ from .interceptors import (
 
 __all__ = [
     "AgentHook",
+    "CallLimitExceededError",
     "Hook",
     "HookPosition",
     "HookResult",
+    "HumanInTheLoopHook",
     "JumpTo",
+    "MessageWindowHook",
     "ModelCallHandler",
+    "ModelCallLimitExceededError",
+    "ModelCallLimitHook",
+    "ModelFallbackInterceptor",
     "ModelHook",
     "ModelInterceptor",
     "ModelRequest",
+    "ModelRetryInterceptor",
+    "SummarizationHook",
     "ToolCallHandler",
+    "ToolCallLimitExceededError",
+    "ToolCallLimitHook",
     "ToolCallRequest",
+    "ToolFeedback",
+    "ToolFeedbackError",
     "ToolInterceptor",
+    "ToolRetryInterceptor",
 ]

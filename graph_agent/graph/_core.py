@@ -161,7 +161,10 @@ class _Cursor:
         return checkpoint
 
     def merge(self, updates: Sequence[tuple[str, Any]]) -> None:
-        self.values = merge_updates(self.values, updates, self.spec.strategies, self.tracker)
+        """Merge the updates all or nothing: a bad update leaves values and delta as they were."""
+        step = DeltaTracker()
+        self.values = merge_updates(self.values, updates, self.spec.strategies, step)
+        self.tracker.absorb(step)
 
     def write(
         self,
@@ -305,6 +308,7 @@ class GraphRun(_Cursor):
             return
         limit = self.config.recursion_limit or spec.default_recursion_limit
         steps = 0
+        unsaved_input = self.has_saver and bool(self.tracker.appended or self.tracker.replaced)
         while frontier:
             runnable, deferred = self._split_joins(frontier)
             if steps >= limit:
@@ -323,12 +327,24 @@ class GraphRun(_Cursor):
                 for n in runnable
                 if n not in done
             ]
-            results: list[TaskResult] = (yield ExecuteEffect(tasks)) if tasks else []
-            if done:  # nodes that finished before the pause keep their updates
-                ran = {r.node: r for r in results}
-                results = [ran.get(n) or TaskResult(n, done[n], None) for n in runnable]
-                done = {}
-            paused = [r for r in results if r.interrupt is not None]
+            try:  # run, merge and route; nothing of the step is kept if any of it fails
+                results: list[TaskResult] = (yield ExecuteEffect(tasks)) if tasks else []
+                if done:  # nodes that finished before the pause keep their updates
+                    ran = {r.node: r for r in results}
+                    results = [ran.get(n) or TaskResult(n, done[n], None) for n in runnable]
+                    done = {}
+                paused = [r for r in results if r.interrupt is not None]
+                if not paused:
+                    updates = [(r.node, r.update) for r in results]
+                    step = DeltaTracker()
+                    merged = merge_updates(self.values, updates, spec.strategies, step)
+                    new_state = OverAllState(merged)
+                    triggered = yield from self.successors(runnable, new_state)
+            except Exception:
+                if unsaved_input:  # keep the input all the same: the thread can retry the step
+                    yield from self.write(frontier, source="input")
+                raise
+            unsaved_input = False
             if paused:
                 records = [
                     interrupt_record(r.node, "during", r.interrupt.value, r.interrupt.index)
@@ -346,12 +362,10 @@ class GraphRun(_Cursor):
                     updates=finished,
                 )
                 return
-            updates = [(r.node, r.update) for r in results]
-            self.merge(updates)
+            self.values = merged
+            self.tracker.absorb(step)
             for name in runnable:
                 resume_values.pop(name, None)
-            new_state = OverAllState(self.values)
-            triggered = yield from self.successors(runnable, new_state)
             frontier = _union_in_order(spec, deferred, triggered)
             pauses: list[dict[str, Any]] = []
             if frontier:

@@ -176,16 +176,25 @@ def _explain_put_error(
 def drive(
     effects: Generator[Effect, Any, None], saver: BaseCheckpointSaver | None, can_interrupt: bool
 ) -> Iterator[NodeOutput]:
-    """Perform every effect synchronously; yield emitted node outputs."""
+    """Perform every effect synchronously; yield emitted node outputs. A node or router that
+    fails is thrown back into the core, which may still save the run's input, then raises."""
     send: Any = None
+    failure: Exception | None = None
     while True:
         try:
-            effect = effects.send(send)
+            effect = effects.throw(failure) if failure is not None else effects.send(send)
         except StopIteration:
             return
+        failure = None
         kind = type(effect)
-        if kind is ExecuteEffect:
-            send = _execute(effect.tasks, can_interrupt)  # type: ignore[union-attr]
+        if kind is ExecuteEffect or kind is RouteEffect:
+            try:
+                if kind is ExecuteEffect:
+                    send = _execute(effect.tasks, can_interrupt)  # type: ignore[union-attr]
+                else:
+                    send = _route(effect)  # type: ignore[arg-type]
+            except Exception as exc:
+                failure = exc
         elif kind is PutEffect:
             assert saver is not None
             try:
@@ -193,8 +202,6 @@ def drive(
             except UnserializableValueError as exc:
                 raise _explain_put_error(effect, exc) from exc.__cause__  # type: ignore[arg-type]
             send = None
-        elif kind is RouteEffect:
-            send = _route(effect)  # type: ignore[arg-type]
         elif kind is LoadEffect:
             assert saver is not None
             send = saver.get(effect.thread_id, effect.checkpoint_id)  # type: ignore[union-attr]
@@ -208,13 +215,21 @@ async def adrive(
 ) -> AsyncIterator[NodeOutput]:
     """Perform every effect without blocking the event loop; yield emitted node outputs."""
     send: Any = None
+    failure: Exception | None = None
     while True:
         try:
-            effect = effects.send(send)
+            effect = effects.throw(failure) if failure is not None else effects.send(send)
         except StopIteration:
             return
-        if isinstance(effect, ExecuteEffect):
-            send = await _aexecute(effect.tasks, can_interrupt)
+        failure = None
+        if isinstance(effect, (ExecuteEffect, RouteEffect)):
+            try:
+                if isinstance(effect, ExecuteEffect):
+                    send = await _aexecute(effect.tasks, can_interrupt)
+                else:
+                    send = await _aroute(effect)
+            except Exception as exc:
+                failure = exc
         elif isinstance(effect, PutEffect):
             assert saver is not None
             try:
@@ -222,8 +237,6 @@ async def adrive(
             except UnserializableValueError as exc:
                 raise _explain_put_error(effect, exc) from exc.__cause__
             send = None
-        elif isinstance(effect, RouteEffect):
-            send = await _aroute(effect)
         elif isinstance(effect, LoadEffect):
             assert saver is not None
             send = await saver.aget(effect.thread_id, effect.checkpoint_id)

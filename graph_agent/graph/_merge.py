@@ -37,6 +37,13 @@ class DeltaTracker:
         self.replaced.add(key)
         self.appended.pop(key, None)
 
+    def absorb(self, other: DeltaTracker) -> None:
+        """Add what ``other`` recorded (a step's changes, once the whole step merged)."""
+        for key in other.replaced:
+            self.replace(key)
+        for key, items in other.appended.items():
+            self.append(key, items)
+
     def take(self, values: Mapping[str, Any]) -> CheckpointDelta:
         """The delta up to now, against ``values`` (the current state); then start afresh."""
         delta = CheckpointDelta(

@@ -244,10 +244,14 @@ class ToolCallingManager:
             entries.update(tool_context)
         return generation.output, by_name, ToolContext(entries)
 
-    def _chain(self, by_name: Mapping[str, ToolCallback]) -> Callable[[ToolCallRequest], str]:
-        """The call of one tool, wrapped by the interceptors (the first is outermost)."""
+    def _chain(
+        self, by_name: Mapping[str, ToolCallback], ran: list[ToolCallRequest]
+    ) -> Callable[[ToolCallRequest], str]:
+        """The call of one tool, wrapped by the interceptors (the first is outermost);
+        ``ran`` receives the request as it finally reached the tool."""
 
         def execute(request: ToolCallRequest) -> str:
+            ran.append(request)
             if request.tool is None:
                 return unknown_tool_response(
                     self.unknown_tool_strategy, request.tool_call.name, sorted(by_name)
@@ -260,9 +264,10 @@ class ToolCallingManager:
         return handler
 
     def _achain(
-        self, by_name: Mapping[str, ToolCallback]
+        self, by_name: Mapping[str, ToolCallback], ran: list[ToolCallRequest]
     ) -> Callable[[ToolCallRequest], Awaitable[str]]:
         async def execute(request: ToolCallRequest) -> str:
+            ran.append(request)
             if request.tool is None:
                 return unknown_tool_response(
                     self.unknown_tool_strategy, request.tool_call.name, sorted(by_name)
@@ -279,13 +284,13 @@ class ToolCallingManager:
         call: ToolCall,
         by_name: Mapping[str, ToolCallback],
         context: ToolContext,
-        chain: Callable[[ToolCallRequest], str],
     ) -> _Outcome:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
+        ran: list[ToolCallRequest] = []
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            text = chain(request)
+            text = self._chain(by_name, ran)(request)
             if request.tool is None:
                 error = LookupError(f"unknown tool '{call.name}'")
         except UnknownToolError:
@@ -293,20 +298,20 @@ class ToolCallingManager:
         except Exception as exc:
             error = exc
             text = self.exception_processor.process(_as_tool_exception(exc, call.name))
-        return self._outcome(request, text, error, started)
+        return self._outcome(ran[-1] if ran else request, text, error, started)
 
     async def _arun_one(
         self,
         call: ToolCall,
         by_name: Mapping[str, ToolCallback],
         context: ToolContext,
-        chain: Callable[[ToolCallRequest], Awaitable[str]],
     ) -> _Outcome:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
+        ran: list[ToolCallRequest] = []
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            text = await chain(request)
+            text = await self._achain(by_name, ran)(request)
             if request.tool is None:
                 error = LookupError(f"unknown tool '{call.name}'")
         except UnknownToolError:
@@ -314,7 +319,7 @@ class ToolCallingManager:
         except Exception as exc:
             error = exc
             text = self.exception_processor.process(_as_tool_exception(exc, call.name))
-        return self._outcome(request, text, error, started)
+        return self._outcome(ran[-1] if ran else request, text, error, started)
 
     @staticmethod
     def _outcome(
@@ -362,10 +367,7 @@ class ToolCallingManager:
         """Run the tool calls of ``response`` (the tools of ``prompt``'s options, or
         ``tool_callbacks``); ``tool_context`` entries are added to the options' ones."""
         message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
-        chain = self._chain(by_name)
-        calls = [
-            functools.partial(self._run_one, c, by_name, context, chain) for c in message.tool_calls
-        ]
+        calls = [functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls]
         parallel = self.parallel and len(calls) > 1
         results: list[_Outcome | BaseException] = (
             run_all(calls) if parallel else [call() for call in calls]
@@ -388,8 +390,7 @@ class ToolCallingManager:
         """Async ``execute_tool_calls``: calls run as concurrent tasks; sync tools run in
         worker threads."""
         message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
-        chain = self._achain(by_name)
-        coroutines = [self._arun_one(c, by_name, context, chain) for c in message.tool_calls]
+        coroutines = [self._arun_one(c, by_name, context) for c in message.tool_calls]
         if self.parallel and len(coroutines) > 1:
             results = await asyncio.gather(*coroutines, return_exceptions=True)
         else:

@@ -192,14 +192,23 @@ def test_bad_update_leaves_the_last_good_checkpoint(saver, bad_node):
     assert state.values["log"] == ["in", "ok"] and state.next == ("bad",)
 
 
-def test_unknown_route_leaves_the_last_good_checkpoint(saver):
+def test_a_failing_first_step_keeps_the_input_and_can_be_retried(saver):
+    attempts = {"n": 0}
+
+    def route(state):
+        attempts["n"] += 1
+        return "x" if attempts["n"] == 1 else "b"
+
     graph = StateGraph().add_node("a", lambda s: {"v": 1}).add_node("b", lambda s: {"v": 2})
-    graph.add_edge(START, "a").add_conditional_edges("a", lambda s: "x", {"b": "b"})
+    graph.add_edge(START, "a").add_conditional_edges("a", route, {"b": "b"})
     graph.add_edge("b", END)
     app = graph.compile(saver=saver)
     with pytest.raises(Exception, match="'x'"):
-        app.invoke({"v": 0}, {"thread_id": "r"})
-    assert app.get_state({"thread_id": "r"}) is None  # the first step never completed
+        app.invoke({"v": 0, "note": "keep me"}, {"thread_id": "r"})
+    snapshot = app.get_state({"thread_id": "r"})  # the step left nothing, the input stays
+    assert snapshot.values == {"v": 0, "note": "keep me"} and snapshot.next == ("a",)
+    assert snapshot.metadata["source"] == "input"
+    assert app.invoke(None, {"thread_id": "r"})["v"] == 2
 
 
 def test_recursion_error_keeps_progress_and_resumes_with_a_higher_limit(saver):

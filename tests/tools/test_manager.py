@@ -261,3 +261,23 @@ def test_rethrow_does_not_apply_to_the_models_own_argument_mistakes():
         assert isinstance(result.records[0].error, ToolArgumentsError)  # went back to the model
     with pytest.raises(ValueError, match="negative"):
         manager.execute_tool_calls(prompt, _response(("c1", "half", '{"x": -2}')))
+
+
+def test_records_show_the_call_an_interceptor_actually_ran():
+    class Double:
+        def intercept_tool_call(self, request, handler):
+            doubled = request.tool_call.model_copy(update={"arguments": '{"a": 4, "b": 6}'})
+            return handler(request.replace(tool_call=doubled))
+
+        async def aintercept_tool_call(self, request, handler):
+            doubled = request.tool_call.model_copy(update={"arguments": '{"a": 4, "b": 6}'})
+            return await handler(request.replace(tool_call=doubled))
+
+    manager = ToolCallingManager(interceptors=[Double()])
+    response = _response(("c1", "add", '{"a": 2, "b": 3}'))
+    for result in (
+        manager.execute_tool_calls(_prompt(FnTool("add", _add)), response),
+        asyncio.run(manager.aexecute_tool_calls(_prompt(FnTool("add", _add)), response)),
+    ):
+        (record,) = result.records
+        assert (record.arguments, record.result) == ('{"a": 4, "b": 6}', "10")

@@ -1,0 +1,40 @@
+"""Built-in hooks and interceptors: call limits, a message window, summarization, human
+approval of tool calls, and retries and fallbacks for model and tool calls."""
+
+from __future__ import annotations
+
+from .errors import (
+    CallLimitExceededError,
+    ModelCallLimitExceededError,
+    ToolCallLimitExceededError,
+    ToolFeedbackError,
+)
+from .human import HumanInTheLoopHook, ToolFeedback
+from .limits import ModelCallLimitHook, ToolCallLimitHook
+from .retry import (
+    ModelFallbackInterceptor,
+    ModelRetryInterceptor,
+    ToolRetryInterceptor,
+    exponential_backoff,
+)
+from .summarization import SummarizationHook, approximate_tokens
+from .window import MessageWindowHook, message_window
+
+__all__ = [
+    "CallLimitExceededError",
+    "HumanInTheLoopHook",
+    "MessageWindowHook",
+    "ModelCallLimitExceededError",
+    "ModelCallLimitHook",
+    "ModelFallbackInterceptor",
+    "ModelRetryInterceptor",
+    "SummarizationHook",
+    "ToolCallLimitExceededError",
+    "ToolCallLimitHook",
+    "ToolFeedback",
+    "ToolFeedbackError",
+    "ToolRetryInterceptor",
+    "approximate_tokens",
+    "exponential_backoff",
+    "message_window",
+]
