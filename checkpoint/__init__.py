@@ -17,16 +17,21 @@ from .memory import MemorySaver
 from .redis import RedisSaver
 from .serde import Serializer, TypeRegistry, default_registry, default_serializer, register_type
 from .sqlite import SqliteSaver
+from .store import BaseStore, Item, MemoryStore, RedisStore
 
 __all__ = [
     "BaseCheckpointSaver",
+    "BaseStore",
     "Checkpoint",
     "CheckpointConflictError",
     "CheckpointDelta",
     "CheckpointError",
     "CheckpointNotFoundError",
+    "Item",
     "MemorySaver",
+    "MemoryStore",
     "RedisSaver",
+    "RedisStore",
     "SerializationError",
     "Serializer",
     "SqliteSaver",

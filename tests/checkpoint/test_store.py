@@ -1,0 +1,118 @@
+"""The Store contract (MemoryStore, RedisStore on fakeredis and on a real server), and long-term
+memory across an agent's threads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import fakeredis
+import pytest
+
+from checkpoint import BaseStore, MemoryStore, RedisStore
+from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, ToolContext, tool
+
+STORES = {
+    "memory": lambda request: MemoryStore(),
+    "redis-fake": lambda request: RedisStore(fakeredis.FakeRedis()),
+    "redis-real": lambda request: RedisStore.from_url(
+        request.getfixturevalue("redis_url"), key_prefix=f"s-{uuid.uuid4().hex[:8]}"
+    ),
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request: pytest.FixtureRequest) -> BaseStore:
+    return STORES[request.param](request)
+
+
+def test_put_get_update_delete(store):
+    store.put(("users", "u1"), "profile", {"name": "Ada", "lang": "en"})
+    item = store.get(("users", "u1"), "profile")
+    assert item.value == {"name": "Ada", "lang": "en"} and item.namespace == ("users", "u1")
+    store.put(("users", "u1"), "profile", {"name": "Ada L.", "lang": "en"})
+    updated = store.get(("users", "u1"), "profile")
+    assert updated.value["name"] == "Ada L." and updated.created_at == item.created_at
+    assert updated.updated_at >= item.updated_at
+    store.delete(("users", "u1"), "profile")
+    assert store.get(("users", "u1"), "profile") is None
+    store.delete(("users", "nobody"), "x")  # no error
+
+
+def test_search_by_prefix_and_filter_newest_first(store):
+    store.put(("users", "u1"), "profile", {"role": "admin", "name": "Ada"})
+    store.put(("users", "u2"), "profile", {"role": "user", "name": "Bob"})
+    store.put(("teams", "t1"), "profile", {"role": "admin", "name": "Core"})
+    found = store.search(("users",))
+    assert [i.value["name"] for i in found] == ["Bob", "Ada"]
+    assert [i.value["name"] for i in store.search(("users",), filter={"role": "admin"})] == ["Ada"]
+    assert len(store.search((), filter={"role": "admin"})) == 2
+    assert len(store.search(("users",), limit=1)) == 1 and store.search(("users",), offset=2) == []
+
+
+def test_list_namespaces(store):
+    for ns in [("users", "u1"), ("users", "u2"), ("teams", "t1", "docs")]:
+        store.put(ns, "k", 1)
+    assert store.list_namespaces() == [("teams", "t1", "docs"), ("users", "u1"), ("users", "u2")]
+    assert store.list_namespaces(prefix=("users",)) == [("users", "u1"), ("users", "u2")]
+    assert store.list_namespaces(max_depth=1) == [("teams",), ("users",)]
+    store.delete(("users", "u1"), "k")
+    assert ("users", "u1") not in store.list_namespaces()
+
+
+def test_awkward_namespace_parts_and_bad_namespaces(store):
+    store.put(("a:b", "c/d", "é"), "k", [1, 2])
+    assert store.get(("a:b", "c/d", "é"), "k").value == [1, 2]
+    with pytest.raises(ValueError, match="tuple of non-empty strings"):
+        store.put(("users", ""), "k", 1)
+
+
+def test_async_twins(store):
+    async def main():
+        await store.aput(("n",), "k", {"v": 1})
+        item = await store.aget(("n",), "k")
+        found = await store.asearch(("n",))
+        spaces = await store.alist_namespaces()
+        await store.adelete(("n",), "k")
+        return item.value, len(found), spaces, await store.aget(("n",), "k")
+
+    assert asyncio.run(main()) == ({"v": 1}, 1, [("n",)], None)
+
+
+def test_one_thread_saves_a_profile_another_reads_it(store):
+    @tool
+    def save_profile(name: str, city: str, context: ToolContext) -> str:
+        """Remember the user's profile."""
+        user = context.config.metadata["user_id"]
+        context.store.put(("profiles", user), "profile", {"name": name, "city": city})
+        return "saved"
+
+    @tool
+    def load_profile(context: ToolContext) -> str:
+        """Recall the user's profile."""
+        item = context.store.get(("profiles", context.config.metadata["user_id"]), "profile")
+        return json.dumps(item.value if item else None)
+
+    def call(name: str, **args: str) -> AssistantMessage:
+        return AssistantMessage(
+            "", tool_calls=[ToolCall(id="c1", name=name, arguments=json.dumps(args))]
+        )
+
+    model = ScriptedChatModel(
+        [
+            call("save_profile", name="Ada", city="Lisbon"),
+            "Noted.",
+            call("load_profile"),
+            "You are Ada from Lisbon.",
+        ]
+    )
+    agent = ReactAgent(name="memory", model=model, tools=[save_profile, load_profile], store=store)
+    agent.call("I'm Ada from Lisbon", {"thread_id": "monday", "metadata": {"user_id": "u42"}})
+    answer = agent.call("Who am I?", {"thread_id": "tuesday", "metadata": {"user_id": "u42"}})
+    assert answer.text == "You are Ada from Lisbon."
+    assert (
+        model.prompts[3].messages[-1].responses[0].response_data
+        == '{"name": "Ada", "city": "Lisbon"}'
+    )
+    assert len(model.prompts[2].messages) == 1  # the other thread shares no messages
