@@ -94,9 +94,9 @@ def test_one_thread_saves_a_profile_another_reads_it(store):
         item = context.store.get(("profiles", context.config.metadata["user_id"]), "profile")
         return json.dumps(item.value if item else None)
 
-    def call(name: str, **args: str) -> AssistantMessage:
+    def call(tool_name: str, **args: str) -> AssistantMessage:
         return AssistantMessage(
-            "", tool_calls=[ToolCall(id="c1", name=name, arguments=json.dumps(args))]
+            "", tool_calls=[ToolCall(id="c1", name=tool_name, arguments=json.dumps(args))]
         )
 
     model = ScriptedChatModel(
