@@ -135,13 +135,19 @@ def _strategies(
                 problems.append(f"{who} declares a strategy for '{key}', a key the agent reserves")
             elif key in strategies and strategies[key] is not strategy:
                 problems.append(
-                    f"{who} declares {strategy!r} for '{key}', but {sources[key]} declares "
-                    f"{strategies[key]!r}"
+                    f"{who} declares {_strategy_name(strategy)} for '{key}', but {sources[key]} "
+                    f"declares {_strategy_name(strategies[key])}"
                 )
             else:
                 strategies[key] = strategy
                 sources[key] = who
     return strategies
+
+
+def _strategy_name(strategy: KeyStrategyLike) -> str:
+    if isinstance(strategy, KeyStrategy):
+        return f"KeyStrategy.{strategy.name}"
+    return getattr(strategy, "__qualname__", None) or repr(strategy)
 
 
 def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStrategyLike]]:

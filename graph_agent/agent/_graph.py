@@ -119,12 +119,16 @@ def build_graph(
 
 
 def iteration_steps(hooks: Sequence[Hook]) -> tuple[int, int]:
-    """Super-steps of one model+tool round, and of the fixed part of a run."""
+    """Super-steps of one model+tool round, and of the fixed part of a run (the agent hooks).
+
+    ``fixed + per_round * n`` steps hold ``n`` model calls, the last one answering or followed
+    by a return-direct tool batch; an ``n + 1``-th model call does not fit unless there are
+    more after-agent hooks than before-model hooks (a step budget cannot tell them apart)."""
     from hooks import HookPosition
 
     chains = hook_chains(hooks)
     per_round = len(chains[HookPosition.BEFORE_MODEL]) + len(chains[HookPosition.AFTER_MODEL]) + 2
-    fixed = len(chains[HookPosition.BEFORE_AGENT]) + len(chains[HookPosition.AFTER_AGENT]) + 1
+    fixed = len(chains[HookPosition.BEFORE_AGENT]) + len(chains[HookPosition.AFTER_AGENT])
     return per_round, fixed
 
 

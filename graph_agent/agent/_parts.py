@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..graph import KeyStrategy, KeyStrategyLike, OverAllState, RunnableConfig
+from ..graph import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite, RunnableConfig
 from ..messages import AssistantMessage, Message, SystemMessage
 from ..models import ChatModel, ToolCallingChatOptions
 from ..tools import ToolCallback, ToolCallingManager, ToolContext, ToolProvider, ToolProviderRequest
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 MESSAGES = "messages"
 JUMP_TO = "jump_to"
 REJECTED = "rejected_tool_calls"
+_NOTHING: Any = object()
 
 # Where streamed text goes while ``stream_messages`` runs the agent: a function per chunk.
 text_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
@@ -92,25 +93,24 @@ class AgentParts:
         folded: dict[str, Any] = {}
         for extra in extra_states:
             for key, value in extra.items():
-                if key not in folded:
-                    folded[key] = list(value) if self._appends(key, value) else value
-                    continue
-                strategy = self.strategies.get(key, KeyStrategy.REPLACE)
-                if strategy is KeyStrategy.REPLACE:
-                    folded[key] = value
-                elif strategy is KeyStrategy.APPEND:
-                    folded[key] = [
-                        *folded[key],
-                        *(value if isinstance(value, (list, tuple)) else [value]),
-                    ]
-                elif strategy is KeyStrategy.MERGE:
-                    folded[key] = {**folded[key], **value}
-                else:
-                    folded[key] = strategy(folded[key], value)
+                folded[key] = self._fold(key, folded.get(key, _NOTHING), value)
         return folded
 
-    def _appends(self, key: str, value: Any) -> bool:
-        return self.strategies.get(key) is KeyStrategy.APPEND and isinstance(value, (list, tuple))
+    def _fold(self, key: str, old: Any, new: Any) -> Any:
+        """One write for ``key`` from an earlier call's (``old``) and a later call's."""
+        if isinstance(new, Overwrite):
+            return new
+        if isinstance(old, Overwrite):
+            return Overwrite(self._fold(key, old.value, new))
+        strategy = self.strategies.get(key, KeyStrategy.REPLACE)
+        if strategy is KeyStrategy.APPEND:  # a single item is one item, as in the state
+            items = list(new) if isinstance(new, (list, tuple)) else [new]
+            return items if old is _NOTHING else [*old, *items]
+        if old is _NOTHING or strategy is KeyStrategy.REPLACE:
+            return new
+        if strategy is KeyStrategy.MERGE:
+            return {**old, **new}
+        return strategy(old, new)
 
 
 def cleared(state: OverAllState, update: dict[str, Any]) -> dict[str, Any]:

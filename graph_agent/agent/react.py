@@ -7,7 +7,7 @@ import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
@@ -18,6 +18,7 @@ from ..graph import (
     KeyStrategyLike,
     NodeOutput,
     OverAllState,
+    Overwrite,
     RunnableConfig,
     StateSnapshot,
 )
@@ -143,6 +144,15 @@ class ReactAgent:
         if hasattr(value, "message_type"):
             return {MESSAGES: [value], JUMP_TO: None}
         if isinstance(value, Mapping):
+            given = value.get(MESSAGES)
+            given = given.value if isinstance(given, Overwrite) else given
+            items = given if isinstance(given, (list, tuple)) else [given]
+            bad = [m for m in items if m is not None and not hasattr(m, "message_type")]
+            if bad:
+                raise GraphUsageError(
+                    f"agent '{self.name}': state['messages'] takes messages (UserMessage(...), "
+                    f"...), got {type(bad[0]).__name__} {bad[0]!r}"
+                )
             return {**value, JUMP_TO: None}
         if isinstance(value, (list, tuple)) and all(hasattr(m, "message_type") for m in value):
             return {MESSAGES: list(value), JUMP_TO: None}
@@ -151,7 +161,18 @@ class ReactAgent:
             f"keys, None (resume) or Command(...), got {type(value).__name__}"
         )
 
-    def _answer(self, state: OverAllState) -> AssistantMessage:
+    def _answer(self, state: OverAllState, latest: StateSnapshot | None) -> AssistantMessage:
+        """The run's final answer; a clear error when the run paused before it finished
+        (otherwise an earlier turn's answer, or the message asking for tools, would pass for
+        it)."""
+        if latest is not None and latest.next:
+            pending = [i.value for i in latest.interrupts]
+            raise GraphUsageError(
+                f"agent '{self.name}' paused on thread '{latest.thread_id}' before answering "
+                f"(next: {list(latest.next)}, interrupts: {pending!r}); resume it with "
+                "agent.call(Command(resume=...), config), or run it with agent.invoke and "
+                "read agent.get_state(config).interrupts"
+            )
         for message in reversed(state.get(MESSAGES) or ()):
             if isinstance(message, AssistantMessage):
                 return message
@@ -160,16 +181,19 @@ class ReactAgent:
             "model answered (get_state(config).interrupts says why)"
         )
 
-    def _limit_error(
-        self, error: GraphRecursionError, config: ConfigLike
-    ) -> AgentMaxIterationsError:
-        thread = RunnableConfig.coerce(config).thread_id
-        return AgentMaxIterationsError(
+    def _raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn:
+        """Raise ``AgentMaxIterationsError`` for the agent's step limit; ``error`` itself
+        when it is one already or the caller's ``RunnableConfig.recursion_limit`` stopped
+        the run (that limit replaces the agent's, so max_iterations did not)."""
+        run_config = RunnableConfig.coerce(config)
+        if isinstance(error, AgentMaxIterationsError) or run_config.recursion_limit is not None:
+            raise error
+        raise AgentMaxIterationsError(
             f"agent '{self.name}' reached max_iterations={self.max_iterations} (model calls in one "
-            f"run) without a final answer on thread '{thread}'; raise max_iterations or check why "
-            "the model keeps calling tools. The thread is kept at its last step: "
-            "agent.invoke(None, config) continues it"
-        )
+            f"run) without a final answer on thread '{run_config.thread_id}'; raise "
+            "max_iterations or check why the model keeps calling tools. The thread is kept at "
+            "its last step: agent.invoke(None, config) continues it"
+        ) from error
 
     # -- running -----------------------------------------------------------------------------
 
@@ -177,21 +201,20 @@ class ReactAgent:
         """Run until the agent answers (or pauses); the thread's state afterwards."""
         try:
             return self._graph.invoke(self._input(input), config)
-        except AgentMaxIterationsError:
-            raise
         except GraphRecursionError as error:
-            raise self._limit_error(error, config) from error
+            self._raise_limit_error(error, config)
 
     def call(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
         """Run until the agent answers; its final ``AssistantMessage``."""
-        return self._answer(self.invoke(input, config))
+        state = self.invoke(input, config)
+        return self._answer(state, self._graph.get_state(_latest(config)))
 
     def stream(self, input: AgentInput, config: ConfigLike = None) -> Iterator[NodeOutput]:
         """Each node's output as the run goes (hooks, model, tools)."""
         try:
             yield from self._graph.stream(self._input(input), config)
         except GraphRecursionError as error:
-            raise self._limit_error(error, config) from error
+            self._raise_limit_error(error, config)
 
     def stream_messages(self, input: AgentInput, config: ConfigLike = None) -> Iterator[str]:
         """The model's text as it streams, across every model call of the run (the model's
@@ -217,10 +240,8 @@ class ReactAgent:
                 yield value
             elif kind == "done":
                 return
-            elif isinstance(value, GraphRecursionError) and not isinstance(
-                value, AgentMaxIterationsError
-            ):
-                raise self._limit_error(value, config) from value
+            elif isinstance(value, GraphRecursionError):
+                self._raise_limit_error(value, config)
             else:
                 raise value
 
@@ -228,13 +249,12 @@ class ReactAgent:
         """Async ``invoke``: the model's ``acall``, tools' ``acall``; sync hooks in threads."""
         try:
             return await self._agraph.ainvoke(self._input(input), config)
-        except AgentMaxIterationsError:
-            raise
         except GraphRecursionError as error:
-            raise self._limit_error(error, config) from error
+            self._raise_limit_error(error, config)
 
     async def acall(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
-        return self._answer(await self.ainvoke(input, config))
+        state = await self.ainvoke(input, config)
+        return self._answer(state, await self._agraph.aget_state(_latest(config)))
 
     async def astream(
         self, input: AgentInput, config: ConfigLike = None
@@ -243,7 +263,7 @@ class ReactAgent:
             async for output in self._agraph.astream(self._input(input), config):
                 yield output
         except GraphRecursionError as error:
-            raise self._limit_error(error, config) from error
+            self._raise_limit_error(error, config)
 
     async def astream_messages(
         self, input: AgentInput, config: ConfigLike = None
@@ -310,3 +330,8 @@ class ReactAgent:
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
         return await self._agraph.aupdate_state(config, values, as_node)
+
+
+def _latest(config: ConfigLike) -> RunnableConfig:
+    """The thread of ``config`` at its newest checkpoint (a run from ``checkpoint_id`` forks)."""
+    return RunnableConfig.coerce(config).replace(checkpoint_id=None)
