@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,13 +27,20 @@ class NodeInterrupt(BaseException):
 class TaskScope:
     """What ``interrupt()`` needs to know about the node that is running."""
 
-    __slots__ = ("can_interrupt", "count", "node", "resume")
+    __slots__ = ("_lock", "can_interrupt", "count", "node", "resume")
 
     def __init__(self, node: str, resume: Sequence[Any], can_interrupt: bool) -> None:
         self.node = node
         self.resume = resume
         self.can_interrupt = can_interrupt
         self.count = 0
+        self._lock = threading.Lock()  # a node's own worker threads may call interrupt()
+
+    def next_index(self) -> int:
+        with self._lock:
+            index = self.count
+            self.count += 1
+            return index
 
 
 current_task: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(
@@ -59,8 +67,7 @@ def interrupt(value: Any = None) -> Any:
             f"node '{scope.node}' called interrupt() but the graph has no saver to keep the "
             "paused thread; compile it with a saver, e.g. compile(saver=MemorySaver())"
         )
-    index = scope.count
-    scope.count += 1
+    index = scope.next_index()
     if index < len(scope.resume):
         return scope.resume[index]
     raise NodeInterrupt(value, index)
