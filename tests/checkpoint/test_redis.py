@@ -225,3 +225,31 @@ def test_bytes_stored_per_turn_stay_flat_on_a_real_server(redis_url):
         app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})
     assert len(saver.get("f").values["messages"]) == 240
     assert os.environ.get("CI") is None or saver.stored_bytes("f") > 0
+
+
+def test_rediss_url_with_auth_over_tls(tmp_path):
+    import shutil
+    import subprocess
+
+    from ..redis_servers import free_port
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    tls_port = free_port()
+    with redis_server(
+        tmp_path / "tls", "--tls-port", str(tls_port), "--tls-cert-file", str(cert),
+        "--tls-key-file", str(key), "--tls-ca-cert-file", str(cert),
+        "--tls-auth-clients", "no", "--requirepass", "tls-secret",
+    ):  # fmt: skip
+        url = f"rediss://:tls-secret@127.0.0.1:{tls_port}/0?ssl_ca_certs={cert}"
+        saver = RedisSaver.from_url(url)
+        _chat(saver).invoke({"messages": ["over tls"]}, {"thread_id": "tls"})
+        assert saver.get("tls").values["messages"] == ["over tls", "reply to over tls"]
+        assert "tls-secret" not in repr(saver)
