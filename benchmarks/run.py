@@ -1,0 +1,159 @@
+"""Run the benchmark workloads, each in a fresh process, and print a table.
+
+    python benchmarks/run.py [--only W1,W4] [--smoke] [--out FILE]
+
+Every workload prints JSON lines (the fields of shared/bench/peer_langgraph.py); they are
+collected into ``benchmarks/results/ours-<time>.jsonl`` (or ``--out``). W5 starts its own
+redis-server on a free loopback port (``$REDIS_SERVER`` or redis-server/valkey-server on PATH)
+and is skipped with a message when none exists. ``--smoke`` runs tiny sizes in seconds: it
+checks that the suite still runs, not how fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+@contextmanager
+def redis_server() -> Iterator[str | None]:
+    """A throw-away redis-server on 127.0.0.1 (no persistence); stopped by pid."""
+    binary = (
+        os.environ.get("REDIS_SERVER")
+        or shutil.which("redis-server")
+        or shutil.which("valkey-server")
+    )
+    if binary is None:
+        yield None
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    workdir = tempfile.mkdtemp(prefix="bench-redis-")
+    process = subprocess.Popen(
+        [
+            binary,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def child(name: str, smoke: bool) -> None:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(HERE))
+    import workloads
+
+    if smoke:
+        workloads.SIZES.update(workloads.SMOKE)
+    workloads.WORKLOADS[name]()
+
+
+def run_one(name: str, smoke: bool, env: dict[str, str]) -> list[dict[str, object]]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", name] + (
+        ["--smoke"] if smoke else []
+    )
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        raise SystemExit(f"workload {name} failed (exit {done.returncode})")
+    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    print(f"# {name}: subprocess wall {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    return records
+
+
+def table(records: list[dict[str, object]]) -> str:
+    lines = [f"{'workload':<28} {'n':>7} {'per_op_us':>11} {'peak_rss_mb':>11}  notes"]
+    for r in records:
+        notes = []
+        for key in ("growth_ratio", "bytes_per_turn_1_10", "bytes_per_turn_191_200", "create_threads_per_s",
+                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write"):  # fmt: skip
+            if key in r:
+                notes.append(f"{key}={r[key]}")
+        per_op = r.get("per_op_us")
+        lines.append(
+            f"{r['workload']!s:<28} {r.get('n', '')!s:>7} {'' if per_op is None else per_op:>11} "
+            f"{r.get('peak_rss_mb', '')!s:>11}  {' '.join(notes)}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="graph-agent benchmarks (shared/bench/WORKLOADS.md)"
+    )
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6", help="comma-separated workloads")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")
+    parser.add_argument("--out", help="where to write the JSON lines")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.smoke)
+        return 0
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    records: list[dict[str, object]] = []
+    with redis_server() as url:
+        for name in names:
+            if name == "W5":
+                if url is None:
+                    print(
+                        "# W5 skipped: no redis-server or valkey-server on PATH (or $REDIS_SERVER)",
+                        file=sys.stderr,
+                    )
+                    continue
+                env["BENCH_REDIS_URL"] = url
+            records += run_one(name, args.smoke, env)
+    out = (
+        Path(args.out)
+        if args.out
+        else HERE / "results" / f"ours-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    print(table(records))
+    print(f"# results: {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
