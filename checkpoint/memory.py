@@ -31,6 +31,7 @@ class _Record:
         "parent_id",
         "pending_writes",
         "resume_values",
+        "size",
         "step",
     )
 
@@ -46,6 +47,7 @@ class _Record:
         self.pending_writes: Mapping[str, Any] = checkpoint.pending_writes
         self.delta: CheckpointDelta | None = None
         self.blob: bytes | None = None
+        self.size: int | None = None  # serialized bytes, computed once when asked
         # A base record's delta holds the full values: rebuilding stops here.
         self.is_base = checkpoint.parent_id is None
 
@@ -184,6 +186,7 @@ class MemorySaver(BaseCheckpointSaver):
                     values = self._materialize(thread, child)
                     child.delta, child.blob = self._rebase_delta(thread, child, values)
                     child.is_base = True
+                    child.size = None
             del thread.records[oldest_id]
 
     def delete_thread(self, thread_id: str) -> None:
@@ -300,10 +303,13 @@ class MemorySaver(BaseCheckpointSaver):
             thread = self._threads.get(thread_id)
             if thread is None:
                 return 0
-            return sum(
-                len(r.blob) if r.blob is not None else len(self._encode(r, self._delta(r)))
-                for r in thread.records.values()
-            )
+            total = 0
+            for record in thread.records.values():
+                if record.size is None:
+                    blob = record.blob or self._encode(record, self._delta(record))
+                    record.size = len(blob)
+                total += record.size
+            return total
 
     def stored_values(self, thread_id: str) -> int:
         """How many state values the thread's checkpoints hold: each appended item and each
