@@ -238,6 +238,7 @@ class RedisSaver(BaseCheckpointSaver):
         if self._awrite is None:
             await super().aput(checkpoint, delta, check_head=check_head)
             return
+        await self._aready()
         current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         whole: builtins.list[str] = []
         for _ in range(len(current.appended) + 2):
@@ -270,6 +271,7 @@ class RedisSaver(BaseCheckpointSaver):
         if self.async_client is None:
             await super().adelete_thread(thread_id)
             return
+        await self._aready()
         await self.async_client.delete(*self.keys(thread_id))
 
     # -- reading -----------------------------------------------------------------------------
@@ -319,6 +321,7 @@ class RedisSaver(BaseCheckpointSaver):
         aread = self._aread
         if aread is None:
             return await super().aget(thread_id, checkpoint_id)
+        await self._aready()
         keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
         reply = await self._aretry(lambda: aread(keys=keys, args=args))
         return self._checkpoint(thread_id, reply)
@@ -349,6 +352,7 @@ class RedisSaver(BaseCheckpointSaver):
             async for checkpoint in super().alist(thread_id, limit=limit, before=before):
                 yield checkpoint
             return
+        await self._aready()
         ids = await self._aretry(
             lambda: self._ids(thread_id, limit, before, self.async_client.zrevrangebylex)
         )
@@ -364,6 +368,19 @@ class RedisSaver(BaseCheckpointSaver):
         return sum(int(self.client.memory_usage(key) or 0) for key in self.keys(thread_id))
 
     # -- retries -----------------------------------------------------------------------------
+
+    async def _aready(self) -> None:
+        """Load the async client's cluster slot map before its first command.
+
+        ``redis.asyncio.RedisCluster`` (redis-py 8) routes commands that tasks send while it
+        is not initialized yet to an arbitrary node; the MOVED replies make it re-initialize
+        and close connections other tasks are using, so concurrent first calls (``gather``
+        of ``ainvoke``) fail with ``AttributeError``. ``initialize()`` is locked, idempotent
+        and free once done (no round trip), so every async call awaits it first.
+        """
+        initialize = getattr(self.async_client, "initialize", None)
+        if initialize is not None:
+            await initialize()
 
     def _retry(self, call: Callable[[], T]) -> T:
         import redis
