@@ -226,6 +226,8 @@ class SqliteSaver(BaseCheckpointSaver):
         return next_list, 0, next_list + 1
 
     def _prune(self, db: sqlite3.Connection, thread: str, keep: int) -> None:
+        """Drop all but the newest ``keep`` checkpoints, then every value and list that no
+        kept checkpoint's index refers to."""
         old = [
             cid
             for (cid,) in db.execute(
@@ -236,19 +238,35 @@ class SqliteSaver(BaseCheckpointSaver):
         ]
         if not old:
             return
+        db.executemany(
+            "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+            [(thread, cid) for cid in old],
+        )
         kept = [
             self.serializer.loads(blob)
             for (blob,) in db.execute("SELECT idx FROM checkpoints WHERE thread_id = ?", (thread,))
         ]
-        used = {ref[1] for index in kept for ref in index.values() if ref[0] == VALUE}
-        for cid in old:
-            db.execute(
-                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?", (thread, cid)
-            )
-            if cid not in used:
-                db.execute(
-                    "DELETE FROM vals WHERE thread_id = ? AND checkpoint_id = ?", (thread, cid)
-                )
+        values = {(ref[1], key) for index in kept for key, ref in index.items() if ref[0] == VALUE}
+        lists = {ref[1] for index in kept for ref in index.values() if ref[0] == LIST}
+        stale_values = [
+            (thread, cid, key)
+            for cid, key in db.execute(
+                "SELECT checkpoint_id, key FROM vals WHERE thread_id = ?", (thread,)
+            ).fetchall()
+            if (cid, key) not in values
+        ]
+        db.executemany(
+            "DELETE FROM vals WHERE thread_id = ? AND checkpoint_id = ? AND key = ?", stale_values
+        )
+        stale_lists = [
+            (thread, no)
+            for (no,) in db.execute(
+                "SELECT list_no FROM lists WHERE thread_id = ?", (thread,)
+            ).fetchall()
+            if no not in lists
+        ]
+        db.executemany("DELETE FROM items WHERE thread_id = ? AND list_no = ?", stale_lists)
+        db.executemany("DELETE FROM lists WHERE thread_id = ? AND list_no = ?", stale_lists)
 
     def delete_thread(self, thread_id: str) -> None:
         with self._lock, self._transaction() as db:

@@ -169,3 +169,25 @@ def test_from_conn_string_accepts_uris(tmp_path):
     assert saver.get("u").values["turns"] == 1
     with pytest.raises(ValueError, match="max_retained"):
         SqliteSaver(tmp_path / "x.sqlite", max_retained=0)
+
+
+def test_retention_bounds_what_is_stored(tmp_path):
+    saver = SqliteSaver(tmp_path / "bounded.sqlite", max_retained=2)
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    graph.add_node(
+        "trim",
+        lambda s: {"log": Overwrite([*s["log"][-2:], "x"]), "every_third": len(s["log"]) // 3},
+    )
+    graph.add_edge(START, "trim").add_edge("trim", END)
+    app = graph.compile(saver=saver)
+    for n in range(50):
+        app.invoke({"log": [n]}, {"thread_id": "b"})
+    assert saver.get("b").values["log"][-1] == "x"
+
+    def count(table: str) -> int:
+        return saver._conn.execute(
+            f"SELECT count(*) FROM {table} WHERE thread_id = 'b'"
+        ).fetchone()[0]
+
+    assert count("checkpoints") == 2
+    assert count("vals") <= 2 * 2 and count("lists") <= 2 and count("items") <= 2 * 4
