@@ -4,28 +4,28 @@ Keys of one thread (all share the thread's hash tag, so they live in one cluster
 KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list`` and
 ``len:<list>`` lengths), KEYS[3] cps (hash: id -> header), KEYS[4] idx (hash: id -> JSON index),
 KEYS[5] vals (hash: ``<id>\\n<key>`` -> value), KEYS[6] items (hash: ``<list>:<pos>`` -> item),
-KEYS[7] ids (sorted set of ids, all score 0: lexicographic = creation order), KEYS[8] written
-(hash: id -> JSON list of the keys whose values that checkpoint wrote).
+KEYS[7] ids (sorted set of ids, all score 0: lexicographic = creation order).
 """
 
 from __future__ import annotations
 
-# ARGV: parent, check_head ("1"/"0"), id, header, ttl, keep, n_values, (key, value)*,
+# ARGV: expected head, check_head ("1"/"0"), id, header, ttl, keep, base (the checkpoint whose
+#       index this one extends, '' for none), n_values, (key, value)*,
 #       n_lists, (key, mode "a"ppend | "n"ew, count, item*)*
-# Returns {1} written, {0, head} the head moved, {2} the parent is gone (pruned),
+# Returns {1} written, {0, head} the head moved, {2} the base is gone (pruned),
 #         {3, key} an append onto a key whose value is not a list (the client resends it whole).
 WRITE = r"""
-local parent, check, id, header = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local ttl, keep = tonumber(ARGV[5]), tonumber(ARGV[6])
+local expected, check, id, header = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ttl, keep, base = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local head = redis.call('GET', KEYS[1])
-if check == '1' and (head or '') ~= parent then return {0, head or ''} end
+if check == '1' and (head or '') ~= expected then return {0, head or ''} end
 local idx = {}
-if parent ~= '' then
-  local raw = redis.call('HGET', KEYS[4], parent)
+if base ~= '' then
+  local raw = redis.call('HGET', KEYS[4], base)
   if not raw then return {2} end
   idx = cjson.decode(raw)
 end
-local i = 7
+local i = 8
 local n_values = tonumber(ARGV[i]); i = i + 1
 local values_at = i
 i = i + 2 * n_values
@@ -39,12 +39,10 @@ for _ = 1, n_lists do
   i = i + 3 + count
 end
 -- Every check is done: from here on the script only writes.
-local written = {}
 for v = 0, n_values - 1 do
   local key = ARGV[values_at + 2 * v]
   redis.call('HSET', KEYS[5], id .. '\n' .. key, ARGV[values_at + 2 * v + 1])
   idx[key] = {'v', id}
-  written[#written + 1] = key
 end
 for _, op in ipairs(ops) do
   local key, mode, count, at = op[1], op[2], op[3], op[4]
@@ -86,7 +84,6 @@ for _, op in ipairs(ops) do
 end
 redis.call('HSET', KEYS[3], id, header)
 redis.call('HSET', KEYS[4], id, cjson.encode(idx))
-redis.call('HSET', KEYS[8], id, cjson.encode(written))
 redis.call('ZADD', KEYS[7], 0, id)
 redis.call('SET', KEYS[1], id)
 if keep > 0 then
@@ -102,13 +99,14 @@ if keep > 0 then
       end
     end
     for _, c in ipairs(old) do
-      for _, key in ipairs(cjson.decode(redis.call('HGET', KEYS[8], c) or '[]')) do
-        if not used_values[c .. '\n' .. key] then redis.call('HDEL', KEYS[5], c .. '\n' .. key) end
-      end
       redis.call('HDEL', KEYS[3], c)
       redis.call('HDEL', KEYS[4], c)
-      redis.call('HDEL', KEYS[8], c)
       redis.call('ZREM', KEYS[7], c)
+    end
+    -- every value no kept checkpoint reads goes, whenever it was written
+    local fields = redis.call('HKEYS', KEYS[5])
+    for _, field in ipairs(fields) do
+      if not used_values[field] then redis.call('HDEL', KEYS[5], field) end
     end
     local meta = redis.call('HGETALL', KEYS[2])
     for m = 1, #meta, 2 do
@@ -126,7 +124,7 @@ if keep > 0 then
   end
 end
 if ttl > 0 then
-  for k = 1, 8 do redis.call('EXPIRE', KEYS[k], ttl) end
+  for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
 end
 return {1}
 """
@@ -160,7 +158,7 @@ for key, ref in pairs(cjson.decode(redis.call('HGET', KEYS[4], id))) do
 end
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
-  for k = 1, 8 do redis.call('EXPIRE', KEYS[k], ttl) end
+  for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
 end
 return out
 """

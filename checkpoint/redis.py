@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import inspect
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -18,25 +19,29 @@ from .serde import Serializer
 __all__ = ["RedisSaver"]
 
 T = TypeVar("T")
-_PARTS = ("head", "meta", "cps", "idx", "vals", "items", "ids", "written")
+_PARTS = ("head", "meta", "cps", "idx", "vals", "items", "ids")
 
 
 def _thread_tag(thread_id: str) -> str:
-    """The thread's hash tag: the id itself, or its hex form if braces would break the tag."""
+    """The thread's hash tag: the id itself; an id with braces (which would cut the tag short)
+    is written as ``{`` plus its hex form, which no id without braces can produce."""
     if "{" in thread_id or "}" in thread_id:
-        return "x" + thread_id.encode().hex()
+        return "{" + thread_id.encode().hex()
     return thread_id
 
 
 def _safe_url(client: Any) -> str:
-    try:
-        kwargs = client.get_connection_kwargs()
-    except Exception:
+    """Where the client connects, without credentials."""
+    if hasattr(client, "get_default_node"):
         try:
             node = client.get_default_node()
             return f"cluster at {node.host}:{node.port}"
         except Exception:
-            return type(client).__name__
+            return "cluster"
+    try:
+        kwargs = client.get_connection_kwargs()
+    except Exception:
+        return type(client).__name__
     if kwargs.get("path"):
         return f"unix://{kwargs['path']}"
     return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
@@ -140,7 +145,12 @@ class RedisSaver(BaseCheckpointSaver):
     # -- writing -----------------------------------------------------------------------------
 
     def _args(
-        self, checkpoint: Checkpoint, delta: CheckpointDelta, check_head: bool, whole: Sequence[str]
+        self,
+        checkpoint: Checkpoint,
+        delta: CheckpointDelta,
+        check_head: bool,
+        whole: Sequence[str],
+        base: str,
     ) -> builtins.list[Any]:
         s = self.serializer
         header = s.dumps(
@@ -175,6 +185,7 @@ class RedisSaver(BaseCheckpointSaver):
             header,
             self.ttl or 0,
             self.max_retained or 0,
+            base,
             len(values) // 2,
             *values,
             _count_ops(lists),
@@ -188,6 +199,8 @@ class RedisSaver(BaseCheckpointSaver):
             return None
         if status == 0:
             head = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
+            if head == checkpoint.id:  # a retried script whose first run had already written
+                return None
             raise CheckpointConflictError(
                 f"thread '{checkpoint.thread_id}' moved to checkpoint {head or None!r} while this "
                 f"writer was working from {checkpoint.parent_id!r}; nothing was written. Another "
@@ -213,9 +226,10 @@ class RedisSaver(BaseCheckpointSaver):
             raise CheckpointError("this RedisSaver has only an async client: use aput()")
         current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         whole: builtins.list[str] = []
+        base = checkpoint.parent_id or ""
         keys = self.keys(checkpoint.thread_id)
         for _ in range(len(current.appended) + 2):
-            args = self._args(checkpoint, current, check_head, whole)
+            args = self._args(checkpoint, current, check_head, whole, base)
             try:
                 reply = write(keys=keys, args=args)
             except Exception as error:
@@ -223,7 +237,7 @@ class RedisSaver(BaseCheckpointSaver):
             resend = self._outcome(checkpoint, reply)
             if resend is None:
                 return
-            current, whole = _resend(checkpoint, current, whole, resend)
+            current, whole, base = _resend(checkpoint, current, whole, base, resend)
         raise CheckpointError(
             f"could not write checkpoint {checkpoint.id!r} of thread '{checkpoint.thread_id}'"
         )
@@ -241,8 +255,9 @@ class RedisSaver(BaseCheckpointSaver):
         await self._aready()
         current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         whole: builtins.list[str] = []
+        base = checkpoint.parent_id or ""
         for _ in range(len(current.appended) + 2):
-            args = self._args(checkpoint, current, check_head, whole)
+            args = self._args(checkpoint, current, check_head, whole, base)
             try:
                 reply = await self._awrite(keys=self.keys(checkpoint.thread_id), args=args)
             except Exception as error:
@@ -250,7 +265,7 @@ class RedisSaver(BaseCheckpointSaver):
             resend = self._outcome(checkpoint, reply)
             if resend is None:
                 return
-            current, whole = _resend(checkpoint, current, whole, resend)
+            current, whole, base = _resend(checkpoint, current, whole, base, resend)
         raise CheckpointError(
             f"could not write checkpoint {checkpoint.id!r} of thread '{checkpoint.thread_id}'"
         )
@@ -258,7 +273,7 @@ class RedisSaver(BaseCheckpointSaver):
     def _write_error(self, error: Exception) -> CheckpointError:
         return CheckpointError(
             f"writing a checkpoint to Redis ({_safe_url(self.client or self.async_client)}) failed: "
-            f"{type(error).__name__}: {_scrub(str(error))}. The write is atomic: the thread is at its "
+            f"{type(error).__name__}: {_scrub(str(error)).rstrip('.')}. The write is atomic: the thread is at its "
             "previous head unless this very write completed; reload it before retrying"
         )
 
@@ -416,13 +431,17 @@ def _count_ops(lists: builtins.list[Any]) -> int:
 
 
 def _resend(
-    checkpoint: Checkpoint, delta: CheckpointDelta, whole: builtins.list[str], key: str
-) -> tuple[CheckpointDelta, builtins.list[str]]:
-    """The delta to send after the script refused: everything whole if the parent is gone,
-    else also ``key``'s list whole."""
+    checkpoint: Checkpoint,
+    delta: CheckpointDelta,
+    whole: builtins.list[str],
+    base: str,
+    key: str,
+) -> tuple[CheckpointDelta, builtins.list[str], str]:
+    """What to send after the script refused: everything whole, extending no index, if the
+    parent is gone; else also ``key``'s list whole."""
     if key == "*":
-        return CheckpointDelta.full(checkpoint.values), whole
-    return delta, [*whole, key]
+        return CheckpointDelta.full(checkpoint.values), whole, ""
+    return delta, [*whole, key], base
 
 
 def _scrub(text: str) -> str:
@@ -433,8 +452,7 @@ def _scrub(text: str) -> str:
 
 
 def _is_async_client(client: Any) -> bool:
-    module = type(client).__module__
-    return module.startswith("redis.asyncio") or module.startswith("fakeredis.aioredis")
+    return inspect.iscoroutinefunction(getattr(client, "execute_command", None))
 
 
 def _decodes_responses(client: Any) -> bool:

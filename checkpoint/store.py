@@ -226,9 +226,10 @@ class RedisStore(BaseStore):
 
     def _namespaces(self, prefix: Namespace) -> builtins.list[Namespace]:
         if prefix:
-            start = "\x1f".join(prefix)
-            low, high = f"[{start}", f"[{start}\x1f\xff"
-            names = self.client.zrangebylex(self._index, low, high)
+            # Bytewise bounds: 0xff never occurs in UTF-8, so it sorts after every name
+            # that continues the prefix, whatever its characters.
+            start = "\x1f".join(prefix).encode()
+            names = self.client.zrangebylex(self._index, b"[" + start, b"[" + start + b"\x1f\xff")
         else:
             names = self.client.zrange(self._index, 0, -1)
         found = [tuple(n.decode().split("\x1f")) for n in names]

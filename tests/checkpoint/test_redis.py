@@ -37,14 +37,16 @@ def fake() -> fakeredis.FakeRedis:
     return fakeredis.FakeRedis()
 
 
-def test_a_thread_lives_in_eight_keys_under_its_hash_tag(fake):
+def test_a_thread_lives_in_seven_keys_under_its_hash_tag(fake):
     saver = RedisSaver(fake, key_prefix="app")
     _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "user-7"})
     keys = sorted(k.decode() for k in fake.keys("*"))
-    assert keys == sorted(saver.keys("user-7")) and len(keys) == 8
+    assert keys == sorted(saver.keys("user-7")) and len(keys) == 7
     assert all(k.startswith("app:{user-7}:") for k in keys)
     odd = saver.keys("a{b}c")  # braces would break the tag: the id is hex-encoded
-    assert all(k.startswith("app:{x") and k.count("{") == 1 for k in odd)
+    assert all(k.startswith("app:{{") for k in odd)
+    assert not set(odd) & set(saver.keys("{" + b"a{b}c".hex()[1:]))
+    assert not set(saver.keys("{}")) & set(saver.keys("7b7d"))  # no two ids share keys
 
 
 def test_ttl_covers_every_key_and_is_refreshed_on_write(fake):
@@ -75,6 +77,63 @@ def test_max_retained_prunes_history_and_keeps_the_state(fake):
     state = saver.get("r").values
     assert len(state["messages"]) == 24 and state["messages"][0] == "t0"
     assert fake.hlen(saver.keys("r")[4]) <= 3  # only the retained checkpoints' values remain
+
+
+def test_retention_drops_values_written_long_ago_once_unused(fake):
+    saver = RedisSaver(fake, max_retained=1)
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    graph.add_node("n", lambda s: {"slow": len(s["log"]) // 3, "log": ["x"]})
+    graph.add_edge(START, "n").add_edge("n", END)
+    app = graph.compile(saver=saver)
+    for _ in range(60):
+        app.invoke({"log": ["in"]}, {"thread_id": "v"})
+    assert fake.hlen(saver.keys("v")[4]) <= 2
+
+
+def test_a_retried_write_that_had_landed_is_not_a_conflict(fake):
+    saver = RedisSaver(fake)
+    app = _chat(saver)
+    app.invoke({"messages": ["hi"]}, {"thread_id": "r"})
+    real_write = saver._write
+    calls = []
+
+    def lost_reply(**kwargs):  # the first run lands, its reply is lost, the client retries
+        calls.append(1)
+        real_write(**kwargs)
+        return real_write(**kwargs)
+
+    saver._write = lost_reply
+    app.invoke({"messages": ["again"]}, {"thread_id": "r"})
+    assert saver.get("r").values["messages"][-1] == "reply to again"
+
+
+def test_a_fork_onto_a_pruned_parent_is_stored_whole(fake):
+    from checkpoint import Checkpoint
+    from checkpoint._ids import created_at_of, new_checkpoint_id
+
+    saver = RedisSaver(fake, max_retained=1)
+    app = _chat(saver)
+    app.invoke({"messages": ["a"]}, {"thread_id": "f"})
+    pruned = saver.get("f").id
+    app.invoke({"messages": ["b"]}, {"thread_id": "f"})
+    cid = new_checkpoint_id()
+    fork = Checkpoint(
+        cid, "f", pruned, 5, (), {"messages": ["a", "forked"], "turns": 9}, created_at_of(cid)
+    )
+    saver.put(fork, check_head=False)
+    assert saver.get("f").values == {"messages": ["a", "forked"], "turns": 9}
+
+
+def test_async_clients_are_recognised_by_behaviour():
+    saver = RedisSaver(fakeredis.FakeAsyncRedis())
+    assert saver.client is None and saver.async_client is not None
+
+    async def main():
+        app = _chat(saver)
+        await app.ainvoke({"messages": ["hi"]}, {"thread_id": "a"})
+        return await saver.aget("a")
+
+    assert asyncio.run(main()).values["turns"] == 1
 
 
 def test_retention_drops_lists_no_checkpoint_uses(fake):
