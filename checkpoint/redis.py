@@ -115,6 +115,8 @@ class RedisSaver(BaseCheckpointSaver):
         self._aread = (
             async_client.register_script(_redis_lua.READ) if async_client is not None else None
         )
+        self._async_factory: Callable[[], Any] | None = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def from_url(cls, url: str, *, cluster: bool = False, **options: Any) -> RedisSaver:
@@ -123,22 +125,22 @@ class RedisSaver(BaseCheckpointSaver):
         import redis
         import redis.asyncio
 
-        if cluster:
-            return cls(
-                redis.RedisCluster.from_url(url),
-                async_client=redis.asyncio.RedisCluster.from_url(url),
-                **options,
-            )
-        return cls(
-            redis.Redis.from_url(url), async_client=redis.asyncio.Redis.from_url(url), **options
+        make_async: Callable[[], Any] = (
+            (lambda: redis.asyncio.RedisCluster.from_url(url))
+            if cluster
+            else (lambda: redis.asyncio.Redis.from_url(url))
         )
+        sync = redis.RedisCluster.from_url(url) if cluster else redis.Redis.from_url(url)
+        saver = cls(sync, async_client=make_async(), **options)
+        saver._async_factory = make_async  # its own async client follows the running loop
+        return saver
 
     def __repr__(self) -> str:
         where = _safe_url(self.client if self.client is not None else self.async_client)
         return f"RedisSaver({where}, key_prefix={self.key_prefix!r}, ttl={self.ttl}, max_retained={self.max_retained})"
 
     def keys(self, thread_id: str) -> builtins.list[str]:
-        """The eight keys that hold a thread, in the scripts' KEYS order."""
+        """The seven keys that hold a thread, in the scripts' KEYS order."""
         base = f"{self.key_prefix}:{{{_thread_tag(thread_id)}}}"
         return [f"{base}:{part}" for part in _PARTS]
 
@@ -333,10 +335,10 @@ class RedisSaver(BaseCheckpointSaver):
         return self._checkpoint(thread_id, reply)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        aread = self._aread
-        if aread is None:
+        if self._aread is None:
             return await super().aget(thread_id, checkpoint_id)
         await self._aready()
+        aread = self._aread
         keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
         reply = await self._aretry(lambda: aread(keys=keys, args=args))
         return self._checkpoint(thread_id, reply)
@@ -393,6 +395,15 @@ class RedisSaver(BaseCheckpointSaver):
         of ``ainvoke``) fail with ``AttributeError``. ``initialize()`` is locked, idempotent
         and free once done (no round trip), so every async call awaits it first.
         """
+        loop = asyncio.get_running_loop()
+        if self._async_factory is not None and self._async_loop is not loop:
+            # An asyncio client belongs to the loop it first ran on: a saver made by from_url
+            # makes a fresh one for each new loop (each asyncio.run), instead of failing.
+            if self._async_loop is not None:
+                self.async_client = self._async_factory()
+                self._awrite = self.async_client.register_script(_redis_lua.WRITE)
+                self._aread = self.async_client.register_script(_redis_lua.READ)
+            self._async_loop = loop
         initialize = getattr(self.async_client, "initialize", None)
         if initialize is not None:
             await initialize()

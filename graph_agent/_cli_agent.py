@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import IO, Any
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
@@ -149,7 +150,9 @@ def make_saver(spec: str) -> BaseCheckpointSaver:
     if spec == "memory":
         return MemorySaver()
     if spec.startswith("sqlite:"):
-        return SqliteSaver(spec.removeprefix("sqlite:"))
+        path = Path(spec.removeprefix("sqlite:")).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqliteSaver(path)
     if spec.startswith(("redis://", "rediss://", "unix://")):
         return RedisSaver.from_url(spec)
     raise CliError(f"--saver must be memory, sqlite:PATH or a redis:// URL, got {spec!r}")

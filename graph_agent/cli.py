@@ -33,6 +33,7 @@ __all__ = ["CliError", "load_graph", "main"]
 PROG = "graph-agent"
 USAGE_ERROR = 2
 DIRECTIONS = ("TD", "TB", "LR", "RL", "BT")
+DEFAULT_CHAT_SAVER = "sqlite:~/.graph-agent/chat.sqlite"
 _NOT_GRAPHS = frozenset({"None", "int", "str", "bool", "float", "bytes"})
 _TARGET_HELP = (
     "FILE.py:OBJECT or package.module:OBJECT. OBJECT (a dotted path is allowed) is a "
@@ -275,9 +276,10 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--thread", default="chat", metavar="ID", help="the conversation to continue")
     chat.add_argument(
         "--saver",
-        default="memory",
+        default=DEFAULT_CHAT_SAVER,
         metavar="memory|sqlite:PATH|redis://...",
-        help="where the conversation is kept (default: memory)",
+        help=f"where the conversation is kept (default: {DEFAULT_CHAT_SAVER}, so a thread "
+        "survives restarts)",
     )
     chat.set_defaults(handler=_cmd_chat)
     return parser

@@ -117,3 +117,11 @@ def test_chat_ends_on_end_of_input(openai_server):
 def test_demo_runs_through_run_demo_too():
     out = io.StringIO()
     assert run_demo(out) == 0 and "Earlier you asked" in out.getvalue()
+
+
+def test_chat_keeps_threads_in_sqlite_by_default(openai_server, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\n"))
+    assert main(["chat", "--thread", "home"]) == 0
+    assert (tmp_path / ".graph-agent" / "chat.sqlite").is_file()
+    assert "you said 'hello'" in capsys.readouterr().out

@@ -312,3 +312,11 @@ def test_rediss_url_with_auth_over_tls(tmp_path):
         _chat(saver).invoke({"messages": ["over tls"]}, {"thread_id": "tls"})
         assert saver.get("tls").values["messages"] == ["over tls", "reply to over tls"]
         assert "tls-secret" not in repr(saver)
+
+
+def test_a_from_url_saver_works_across_event_loops(redis_url):
+    saver = RedisSaver.from_url(redis_url, key_prefix=f"loops-{uuid.uuid4().hex[:6]}")
+    app = _chat(saver)
+    for turn in range(3):  # each asyncio.run is a new event loop
+        asyncio.run(app.ainvoke({"messages": [f"t{turn}"]}, {"thread_id": "l"}))
+    assert len(saver.get("l").values["messages"]) == 6
