@@ -64,7 +64,10 @@ def test_list_namespaces(store):
 def test_awkward_namespace_parts_and_bad_namespaces(store):
     store.put(("users", "山田"), "k", 1)
     store.put(("users", "Ωmega"), "k", 2)
-    assert {i.namespace for i in store.search(("users",))} == {("users", "山田"), ("users", "Ωmega")}
+    assert {i.namespace for i in store.search(("users",))} == {
+        ("users", "山田"),
+        ("users", "Ωmega"),
+    }
     assert store.list_namespaces(prefix=("users",)) == [("users", "Ωmega"), ("users", "山田")]
     store.put(("a:b", "c/d", "é"), "k", [1, 2])
     assert store.get(("a:b", "c/d", "é"), "k").value == [1, 2]
