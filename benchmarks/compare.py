@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
     )
     args = parser.parse_args(argv)
+    args.peer_python = os.path.abspath(args.peer_python)  # the peer runs from its own folder
     stamp = time.strftime("%Y%m%d-%H%M%S")
     results = HERE / "results"
     results.mkdir(exist_ok=True)
