@@ -20,6 +20,7 @@ from ..graph import (
     OverAllState,
     Overwrite,
     RunnableConfig,
+    RunOutcome,
     StateSnapshot,
 )
 from ..messages import AssistantMessage, Message
@@ -161,15 +162,16 @@ class ReactAgent:
             f"keys, None (resume) or Command(...), got {type(value).__name__}"
         )
 
-    def _answer(self, state: OverAllState, latest: StateSnapshot | None) -> AssistantMessage:
+    def _answer(self, outcome: RunOutcome, thread_id: str) -> AssistantMessage:
         """The run's final answer; a clear error when the run paused before it finished
         (otherwise an earlier turn's answer, or the message asking for tools, would pass for
         it)."""
-        if latest is not None and latest.next:
-            pending = [i.value for i in latest.interrupts]
+        state = outcome.values
+        if outcome.next:
+            pending = [i.value for i in outcome.interrupts]
             raise GraphUsageError(
-                f"agent '{self.name}' paused on thread '{latest.thread_id}' before answering "
-                f"(next: {list(latest.next)}, interrupts: {pending!r}); resume it with "
+                f"agent '{self.name}' paused on thread '{thread_id}' before answering "
+                f"(next: {list(outcome.next)}, interrupts: {pending!r}); resume it with "
                 "agent.call(Command(resume=...), config), or run it with agent.invoke and "
                 "read agent.get_state(config).interrupts"
             )
@@ -206,8 +208,11 @@ class ReactAgent:
 
     def call(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
         """Run until the agent answers; its final ``AssistantMessage``."""
-        state = self.invoke(input, config)
-        return self._answer(state, self._graph.get_state(_latest(config)))
+        try:
+            outcome = self._graph.run(self._input(input), config)
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+        return self._answer(outcome, RunnableConfig.coerce(config).thread_id)
 
     def stream(self, input: AgentInput, config: ConfigLike = None) -> Iterator[NodeOutput]:
         """Each node's output as the run goes (hooks, model, tools)."""
@@ -253,8 +258,11 @@ class ReactAgent:
             self._raise_limit_error(error, config)
 
     async def acall(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
-        state = await self.ainvoke(input, config)
-        return self._answer(state, await self._agraph.aget_state(_latest(config)))
+        try:
+            outcome = await self._agraph.arun(self._input(input), config)
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+        return self._answer(outcome, RunnableConfig.coerce(config).thread_id)
 
     async def astream(
         self, input: AgentInput, config: ConfigLike = None
@@ -330,8 +338,3 @@ class ReactAgent:
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
         return await self._agraph.aupdate_state(config, values, as_node)
-
-
-def _latest(config: ConfigLike) -> RunnableConfig:
-    """The thread of ``config`` at its newest checkpoint (a run from ``checkpoint_id`` forks)."""
-    return RunnableConfig.coerce(config).replace(checkpoint_id=None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._constants import END, START
-from .compiled import CompiledGraph
+from .compiled import CompiledGraph, RunOutcome
 from .config import RunnableConfig
 from .interrupt import interrupt
 from .state import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite
@@ -22,6 +22,7 @@ __all__ = [
     "NodeOutput",
     "OverAllState",
     "Overwrite",
+    "RunOutcome",
     "RunnableConfig",
     "StateGraph",
     "StateSnapshot",

@@ -125,6 +125,7 @@ class _Cursor:
         "config",
         "has_saver",
         "head_id",
+        "last_written",
         "spec",
         "step",
         "tracker",
@@ -141,6 +142,7 @@ class _Cursor:
         # A run from an explicit checkpoint_id forks: its first write moves the head.
         self.check_head = config.checkpoint_id is None
         self.tracker = DeltaTracker()
+        self.last_written: Checkpoint | None = None  # where the run left the thread
 
     def load(self) -> Generator[Effect, Any, Checkpoint | None]:
         config = self.config
@@ -195,6 +197,7 @@ class _Cursor:
             pending_writes=dict(pending_writes or {}),
         )
         yield PutEffect(checkpoint, self.tracker.take(self.values), self.check_head, updates)
+        self.last_written = checkpoint
         self.head_id = checkpoint_id
         self.step += 1
         self.check_head = True

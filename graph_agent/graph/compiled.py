@@ -41,6 +41,31 @@ def _snapshot(checkpoint: Checkpoint) -> StateSnapshot:
     )
 
 
+class RunOutcome:
+    """The end of one run: the state, the nodes still to run (empty when it finished) and
+    why it paused (``interrupts``; empty unless it did)."""
+
+    __slots__ = ("interrupts", "next", "values")
+
+    def __init__(
+        self, values: OverAllState, next: tuple[str, ...], interrupts: tuple[Interrupt, ...]
+    ) -> None:
+        self.values = values
+        self.next = next
+        self.interrupts = interrupts
+
+    @classmethod
+    def of(cls, run: GraphRun) -> RunOutcome:
+        last = run.last_written
+        if last is None:
+            return cls(OverAllState(run.values), (), ())
+        snapshot = _snapshot(last)
+        return cls(OverAllState(run.values), snapshot.next, snapshot.interrupts)
+
+    def __repr__(self) -> str:
+        return f"RunOutcome(next={list(self.next)}, interrupts={list(self.interrupts)})"
+
+
 class CompiledGraph:
     """A validated graph, ready to run. Made by ``StateGraph.compile()``.
 
@@ -85,11 +110,23 @@ class CompiledGraph:
         ``inputs`` is a dict of updates merged into the thread's state (a finished thread
         starts again at START), ``None`` to resume a paused thread, or ``Command(...)``.
         """
+        return OverAllState(self.run(inputs, config).values)
+
+    def run(self, inputs: Input, config: ConfigLike = None) -> RunOutcome:
+        """``invoke``, also telling where the run left the thread: ``outcome.values``,
+        ``outcome.next`` (empty when it finished) and ``outcome.interrupts``."""
         self._check_sync("invoke")
         run = self._run(inputs, config, stream=False)
         for _ in drive(run.effects(), self.saver, self.saver is not None):
             pass
-        return OverAllState(run.values)
+        return RunOutcome.of(run)
+
+    async def arun(self, inputs: Input, config: ConfigLike = None) -> RunOutcome:
+        """Async ``run``."""
+        run = self._run(inputs, config, stream=False)
+        async for _ in adrive(run.effects(), self.saver, self.saver is not None):
+            pass
+        return RunOutcome.of(run)
 
     def stream(self, inputs: Input, config: ConfigLike = None) -> Iterator[NodeOutput]:
         """Like ``invoke``, yielding a ``NodeOutput`` per node as each super-step finishes
@@ -100,10 +137,7 @@ class CompiledGraph:
 
     async def ainvoke(self, inputs: Input, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: async nodes are awaited, sync ones run in worker threads."""
-        run = self._run(inputs, config, stream=False)
-        async for _ in adrive(run.effects(), self.saver, self.saver is not None):
-            pass
-        return OverAllState(run.values)
+        return OverAllState((await self.arun(inputs, config)).values)
 
     async def astream(self, inputs: Input, config: ConfigLike = None) -> AsyncIterator[NodeOutput]:
         """Async ``stream``."""

@@ -273,3 +273,12 @@ def test_input_routed_straight_to_end_is_still_kept(saver):
     app.invoke({"log": ["second"]}, {"thread_id": "skip"})
     snapshot = app.get_state({"thread_id": "skip"})
     assert snapshot.values["log"] == ["first", "second"] and snapshot.next == ()
+
+
+def test_run_tells_where_the_run_left_the_thread(saver):
+    app = react_like(saver, tool_rounds=1, interrupt_before=["tools"])
+    paused = app.run({"messages": ["user:hi"]}, {"thread_id": "o"})
+    assert paused.next == ("tools",) and [i.when for i in paused.interrupts] == ["before"]
+    finished = asyncio.run(app.arun(None, {"thread_id": "o"}))
+    assert finished.next == () and finished.interrupts == ()
+    assert finished.values["messages"][-1] == "ai:final after 1"
