@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SHARED_BENCH = Path(os.environ.get("SHARED_BENCH", ROOT.parent / "shared" / "bench"))
+SHARED_BENCH = Path(os.environ.get("SHARED_BENCH", ROOT.parent / "shared" / "bench")).absolute()
 
 
 def _port() -> int:
