@@ -12,12 +12,12 @@ from ..models import ChatModel
 from ..tools import ToolCallback, ToolCallbackResolver, ToolCallingManager, ToolProvider
 from ..tools._collect import as_tool_callbacks
 from ._nodes import RejectedToolCalls
-from ._parts import JUMP_TO, MESSAGES, REJECTED, AgentParts
+from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, AgentParts
 
 if TYPE_CHECKING:
     from hooks import Hook
 
-RESERVED_KEYS = (JUMP_TO, REJECTED)
+RESERVED_KEYS = (JUMP_TO, REJECTED, OFFERED)
 
 
 @dataclasses.dataclass

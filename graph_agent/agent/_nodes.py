@@ -11,8 +11,17 @@ from ..errors import GraphUsageError
 from ..graph import OverAllState, RunnableConfig
 from ..messages import AssistantMessage
 from ..models import ChatResponse
-from ..tools import ToolCallRequest
-from ._parts import JUMP_TO, MESSAGES, REJECTED, AgentParts, cleared, last_message, text_sink
+from ..tools import ToolCallback, ToolCallRequest
+from ._parts import (
+    JUMP_TO,
+    MESSAGES,
+    REJECTED,
+    AgentParts,
+    cleared,
+    last_message,
+    offered_sink,
+    text_sink,
+)
 
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition, ModelRequest
@@ -33,6 +42,7 @@ def _request(parts: AgentParts, state: OverAllState, config: RunnableConfig) -> 
 
 def model_node(parts: AgentParts) -> Node:
     def call_model(request: ModelRequest) -> ChatResponse:
+        parts.note_offered(request.options.tool_callbacks)
         sink = text_sink.get()
         if sink is None:
             return parts.model.call(request.prompt)
@@ -48,14 +58,22 @@ def model_node(parts: AgentParts) -> Node:
         handler = _wrap_model(interceptor, handler)
 
     def model(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        response = handler(_request(parts, state, config))
-        return parts.answer_update(state, response.result.output)
+        request = _request(parts, state, config)
+        sink: list[ToolCallback] = []
+        token = offered_sink.set(sink)
+        try:
+            response = handler(request)
+        finally:
+            offered_sink.reset(token)
+        offered = sink if parts.reached(sink) else list(request.options.tool_callbacks)
+        return parts.answer_update(state, response.result.output, offered)
 
     return model
 
 
 def amodel_node(parts: AgentParts) -> Node:
     async def call_model(request: ModelRequest) -> ChatResponse:
+        parts.note_offered(request.options.tool_callbacks)
         sink = text_sink.get()
         if sink is None:
             return await parts.model.acall(request.prompt)
@@ -71,8 +89,15 @@ def amodel_node(parts: AgentParts) -> Node:
         handler = _awrap_model(interceptor, handler)
 
     async def model(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        response = await handler(_request(parts, state, config))
-        return parts.answer_update(state, response.result.output)
+        request = _request(parts, state, config)
+        sink: list[ToolCallback] = []
+        token = offered_sink.set(sink)
+        try:
+            response = await handler(request)
+        finally:
+            offered_sink.reset(token)
+        offered = sink if parts.reached(sink) else list(request.options.tool_callbacks)
+        return parts.answer_update(state, response.result.output, offered)
 
     return model
 
@@ -125,7 +150,7 @@ def _tool_batch(parts: AgentParts, state: OverAllState, config: RunnableConfig) 
     if not isinstance(last, AssistantMessage) or not last.tool_calls:
         return None
     earlier = messages[:-1]
-    tools = parts.tools_for(earlier, state, config)
+    tools = parts.tools_offered_for(last, earlier, state, config)
     prompt = Prompt(earlier, parts.options(tools))
     return prompt, ChatResponse.of(last), parts.tool_context_for(state, config), tools
 

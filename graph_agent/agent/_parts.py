@@ -21,9 +21,16 @@ JUMP_TO = "jump_to"
 REJECTED = "rejected_tool_calls"
 _NOTHING: Any = object()
 
+OFFERED = "offered_tools"  # state key: the tools the model was offered for its tool calls
+
 # Where streamed text goes while ``stream_messages`` runs the agent: a function per chunk.
 text_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
     "graph_agent_text_sink", default=None
+)
+_REACHED: Any = object()
+# Receives the tools of the request that reached the model, after every interceptor.
+offered_sink: contextvars.ContextVar[list[ToolCallback] | None] = contextvars.ContextVar(
+    "graph_agent_offered_tools", default=None
 )
 
 
@@ -42,6 +49,26 @@ class AgentParts:
     store: Any
     output_key: str | None
     strategies: Mapping[str, KeyStrategyLike]
+    # Every tool offered to the model so far, by name: an interceptor may offer tools the
+    # agent was not built with, and the tool node must find them.
+    offered: dict[str, ToolCallback] = dataclasses.field(default_factory=dict)
+
+    def tools_offered_for(
+        self,
+        message: AssistantMessage,
+        earlier: Sequence[Message],
+        state: OverAllState,
+        config: RunnableConfig,
+    ) -> list[ToolCallback]:
+        """The tools ``message``'s calls may use: those the model was offered for it (after
+        interceptors), or, without that record, the agent's tools."""
+        tools = self.tools_for(earlier, state, config)
+        names = state.get(OFFERED)
+        if names is None:
+            return tools
+        by_name = {t.tool_definition.name: t for t in tools}
+        found = (by_name.get(n) or self.offered.get(n) for n in names)
+        return [t for t in found if t is not None]
 
     def tools_for(
         self, messages: Sequence[Message], state: OverAllState, config: RunnableConfig
@@ -81,8 +108,29 @@ class AgentParts:
             {**self.tool_context, "state": state, "config": config, "store": self.store}
         )
 
-    def answer_update(self, state: OverAllState, message: AssistantMessage) -> dict[str, Any]:
+    def note_offered(self, tools: Sequence[ToolCallback]) -> None:
+        """Called with the tools of the request that reached the model."""
+        sink = offered_sink.get()
+        if sink is not None:
+            sink[:] = [_REACHED, *tools]
+        for tool in tools:
+            self.offered[tool.tool_definition.name] = tool
+
+    @staticmethod
+    def reached(sink: list[Any]) -> bool:
+        """Whether a request reached the model (an interceptor may answer without it); then
+        ``sink`` holds that request's tools."""
+        if sink and sink[0] is _REACHED:
+            del sink[0]
+            return True
+        return False
+
+    def answer_update(
+        self, state: OverAllState, message: AssistantMessage, offered: Sequence[ToolCallback] = ()
+    ) -> dict[str, Any]:
         update: dict[str, Any] = {MESSAGES: [message]}
+        if message.tool_calls:  # the tool node runs only what the model was offered
+            update[OFFERED] = [t.tool_definition.name for t in offered]
         if self.output_key and not message.tool_calls:
             update[self.output_key] = message.text
         return cleared(state, update)
