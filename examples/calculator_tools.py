@@ -1,4 +1,5 @@
-"""A calculator object whose ``@tool`` methods become tools; two calls run in parallel.
+"""A calculator object whose ``@tool`` methods become an agent's tools (``method_tools``); the
+model's two calls of one step run in parallel.
 
 python examples/calculator_tools.py [--live]
 """
@@ -12,8 +13,8 @@ from typing import Annotated
 
 from _models import choose, parse_args
 
-from graph_agent import ChatClient, ToolCallbacks, ToolParam, tool
-from graph_agent.messages import AssistantMessage, ToolCall
+from graph_agent import ReactAgent, ToolCallbacks, ToolParam, tool
+from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
 from graph_agent.models import ScriptedChatModel
 
 
@@ -61,16 +62,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("Calculator tools from an object's @tool methods.", argv)
     calculator = Calculator()
     print("tools:", [c.tool_definition.name for c in ToolCallbacks.from_object(calculator)])
-    reply = (
-        ChatClient.create(choose(args, offline_model()))
-        .prompt("What is 12 times 34, and the square roots of -1 and of that product?")
-        .tools(calculator)
-        .call()
+    agent = ReactAgent(
+        name="calculator", model=choose(args, offline_model()), method_tools=[calculator]
     )
-    for record in reply.tool_records:
-        status = "error" if record.error else "ok"
-        print(f"tool {record.name}({record.arguments}) [{status}] -> {record.result}")
-    print(f"assistant: {reply.content()}")
+    state = agent.invoke("What is 12 times 34, and the square roots of -1 and of that product?")
+    calls = {
+        c.id: c for m in state["messages"] if isinstance(m, AssistantMessage) for c in m.tool_calls
+    }
+    for message in state["messages"]:
+        if isinstance(message, ToolResponseMessage):
+            for response in message.responses:
+                status = "error" if " failed: " in response.response_data else "ok"
+                print(
+                    f"tool {response.name}({calls[response.id].arguments}) [{status}] -> {response.response_data}"
+                )
+    print(f"assistant: {state['messages'][-1].text}")
+    print(f"calls the calculator served: {calculator.calls}")
     return 0
 
 
