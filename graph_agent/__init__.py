@@ -90,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "AgentBuildError": "graph_agent.errors",
     "AgentMaxIterationsError": "graph_agent.errors",
     "ToolArgumentsError": "graph_agent.errors",
+    "ToolResolutionError": "graph_agent.errors",
     # chat client and memory
     "ChatClient": "graph_agent.chat",
     "ChatMemory": "graph_agent.chat",
@@ -165,6 +166,7 @@ __all__ = [
     "ToolParam",
     "ToolProvider",
     "ToolProviderRequest",
+    "ToolResolutionError",
     "ToolResponse",
     "ToolResponseMessage",
     "UnknownToolError",

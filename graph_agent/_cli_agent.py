@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
+from ._cli_errors import CliError
 from .agent import ReactAgent
 from .graph import OverAllState, RunnableConfig
 from .messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
@@ -145,8 +146,6 @@ def make_saver(spec: str) -> BaseCheckpointSaver:
     """``memory``, ``sqlite:PATH`` or a ``redis://`` / ``rediss://`` / ``unix://`` URL."""
     from checkpoint import RedisSaver, SqliteSaver
 
-    from .cli import CliError
-
     if spec == "memory":
         return MemorySaver()
     if spec.startswith("sqlite:"):
@@ -160,7 +159,6 @@ def make_saver(spec: str) -> BaseCheckpointSaver:
 
 def run_chat(thread: str, saver_spec: str, read: Callable[[], str], out: IO[str]) -> int:
     """Talk to an OpenAI-compatible model from the environment on thread ``thread``."""
-    from .cli import CliError
     from .models import OpenAIChatModel
 
     if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from . import __version__
+from ._cli_errors import CliError
 from .errors import GraphValidationError
 from .graph import CompiledGraph, StateGraph
 
@@ -40,10 +41,6 @@ _TARGET_HELP = (
     "CompiledGraph, a StateGraph (compiled here), an object whose .graph is a CompiledGraph "
     "(an agent), or a zero-argument callable returning one of these."
 )
-
-
-class CliError(Exception):
-    """A user error: ``main`` prints its message on stderr and exits with code 2."""
 
 
 def _where(exc: BaseException) -> str:

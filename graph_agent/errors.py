@@ -81,6 +81,11 @@ class ToolArgumentsError(ToolExecutionException):
     lists what is wrong so the model can correct its call."""
 
 
+class ToolResolutionError(GraphAgentError, ValueError):
+    """The tools of a request cannot be assembled: a name nobody can resolve, or two
+    different tools with one name."""
+
+
 class UnknownToolError(GraphAgentError, LookupError):
     """The model asked for a tool that is not available (``unknown_tool_strategy="throw"``)."""
 

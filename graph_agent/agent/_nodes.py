@@ -44,13 +44,15 @@ def model_node(parts: AgentParts) -> Node:
     def call_model(request: ModelRequest) -> ChatResponse:
         parts.note_offered(request.options.tool_callbacks)
         sink = text_sink.get()
-        if sink is None:
+        if sink is None or sink.owner is not parts:
             return parts.model.call(request.prompt)
         chunks = []
+        sink.streamed = ""
         for chunk in parts.model.stream(request.prompt):
             chunks.append(chunk)
             if chunk.text:
-                sink(chunk.text)
+                sink.streamed += chunk.text
+                sink.put(chunk.text)
         return ChatResponse.merge(chunks)
 
     handler: Callable[[ModelRequest], ChatResponse] = call_model
@@ -75,13 +77,15 @@ def amodel_node(parts: AgentParts) -> Node:
     async def call_model(request: ModelRequest) -> ChatResponse:
         parts.note_offered(request.options.tool_callbacks)
         sink = text_sink.get()
-        if sink is None:
+        if sink is None or sink.owner is not parts:
             return await parts.model.acall(request.prompt)
         chunks = []
+        sink.streamed = ""
         async for chunk in parts.model.astream(request.prompt):
             chunks.append(chunk)
             if chunk.text:
-                sink(chunk.text)
+                sink.streamed += chunk.text
+                sink.put(chunk.text)
         return ChatResponse.merge(chunks)
 
     handler: Callable[[ModelRequest], Awaitable[ChatResponse]] = call_model

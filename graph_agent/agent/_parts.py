@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ToolResolutionError
 from ..graph import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite, RunnableConfig
 from ..messages import AssistantMessage, Message, SystemMessage
 from ..models import ChatModel, ToolCallingChatOptions
@@ -23,8 +24,21 @@ _NOTHING: Any = object()
 
 OFFERED = "offered_tools"  # state key: the tools the model was offered for its tool calls
 
-# Where streamed text goes while ``stream_messages`` runs the agent: a function per chunk.
-text_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+
+class TextSink:
+    """Where ``stream_messages`` sends the model's text: ``put`` per chunk, for the agent
+    ``owner`` only (an agent called from inside a tool does not stream into it); ``streamed``
+    is the text of the latest model call."""
+
+    __slots__ = ("owner", "put", "streamed")
+
+    def __init__(self, owner: AgentParts, put: Callable[[str], None]) -> None:
+        self.owner = owner
+        self.put = put
+        self.streamed = ""
+
+
+text_sink: contextvars.ContextVar[TextSink | None] = contextvars.ContextVar(
     "graph_agent_text_sink", default=None
 )
 _REACHED: Any = object()
@@ -82,7 +96,7 @@ class AgentParts:
         for tool in offered:
             name = tool.tool_definition.name
             if name in by_name and by_name[name] is not tool:
-                raise ValueError(
+                raise ToolResolutionError(
                     f"agent '{self.name}': a tool provider offered '{name}', a name another "
                     "tool of the agent already has; tool names must be unique"
                 )

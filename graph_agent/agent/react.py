@@ -28,7 +28,7 @@ from ..models import ChatModel
 from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
 from ._build import AgentSettings, assemble
-from ._parts import JUMP_TO, MESSAGES, text_sink
+from ._parts import JUMP_TO, MESSAGES, TextSink, text_sink
 
 if TYPE_CHECKING:
     from hooks import Hook, ModelInterceptor, ToolInterceptor
@@ -227,10 +227,15 @@ class ReactAgent:
         chunks: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         graph_input = self._input(input)
 
+        sink = TextSink(self._parts, lambda text: chunks.put(("text", text)))
+
         def run() -> None:
-            token = text_sink.set(lambda text: chunks.put(("text", text)))
+            token = text_sink.set(sink)
             try:
-                self._graph.invoke(graph_input, config)
+                outcome = self._graph.run(graph_input, config)
+                unstreamed = _unstreamed_answer(outcome, sink)
+                if unstreamed:
+                    chunks.put(("text", unstreamed))
                 chunks.put(("done", None))
             except BaseException as error:  # handed to the consumer
                 chunks.put(("error", error))
@@ -290,10 +295,15 @@ class ReactAgent:
             else:
                 loop.call_soon_threadsafe(chunks.put_nowait, ("text", text))
 
+        sink = TextSink(self._parts, put)
+
         async def run() -> None:
-            token = text_sink.set(put)
+            token = text_sink.set(sink)
             try:
-                await self.ainvoke(input, config)
+                outcome = await self._agraph.arun(self._input(input), config)
+                unstreamed = _unstreamed_answer(outcome, sink)
+                if unstreamed:
+                    chunks.put_nowait(("text", unstreamed))
                 chunks.put_nowait(("done", None))
             except BaseException as error:
                 chunks.put_nowait(("error", error))
@@ -310,6 +320,8 @@ class ReactAgent:
                     yield value
                 elif kind == "done":
                     return
+                elif isinstance(value, GraphRecursionError):
+                    self._raise_limit_error(value, config)
                 else:
                     raise value
         finally:
@@ -338,3 +350,15 @@ class ReactAgent:
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
         return await self._agraph.aupdate_state(config, values, as_node)
+
+
+def _unstreamed_answer(outcome: RunOutcome, sink: TextSink) -> str:
+    """The final answer's text when the model did not stream it (a return-direct tool's
+    result, a hook's closing message); '' otherwise or when the run paused."""
+    if outcome.next:
+        return ""
+    messages = outcome.values.get(MESSAGES) or ()
+    last = messages[-1] if messages else None
+    if isinstance(last, AssistantMessage) and last.text and last.text != sink.streamed:
+        return last.text
+    return ""

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._pool import run_all
-from ..errors import ToolExecutionException, UnknownToolError
+from ..errors import ToolExecutionException, ToolResolutionError, UnknownToolError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
 from .callback import ToolCallback
@@ -198,7 +198,7 @@ class ToolCallingManager:
                     if self.resolver is None
                     else (f"{self.resolver!r} does not know it")
                 )
-                raise ValueError(
+                raise ToolResolutionError(
                     f"tool name '{name}' cannot be resolved: {where}. Pass the tool itself, "
                     "or give the ToolCallingManager a resolver that knows it"
                 )
@@ -207,7 +207,7 @@ class ToolCallingManager:
         for callback in callbacks:
             name = callback.tool_definition.name
             if name in seen and seen[name] is not callback:
-                raise ValueError(
+                raise ToolResolutionError(
                     f"two tools are named '{name}'; tool names must be unique: rename one "
                     "with @tool(name=...)"
                 )

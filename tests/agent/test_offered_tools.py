@@ -74,3 +74,44 @@ def test_a_tool_an_interceptor_adds_can_run():
     agent = ReactAgent(name="a", model=model, interceptors=[AddAudit()])
     agent.call("go", {"thread_id": "t"})
     assert model.prompts[1].messages[-1].responses[0].response_data == "noted x"
+
+
+def test_stream_messages_yields_the_answer_the_model_did_not_write_and_nothing_of_inner_agents():
+    from graph_agent import FunctionChatModel
+
+    @tool(return_direct=True)
+    def order_status(order_id: str) -> str:
+        """Status."""
+        return f"Order {order_id} has shipped."
+
+    call = ToolCall(id="c1", name="order_status", arguments='{"order_id": "A-1"}')
+    agent = ReactAgent(
+        name="a",
+        model=ScriptedChatModel([AssistantMessage("", tool_calls=[call])]),
+        tools=[order_status],
+    )
+    assert list(agent.stream_messages("?")) == ["Order A-1 has shipped."]
+    inner = ReactAgent(name="inner", model=FunctionChatModel(lambda p: "inner secret words"))
+
+    @tool
+    def ask_expert(q: str) -> str:
+        """Ask."""
+        return inner.call(q).text
+
+    ask = ToolCall(id="c1", name="ask_expert", arguments='{"q": "x"}')
+    outer = ReactAgent(
+        name="outer",
+        tools=[ask_expert],
+        model=ScriptedChatModel([AssistantMessage("", tool_calls=[ask]), "outer answer"]),
+    )
+    assert "".join(outer.stream_messages("go")) == "outer answer"
+
+    async def collect():
+        again = ReactAgent(
+            name="a2",
+            model=ScriptedChatModel([AssistantMessage("", tool_calls=[call])]),
+            tools=[order_status],
+        )
+        return [c async for c in again.astream_messages("?")]
+
+    assert asyncio.run(collect()) == ["Order A-1 has shipped."]

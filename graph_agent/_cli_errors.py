@@ -1,0 +1,7 @@
+"""The error every ``graph-agent`` command raises for a mistake the user can fix."""
+
+from __future__ import annotations
+
+
+class CliError(Exception):
+    """A user error: the command prints its message on stderr and exits with code 2."""
