@@ -11,12 +11,13 @@ from ..errors import GraphUsageError
 from ..graph import OverAllState, RunnableConfig
 from ..messages import AssistantMessage
 from ..models import ChatResponse
-from ..tools import ToolCallback, ToolCallRequest
+from ..tools import ToolCallRequest
 from ._parts import (
     JUMP_TO,
     MESSAGES,
     REJECTED,
     AgentParts,
+    OfferedTools,
     cleared,
     last_message,
     offered_sink,
@@ -61,13 +62,13 @@ def model_node(parts: AgentParts) -> Node:
 
     def model(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         request = _request(parts, state, config)
-        sink: list[ToolCallback] = []
+        sink = OfferedTools()
         token = offered_sink.set(sink)
         try:
             response = handler(request)
         finally:
             offered_sink.reset(token)
-        offered = sink if parts.reached(sink) else list(request.options.tool_callbacks)
+        offered = sink.tools if sink.tools is not None else list(request.options.tool_callbacks)
         return parts.answer_update(state, response.result.output, offered)
 
     return model
@@ -94,13 +95,13 @@ def amodel_node(parts: AgentParts) -> Node:
 
     async def model(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         request = _request(parts, state, config)
-        sink: list[ToolCallback] = []
+        sink = OfferedTools()
         token = offered_sink.set(sink)
         try:
             response = await handler(request)
         finally:
             offered_sink.reset(token)
-        offered = sink if parts.reached(sink) else list(request.options.tool_callbacks)
+        offered = sink.tools if sink.tools is not None else list(request.options.tool_callbacks)
         return parts.answer_update(state, response.result.output, offered)
 
     return model
@@ -154,7 +155,7 @@ def _tool_batch(parts: AgentParts, state: OverAllState, config: RunnableConfig) 
     if not isinstance(last, AssistantMessage) or not last.tool_calls:
         return None
     earlier = messages[:-1]
-    tools = parts.tools_offered_for(last, earlier, state, config)
+    tools = parts.tools_offered_for(earlier, state, config)
     prompt = Prompt(earlier, parts.options(tools))
     return prompt, ChatResponse.of(last), parts.tool_context_for(state, config), tools
 

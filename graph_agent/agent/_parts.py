@@ -41,9 +41,19 @@ class TextSink:
 text_sink: contextvars.ContextVar[TextSink | None] = contextvars.ContextVar(
     "graph_agent_text_sink", default=None
 )
-_REACHED: Any = object()
-# Receives the tools of the request that reached the model, after every interceptor.
-offered_sink: contextvars.ContextVar[list[ToolCallback] | None] = contextvars.ContextVar(
+
+
+class OfferedTools:
+    """The tools of the request that reached the model, after every interceptor; ``tools``
+    stays ``None`` when an interceptor answered without calling the model."""
+
+    __slots__ = ("tools",)
+
+    def __init__(self) -> None:
+        self.tools: list[ToolCallback] | None = None
+
+
+offered_sink: contextvars.ContextVar[OfferedTools | None] = contextvars.ContextVar(
     "graph_agent_offered_tools", default=None
 )
 
@@ -69,13 +79,12 @@ class AgentParts:
 
     def tools_offered_for(
         self,
-        message: AssistantMessage,
         earlier: Sequence[Message],
         state: OverAllState,
         config: RunnableConfig,
     ) -> list[ToolCallback]:
-        """The tools ``message``'s calls may use: those the model was offered for it (after
-        interceptors), or, without that record, the agent's tools."""
+        """The tools the last model call's tool calls may use: those the model was offered
+        (after interceptors), or, without that record, the agent's tools."""
         tools = self.tools_for(earlier, state, config)
         names = state.get(OFFERED)
         if names is None:
@@ -126,18 +135,9 @@ class AgentParts:
         """Called with the tools of the request that reached the model."""
         sink = offered_sink.get()
         if sink is not None:
-            sink[:] = [_REACHED, *tools]
+            sink.tools = list(tools)
         for tool in tools:
             self.offered[tool.tool_definition.name] = tool
-
-    @staticmethod
-    def reached(sink: list[Any]) -> bool:
-        """Whether a request reached the model (an interceptor may answer without it); then
-        ``sink`` holds that request's tools."""
-        if sink and sink[0] is _REACHED:
-            del sink[0]
-            return True
-        return False
 
     def answer_update(
         self, state: OverAllState, message: AssistantMessage, offered: Sequence[ToolCallback] = ()
