@@ -9,7 +9,11 @@ checkpoint needs its index, its values and its list prefixes, however long the t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from ._ids import created_at_of
+from .base import Checkpoint
 
 Index = dict[str, list[Any]]
 
@@ -23,3 +27,35 @@ def value_ref(checkpoint_id: str) -> list[Any]:
 
 def list_ref(list_no: int, length: int) -> list[Any]:
     return [LIST, list_no, length]
+
+
+def header_of(checkpoint: Checkpoint) -> dict[str, Any]:
+    """What a durable saver stores about a checkpoint besides its values."""
+    return {
+        "parent": checkpoint.parent_id,
+        "step": checkpoint.step,
+        "next": list(checkpoint.next_nodes),
+        "metadata": dict(checkpoint.metadata),
+        "interrupts": [dict(i) for i in checkpoint.interrupts],
+        "resume": {k: list(v) for k, v in checkpoint.resume_values.items()},
+        "pending": dict(checkpoint.pending_writes),
+    }
+
+
+def checkpoint_from(
+    header: Mapping[str, Any], checkpoint_id: str, thread_id: str, values: Mapping[str, Any]
+) -> Checkpoint:
+    """The checkpoint a stored header and its values describe."""
+    return Checkpoint(
+        id=checkpoint_id,
+        thread_id=thread_id,
+        parent_id=header["parent"],
+        step=header["step"],
+        next_nodes=tuple(header["next"]),
+        values=values,
+        created_at=created_at_of(checkpoint_id),
+        metadata=header["metadata"],
+        interrupts=tuple(header["interrupts"]),
+        resume_values={k: tuple(v) for k, v in header["resume"].items()},
+        pending_writes=header["pending"],
+    )

@@ -47,3 +47,17 @@ class CheckpointConflictError(CheckpointError):
         self.thread_id = thread_id
         self.expected_head = expected_head
         self.actual_head = actual_head
+
+    @classmethod
+    def moved(
+        cls, thread_id: str, expected_head: str | None, actual_head: str | None
+    ) -> CheckpointConflictError:
+        """The error for a thread whose head moved away from the writer's parent."""
+        return cls(
+            f"thread '{thread_id}' moved to checkpoint {actual_head!r} while this writer was "
+            f"working from {expected_head!r}; nothing was written. Another run is writing the "
+            "same thread: reload it and retry, or use another thread_id.",
+            thread_id=thread_id,
+            expected_head=expected_head,
+            actual_head=actual_head,
+        )

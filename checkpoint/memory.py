@@ -119,14 +119,8 @@ class MemorySaver(BaseCheckpointSaver):
             thread = self._threads.get(checkpoint.thread_id)
             head = thread.head if thread is not None else None
             if check_head and head != checkpoint.parent_id:
-                raise CheckpointConflictError(
-                    f"thread '{checkpoint.thread_id}' moved to checkpoint {head!r} while this "
-                    f"writer was working from {checkpoint.parent_id!r}; nothing was written. "
-                    "Another run is writing the same thread: reload it and retry, or use "
-                    "another thread_id.",
-                    thread_id=checkpoint.thread_id,
-                    expected_head=checkpoint.parent_id,
-                    actual_head=head,
+                raise CheckpointConflictError.moved(
+                    checkpoint.thread_id, checkpoint.parent_id, head
                 )
             if thread is None:
                 thread = self._threads[checkpoint.thread_id] = _Thread()

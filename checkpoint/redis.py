@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any, TypeVar
 
 from . import _redis_lua
-from ._ids import created_at_of
+from ._index import checkpoint_from, header_of
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, CheckpointError
 from .serde import Serializer
@@ -155,18 +155,7 @@ class RedisSaver(BaseCheckpointSaver):
         base: str,
     ) -> builtins.list[Any]:
         s = self.serializer
-        header = s.dumps(
-            {
-                "parent": checkpoint.parent_id,
-                "step": checkpoint.step,
-                "next": list(checkpoint.next_nodes),
-                "metadata": dict(checkpoint.metadata),
-                "interrupts": [dict(i) for i in checkpoint.interrupts],
-                "resume": {k: list(v) for k, v in checkpoint.resume_values.items()},
-                "pending": dict(checkpoint.pending_writes),
-            },
-            key="<checkpoint header>",
-        )
+        header = s.dumps(header_of(checkpoint), key="<checkpoint header>")
         values: builtins.list[Any] = []
         lists: builtins.list[Any] = []
         for key, value in delta.replaced.items():
@@ -203,13 +192,8 @@ class RedisSaver(BaseCheckpointSaver):
             head = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
             if head == checkpoint.id:  # a retried script whose first run had already written
                 return None
-            raise CheckpointConflictError(
-                f"thread '{checkpoint.thread_id}' moved to checkpoint {head or None!r} while this "
-                f"writer was working from {checkpoint.parent_id!r}; nothing was written. Another "
-                "run is writing the same thread: reload it and retry, or use another thread_id.",
-                thread_id=checkpoint.thread_id,
-                expected_head=checkpoint.parent_id,
-                actual_head=head or None,
+            raise CheckpointConflictError.moved(
+                checkpoint.thread_id, checkpoint.parent_id, head or None
             )
         if status == 2:
             return "*"
@@ -309,19 +293,7 @@ class RedisSaver(BaseCheckpointSaver):
                     f"thread '{thread_id}' is missing the stored value of '{key}' (expired or deleted?)"
                 )
             values[key] = [loads(item) for item in data] if kind in (b"l", "l") else loads(data)
-        return Checkpoint(
-            id=cid,
-            thread_id=thread_id,
-            parent_id=header["parent"],
-            step=header["step"],
-            next_nodes=tuple(header["next"]),
-            values=values,
-            created_at=created_at_of(cid),
-            metadata=header["metadata"],
-            interrupts=tuple(header["interrupts"]),
-            resume_values={k: tuple(v) for k, v in header["resume"].items()},
-            pending_writes=header["pending"],
-        )
+        return checkpoint_from(header, cid, thread_id, values)
 
     def _read_args(self, checkpoint_id: str | None) -> builtins.list[Any]:
         return [checkpoint_id or "", self.ttl if (self.ttl and self.refresh_on_read) else 0]

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._ids import created_at_of
-from ._index import LIST, VALUE, Index, list_ref, value_ref
+from ._index import LIST, VALUE, Index, checkpoint_from, header_of, list_ref, value_ref
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, CheckpointError
 from .serde import Serializer
@@ -112,16 +111,7 @@ class SqliteSaver(BaseCheckpointSaver):
         appended = {
             k: [s.dumps(item, key=k) for item in items] for k, items in delta.appended.items()
         }
-        header = s.dumps(
-            {
-                "next": list(checkpoint.next_nodes),
-                "metadata": dict(checkpoint.metadata),
-                "interrupts": [dict(i) for i in checkpoint.interrupts],
-                "resume": {k: list(v) for k, v in checkpoint.resume_values.items()},
-                "pending": dict(checkpoint.pending_writes),
-            },
-            key="<checkpoint header>",
-        )
+        header = s.dumps(header_of(checkpoint), key="<checkpoint header>")
         thread, cid = checkpoint.thread_id, checkpoint.id
         with self._lock, self._transaction() as db:
             row = db.execute(
@@ -129,13 +119,8 @@ class SqliteSaver(BaseCheckpointSaver):
             ).fetchone()
             head, next_list = (row[0], row[1]) if row else (None, 0)
             if check_head and head != checkpoint.parent_id:
-                raise CheckpointConflictError(
-                    f"thread '{thread}' moved to checkpoint {head!r} while this writer was "
-                    f"working from {checkpoint.parent_id!r}; nothing was written. Another run is "
-                    "writing the same thread: reload it and retry, or use another thread_id.",
-                    thread_id=thread,
-                    expected_head=checkpoint.parent_id,
-                    actual_head=head,
+                raise CheckpointConflictError.moved(
+                    checkpoint.thread_id, checkpoint.parent_id, head
                 )
             index = self._index(db, thread, checkpoint.parent_id) if checkpoint.parent_id else {}
             if checkpoint.parent_id and index is None:  # the parent was pruned: store in full
@@ -296,18 +281,8 @@ class SqliteSaver(BaseCheckpointSaver):
             cid, parent_id, step, header_blob, index_blob = row
             values = self._values(db, thread_id, self.serializer.loads(index_blob))
         header = self.serializer.loads(header_blob)
-        return Checkpoint(
-            id=cid,
-            thread_id=thread_id,
-            parent_id=parent_id,
-            step=step,
-            next_nodes=tuple(header["next"]),
-            values=values,
-            created_at=created_at_of(cid),
-            metadata=header["metadata"],
-            interrupts=tuple(header["interrupts"]),
-            resume_values={k: tuple(v) for k, v in header["resume"].items()},
-            pending_writes=header["pending"],
+        return checkpoint_from(
+            {**header, "parent": parent_id, "step": step}, cid, thread_id, values
         )
 
     def _values(self, db: sqlite3.Connection, thread: str, index: Index) -> dict[str, Any]:
