@@ -9,24 +9,12 @@ import pytest
 from checkpoint import MemorySaver, UnserializableValueError, register_type
 from graph_agent import END, START, KeyStrategy, StateGraph
 
-
-def _chat_graph(saver: MemorySaver):
-    """One turn = the user's message plus one assistant reply."""
-    graph = StateGraph(key_strategies={"messages": KeyStrategy.APPEND})
-    graph.add_node(
-        "reply",
-        lambda s: {
-            "messages": [f"reply to {s['messages'][-1]}"],
-            "turns": len(s["messages"]) // 2 + 1,
-        },
-    )
-    graph.add_edge(START, "reply").add_edge("reply", END)
-    return graph.compile(saver=saver)
+from ._graphs import chat_graph
 
 
 def test_a_400_message_thread_holds_400_messages_not_every_prefix():
     saver = MemorySaver()
-    app = _chat_graph(saver)
+    app = chat_graph(saver)
     config = {"thread_id": "long"}
     held = []
     for turn in range(200):
@@ -42,7 +30,7 @@ def test_a_400_message_thread_holds_400_messages_not_every_prefix():
 
 def test_bytes_stored_per_turn_stay_flat():
     saver = MemorySaver(copy=True)
-    app = _chat_graph(saver)
+    app = chat_graph(saver)
     config = {"thread_id": "bytes"}
     sizes = []
     for turn in range(200):
@@ -56,7 +44,7 @@ def test_bytes_stored_per_turn_stay_flat():
 
 def test_max_threads_forgets_the_least_recently_used():
     saver = MemorySaver(max_threads=2)
-    app = _chat_graph(saver)
+    app = chat_graph(saver)
     for thread in ("a", "b"):
         app.invoke({"messages": ["hi"]}, {"thread_id": thread})
     app.get_state({"thread_id": "a"})  # 'a' is now the most recently used
@@ -68,7 +56,7 @@ def test_max_threads_forgets_the_least_recently_used():
 @pytest.mark.parametrize("copy", [False, True])
 def test_max_retained_prunes_old_checkpoints_and_keeps_the_state(copy):
     saver = MemorySaver(max_retained=3, copy=copy)
-    app = _chat_graph(saver)
+    app = chat_graph(saver)
     config = {"thread_id": "r"}
     for turn in range(10):
         app.invoke({"messages": [f"turn {turn}"]}, config)

@@ -17,19 +17,7 @@ from checkpoint import CheckpointError, RedisSaver, SerializationError
 from graph_agent import END, START, KeyStrategy, Overwrite, StateGraph
 
 from ..redis_servers import redis_server
-
-
-def _chat(saver):
-    graph = StateGraph(key_strategies={"messages": KeyStrategy.APPEND})
-    graph.add_node(
-        "reply",
-        lambda s: {
-            "messages": [f"reply to {s['messages'][-1]}"],
-            "turns": len(s["messages"]) // 2 + 1,
-        },
-    )
-    graph.add_edge(START, "reply").add_edge("reply", END)
-    return graph.compile(saver=saver)
+from ._graphs import chat_graph
 
 
 @pytest.fixture
@@ -39,7 +27,7 @@ def fake() -> fakeredis.FakeRedis:
 
 def test_a_thread_lives_in_seven_keys_under_its_hash_tag(fake):
     saver = RedisSaver(fake, key_prefix="app")
-    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "user-7"})
+    chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "user-7"})
     keys = sorted(k.decode() for k in fake.keys("*"))
     assert keys == sorted(saver.keys("user-7")) and len(keys) == 7
     assert all(k.startswith("app:{user-7}:") for k in keys)
@@ -51,7 +39,7 @@ def test_a_thread_lives_in_seven_keys_under_its_hash_tag(fake):
 
 def test_ttl_covers_every_key_and_is_refreshed_on_write(fake):
     saver = RedisSaver(fake, ttl=100)
-    app = _chat(saver)
+    app = chat_graph(saver)
     app.invoke({"messages": ["hi"]}, {"thread_id": "t"})
     for key in saver.keys("t"):
         fake.expire(key, 5)
@@ -61,7 +49,7 @@ def test_ttl_covers_every_key_and_is_refreshed_on_write(fake):
 
 def test_refresh_on_read(fake):
     saver = RedisSaver(fake, ttl=100, refresh_on_read=True)
-    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
     for key in saver.keys("t"):
         fake.expire(key, 5)
     saver.get("t")
@@ -70,7 +58,7 @@ def test_refresh_on_read(fake):
 
 def test_max_retained_prunes_history_and_keeps_the_state(fake):
     saver = RedisSaver(fake, max_retained=3)
-    app = _chat(saver)
+    app = chat_graph(saver)
     for turn in range(12):
         app.invoke({"messages": [f"t{turn}"]}, {"thread_id": "r"})
     assert len(list(saver.list("r"))) == 3
@@ -92,7 +80,7 @@ def test_retention_drops_values_written_long_ago_once_unused(fake):
 
 def test_a_retried_write_that_had_landed_is_not_a_conflict(fake):
     saver = RedisSaver(fake)
-    app = _chat(saver)
+    app = chat_graph(saver)
     app.invoke({"messages": ["hi"]}, {"thread_id": "r"})
     real_write = saver._write
     calls = []
@@ -112,7 +100,7 @@ def test_a_fork_onto_a_pruned_parent_is_stored_whole(fake):
     from checkpoint._ids import created_at_of, new_checkpoint_id
 
     saver = RedisSaver(fake, max_retained=1)
-    app = _chat(saver)
+    app = chat_graph(saver)
     app.invoke({"messages": ["a"]}, {"thread_id": "f"})
     pruned = saver.get("f").id
     app.invoke({"messages": ["b"]}, {"thread_id": "f"})
@@ -129,7 +117,7 @@ def test_async_clients_are_recognised_by_behaviour():
     assert saver.client is None and saver.async_client is not None
 
     async def main():
-        app = _chat(saver)
+        app = chat_graph(saver)
         await app.ainvoke({"messages": ["hi"]}, {"thread_id": "a"})
         return await saver.aget("a")
 
@@ -150,7 +138,7 @@ def test_retention_drops_lists_no_checkpoint_uses(fake):
 
 def test_delete_thread_removes_every_key(fake):
     saver = RedisSaver(fake)
-    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "gone"})
+    chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "gone"})
     saver.delete_thread("gone")
     assert fake.keys("*") == [] and saver.get("gone") is None
 
@@ -158,7 +146,7 @@ def test_delete_thread_removes_every_key(fake):
 def test_reads_are_retried_on_connection_errors(fake):
     sleeps: list[float] = []
     saver = RedisSaver(fake, sleep=sleeps.append, read_retries=3)
-    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
     real_read = saver._read
     failures = iter([redis.ConnectionError("reset"), redis.TimeoutError("slow")])
 
@@ -175,7 +163,7 @@ def test_reads_are_retried_on_connection_errors(fake):
 
 def test_a_failed_write_is_a_clear_error_and_the_head_stays(fake):
     saver = RedisSaver(fake)
-    app = _chat(saver)
+    app = chat_graph(saver)
     app.invoke({"messages": ["hi"]}, {"thread_id": "t"})
     head = saver.get("t").id
 
@@ -195,7 +183,7 @@ def test_a_failed_write_is_a_clear_error_and_the_head_stays(fake):
 
 def test_a_planted_pickle_cannot_run_code(fake, tmp_path):
     saver = RedisSaver(fake)
-    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
+    chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
     marker = tmp_path / "pwned"
 
     class Exploit:
@@ -234,7 +222,7 @@ def test_one_round_trip_per_write_and_per_read_on_a_real_server(redis_url):
     client = _CountingRedis.from_url(redis_url)
     client.sent = []
     saver = RedisSaver(client, key_prefix=f"rt-{uuid.uuid4().hex[:6]}")
-    app = _chat(saver)
+    app = chat_graph(saver)
     app.invoke({"messages": ["warm"]}, {"thread_id": "rt"})
     client.sent.clear()
     for turn in range(20):
@@ -248,12 +236,12 @@ def test_one_round_trip_per_write_and_per_read_on_a_real_server(redis_url):
 def test_auth_urls_work_and_never_show_the_password(tmp_path):
     with redis_server(tmp_path / "auth", "--requirepass", "s3cret-pw") as port:
         saver = RedisSaver.from_url(f"redis://:s3cret-pw@127.0.0.1:{port}/0")
-        _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "a"})
+        chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "a"})
         assert saver.get("a").values["turns"] == 1
         assert "s3cret-pw" not in repr(saver)
         wrong = RedisSaver.from_url(f"redis://:wrong-pw@127.0.0.1:{port}/0")
         with pytest.raises(Exception) as info:
-            _chat(wrong).invoke({"messages": ["hi"]}, {"thread_id": "b"})
+            chat_graph(wrong).invoke({"messages": ["hi"]}, {"thread_id": "b"})
         assert "wrong-pw" not in str(info.value)
 
 
@@ -262,7 +250,7 @@ def test_async_client_on_a_real_server(redis_url):
 
     async def main():
         saver = RedisSaver(redis.asyncio.Redis.from_url(redis_url), key_prefix=prefix)
-        app = _chat(saver)
+        app = chat_graph(saver)
         await app.ainvoke({"messages": ["one"]}, {"thread_id": "x"})
         result = await app.ainvoke({"messages": ["two"]}, {"thread_id": "x"})
         history = [c async for c in saver.alist("x")]
@@ -279,7 +267,7 @@ def test_async_client_on_a_real_server(redis_url):
 def test_bytes_stored_per_turn_stay_flat_on_a_real_server(redis_url):
     client = redis.Redis.from_url(redis_url)
     saver = RedisSaver(client, key_prefix=f"flat-{uuid.uuid4().hex[:6]}")
-    app = _chat(saver)
+    app = chat_graph(saver)
     for turn in range(120):
         app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})
     assert len(saver.get("f").values["messages"]) == 240
@@ -309,14 +297,14 @@ def test_rediss_url_with_auth_over_tls(tmp_path):
     ):  # fmt: skip
         url = f"rediss://:tls-secret@127.0.0.1:{tls_port}/0?ssl_ca_certs={cert}"
         saver = RedisSaver.from_url(url)
-        _chat(saver).invoke({"messages": ["over tls"]}, {"thread_id": "tls"})
+        chat_graph(saver).invoke({"messages": ["over tls"]}, {"thread_id": "tls"})
         assert saver.get("tls").values["messages"] == ["over tls", "reply to over tls"]
         assert "tls-secret" not in repr(saver)
 
 
 def test_a_from_url_saver_works_across_event_loops(redis_url):
     saver = RedisSaver.from_url(redis_url, key_prefix=f"loops-{uuid.uuid4().hex[:6]}")
-    app = _chat(saver)
+    app = chat_graph(saver)
     for turn in range(3):  # each asyncio.run is a new event loop
         asyncio.run(app.ainvoke({"messages": [f"t{turn}"]}, {"thread_id": "l"}))
     assert len(saver.get("l").values["messages"]) == 6

@@ -19,32 +19,21 @@ from graph_agent import (
     interrupt,
 )
 
-
-def _chat(saver):
-    graph = StateGraph(key_strategies={"messages": KeyStrategy.APPEND})
-    graph.add_node(
-        "reply",
-        lambda s: {
-            "messages": [f"reply to {s['messages'][-1]}"],
-            "turns": len(s["messages"]) // 2 + 1,
-        },
-    )
-    graph.add_edge(START, "reply").add_edge("reply", END)
-    return graph.compile(saver=saver)
+from ._graphs import chat_graph
 
 
 def test_a_thread_survives_a_restart(tmp_path):
     path = tmp_path / "threads.sqlite"
     with SqliteSaver(path) as saver:
-        _chat(saver).invoke({"messages": ["hello"]}, {"thread_id": "t"})
+        chat_graph(saver).invoke({"messages": ["hello"]}, {"thread_id": "t"})
     with SqliteSaver(path) as reopened:
-        result = _chat(reopened).invoke({"messages": ["again"]}, {"thread_id": "t"})
+        result = chat_graph(reopened).invoke({"messages": ["again"]}, {"thread_id": "t"})
     assert result["messages"] == ["hello", "reply to hello", "again", "reply to again"]
 
 
 def test_bytes_written_per_turn_stay_flat(tmp_path):
     saver = SqliteSaver(tmp_path / "flat.sqlite")
-    app = _chat(saver)
+    app = chat_graph(saver)
     sizes = []
     for turn in range(200):
         app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "long"})
@@ -56,7 +45,7 @@ def test_bytes_written_per_turn_stay_flat(tmp_path):
 
 def test_reading_costs_the_same_number_of_queries_however_long_the_thread(tmp_path):
     saver = SqliteSaver(tmp_path / "reads.sqlite")
-    app = _chat(saver)
+    app = chat_graph(saver)
     counts = []
     for turns in (5, 100):
         while len(list(saver.list("q"))) < turns:
@@ -71,7 +60,7 @@ def test_reading_costs_the_same_number_of_queries_however_long_the_thread(tmp_pa
 
 def test_fork_from_an_old_checkpoint_keeps_both_branches(tmp_path):
     saver = SqliteSaver(tmp_path / "fork.sqlite")
-    app = _chat(saver)
+    app = chat_graph(saver)
     config = RunnableConfig(thread_id="f")
     for text in ("a", "b", "c"):
         app.invoke({"messages": [text]}, config)
@@ -109,7 +98,7 @@ def test_interrupts_and_resume_values_are_stored(tmp_path):
 
 def test_max_retained_keeps_the_latest_state(tmp_path):
     saver = SqliteSaver(tmp_path / "retain.sqlite", max_retained=3)
-    app = _chat(saver)
+    app = chat_graph(saver)
     for turn in range(10):
         app.invoke({"messages": [f"t{turn}"]}, {"thread_id": "m"})
     assert len(list(saver.list("m"))) == 3
@@ -119,7 +108,7 @@ def test_max_retained_keeps_the_latest_state(tmp_path):
 def test_two_savers_on_one_file_cannot_both_extend_the_same_head(tmp_path):
     path = tmp_path / "shared.sqlite"
     first, second = SqliteSaver(path), SqliteSaver(path)
-    app1, app2 = _chat(first), _chat(second)
+    app1, app2 = chat_graph(first), chat_graph(second)
     app1.invoke({"messages": ["one"]}, {"thread_id": "s"})
     stale = second.get("s")
     app1.invoke({"messages": ["two"]}, {"thread_id": "s"})
@@ -135,7 +124,7 @@ def test_two_savers_on_one_file_cannot_both_extend_the_same_head(tmp_path):
 
 def test_concurrent_threads_in_one_process(tmp_path):
     saver = SqliteSaver(tmp_path / "many.sqlite")
-    app = _chat(saver)
+    app = chat_graph(saver)
     errors: list[BaseException] = []
 
     def work(n: int) -> None:
@@ -165,7 +154,7 @@ def test_an_unserializable_value_writes_nothing(tmp_path):
 
 def test_from_conn_string_accepts_uris(tmp_path):
     saver = SqliteSaver.from_conn_string(f"file:{tmp_path / 'uri.sqlite'}?mode=rwc")
-    _chat(saver).invoke({"messages": ["hi"]}, {"thread_id": "u"})
+    chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "u"})
     assert saver.get("u").values["turns"] == 1
     with pytest.raises(ValueError, match="max_retained"):
         SqliteSaver(tmp_path / "x.sqlite", max_retained=0)
