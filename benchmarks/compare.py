@@ -13,42 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _servers import redis_binary, server  # noqa: E402  (benchmarks/ is not a package)
+
 ROOT = HERE.parent
 SHARED_BENCH = Path(os.environ.get("SHARED_BENCH", ROOT.parent / "shared" / "bench")).absolute()
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _server(command: list[str], port: int) -> Iterator[str]:
-    workdir = tempfile.mkdtemp(prefix="bench-")
-    process = subprocess.Popen([*command, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def _modules_server(peer_python: str) -> list[str] | None:
@@ -132,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     ours_file, peer_file = results / f"ours-{stamp}.jsonl", results / f"langgraph-{stamp}.jsonl"
     names = [n for n in args.only.split(",") if n]
     with ExitStack() as stack:
-        plain = stack.enter_context(_server(["redis-server"], _port()))
+        plain = stack.enter_context(server([redis_binary() or "redis-server"]))
         modules = _modules_server(args.peer_python)
-        modules_url = stack.enter_context(_server(modules, _port())) if modules else ""
+        modules_url = stack.enter_context(server(modules)) if modules else ""
         ours_cmd = [
             sys.executable,
             str(HERE / "run.py"),

@@ -14,69 +14,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-
-
-@contextmanager
-def redis_server() -> Iterator[str | None]:
-    """A throw-away redis-server on 127.0.0.1 (no persistence); stopped by pid."""
-    binary = (
-        os.environ.get("REDIS_SERVER")
-        or shutil.which("redis-server")
-        or shutil.which("valkey-server")
-    )
-    if binary is None:
-        yield None
-        return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    workdir = tempfile.mkdtemp(prefix="bench-redis-")
-    process = subprocess.Popen(
-        [
-            binary,
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
+sys.path.insert(0, str(HERE))
+from _servers import redis_binary, server  # noqa: E402  (benchmarks/ is not a package)
 
 
 def child(name: str, smoke: bool) -> None:
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(HERE))
     import workloads
 
     if smoke:
@@ -132,16 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
     records: list[dict[str, object]] = []
-    with redis_server() as url:
+    binary = redis_binary()
+    with server([binary]) if binary else nullcontext("") as url:
         for name in names:
             if name == "W5":
-                if url is None:
+                if not url:
                     print(
                         "# W5 skipped: no redis-server or valkey-server on PATH (or $REDIS_SERVER)",
                         file=sys.stderr,
                     )
                     continue
-                env["BENCH_REDIS_URL"] = url
+                env["BENCH_REDIS_URL"] = url + "/0"
             records += run_one(name, args.smoke, env)
     out = (
         Path(args.out)

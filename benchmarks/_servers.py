@@ -1,0 +1,61 @@
+"""Throw-away Redis-protocol servers on free loopback ports, for the benchmarks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+
+def redis_binary() -> str | None:
+    return (
+        os.environ.get("REDIS_SERVER")
+        or shutil.which("redis-server")
+        or shutil.which("valkey-server")
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def server(command: Sequence[str]) -> Iterator[str]:
+    """``command`` (a redis-server or valkey-server and its options) on 127.0.0.1 with no
+    persistence; yields its URL; stopped by pid."""
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="bench-redis-")
+    options = [
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        workdir,
+    ]
+    process = subprocess.Popen(
+        [*command, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
