@@ -3,34 +3,19 @@ example takes ``--help`` and offers ``--live``; examples/README.md lists them al
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from ._examples import run_example
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
 def run(name: str, *args: str) -> str:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.pop("OPENAI_API_KEY", None)
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), *args],
-        cwd=ROOT,
-        env=env,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
-    return result.stdout
+    return run_example(name, *args)
 
 
 def section(out: str, title: str) -> str:

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from ._examples import run_example
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(name: str, *args: str) -> str:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.pop("OPENAI_API_KEY", None)
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name), *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
-    return result.stdout
+    return run_example(name, *args)
 
 
 def test_datetime_tools_set_an_alarm_ten_minutes_later() -> None:
