@@ -46,6 +46,15 @@ def _matches(value: Any, where: Mapping[str, Any] | None) -> bool:
     return isinstance(value, Mapping) and all(value.get(k) == v for k, v in where.items())
 
 
+def _page(
+    items: Iterable[Item], where: Mapping[str, Any] | None, limit: int, offset: int
+) -> builtins.list[Item]:
+    """The items matching ``where``, newest update first, ``offset`` skipped, at most ``limit``."""
+    found = [item for item in items if _matches(item.value, where)]
+    found.sort(key=lambda i: i.updated_at, reverse=True)
+    return found[offset : offset + limit]
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -158,10 +167,8 @@ class MemoryStore(BaseStore):
                 for ns in sorted(self._items)
                 if ns[: len(prefix)] == prefix
                 for item in self._items[ns].values()
-                if _matches(item.value, filter)
             ]
-        items.sort(key=lambda i: i.updated_at, reverse=True)
-        return items[offset : offset + limit]
+        return _page(items, filter, limit, offset)
 
     def list_namespaces(
         self, prefix: Iterable[str] = (), max_depth: int | None = None, limit: int = 100
@@ -247,9 +254,7 @@ class RedisStore(BaseStore):
             for ns in self._namespaces(tuple(namespace_prefix))
             for key, blob in self.client.hgetall(self._key(ns)).items()
         ]
-        items = [i for i in items if _matches(i.value, filter)]
-        items.sort(key=lambda i: i.updated_at, reverse=True)
-        return items[offset : offset + limit]
+        return _page(items, filter, limit, offset)
 
     def list_namespaces(
         self, prefix: Iterable[str] = (), max_depth: int | None = None, limit: int = 100

@@ -35,6 +35,16 @@ def _check_limit(value: int | None, what: str) -> int | None:
     return value
 
 
+def _check_caps(
+    hook: str, run_limit: int | None, thread_limit: int | None
+) -> tuple[int | None, int | None]:
+    """The two caps, checked: each a non-negative int or None, not both None."""
+    run, thread = _check_limit(run_limit, "run_limit"), _check_limit(thread_limit, "thread_limit")
+    if run is None and thread is None:
+        raise ValueError(f"{hook} needs run_limit, thread_limit or both")
+    return run, thread
+
+
 def _check_exit(exit_behavior: str) -> ExitBehavior:
     if exit_behavior not in ("end", "error"):
         raise ValueError(f"exit_behavior must be 'end' or 'error', got {exit_behavior!r}")
@@ -78,10 +88,9 @@ class ModelCallLimitHook(ModelHook):
         *,
         name: str | None = None,
     ) -> None:
-        self.run_limit = _check_limit(run_limit, "run_limit")
-        self.thread_limit = _check_limit(thread_limit, "thread_limit")
-        if run_limit is None and thread_limit is None:
-            raise ValueError("ModelCallLimitHook needs run_limit, thread_limit or both")
+        self.run_limit, self.thread_limit = _check_caps(
+            "ModelCallLimitHook", run_limit, thread_limit
+        )
         self.exit_behavior = _check_exit(exit_behavior)
         self.can_jump_to = (JumpTo.END,) if self.exit_behavior == "end" else ()
         if name is not None:
@@ -146,10 +155,9 @@ class ToolCallLimitHook(ModelHook):
         *,
         name: str | None = None,
     ) -> None:
-        self.run_limit = _check_limit(run_limit, "run_limit")
-        self.thread_limit = _check_limit(thread_limit, "thread_limit")
-        if run_limit is None and thread_limit is None:
-            raise ValueError("ToolCallLimitHook needs run_limit, thread_limit or both")
+        self.run_limit, self.thread_limit = _check_caps(
+            "ToolCallLimitHook", run_limit, thread_limit
+        )
         if tool_name is not None and (not isinstance(tool_name, str) or not tool_name):
             raise ValueError(f"tool_name must be a tool's name or None, got {tool_name!r}")
         self.tool_name = tool_name
