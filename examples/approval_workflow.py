@@ -156,7 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     assert final is not None
     print("4. Super-steps, one checkpoint each (nodes in one step ran in parallel):")
     was_paused = False
-    for number, snap in enumerate(reversed(list(app.get_state_history(config))), start=1):
+    number = 0
+    for snap in reversed(list(app.get_state_history(config))):
+        if snap.metadata.get("source") == "input":
+            print("  input: checkpointed before any node ran")
+            continue
+        number += 1
         note = " <- paused in interrupt()" if snap.interrupts else ""
         note = " <- ran again on resume; interrupt() returned the answer" if was_paused else note
         print(f"  step {number}: {', '.join(snap.metadata.get('nodes', []))}{note}")

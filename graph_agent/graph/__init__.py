@@ -6,9 +6,10 @@ from ._constants import END, START
 from .compiled import CompiledGraph, RunOutcome
 from .config import RunnableConfig
 from .interrupt import interrupt
+from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite
 from .state_graph import DEFAULT_RECURSION_LIMIT, StateGraph
-from .types import Command, Interrupt, NodeOutput, StateSnapshot
+from .types import Command, Interrupt, NodeOutput, Send, StateSnapshot
 
 __all__ = [
     "DEFAULT_RECURSION_LIMIT",
@@ -22,8 +23,10 @@ __all__ = [
     "NodeOutput",
     "OverAllState",
     "Overwrite",
+    "RetryPolicy",
     "RunOutcome",
     "RunnableConfig",
+    "Send",
     "StateGraph",
     "StateSnapshot",
     "interrupt",

@@ -7,44 +7,58 @@ and send its result back, so both APIs share one implementation of the semantics
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from checkpoint import Checkpoint, CheckpointDelta, CheckpointNotFoundError
 from checkpoint._ids import created_at_of, new_checkpoint_id
 
+from .._context import RunScope, derive_id
 from ..errors import GraphRecursionError, GraphResumeError, GraphUsageError, InvalidRouteError
+from ..events import CheckpointEvent, InterruptEvent, RunEnd, RunError, RunStart
 from ._constants import END, START
 from ._merge import DeltaTracker, merge_updates
-from ._spec import BranchSpec, GraphSpec, NodeSpec
+from ._spec import BranchSpec, GraphSpec
+from ._tasks import (
+    PULL,
+    PUSH,
+    Task,
+    TaskResult,
+    decode_resume,
+    encode_resume,
+    pending_frame,
+    read_frame,
+)
 from .config import RunnableConfig
-from .interrupt import NodeInterrupt
 from .state import OverAllState
-from .types import Command, NodeOutput
+from .types import Command, Interrupt, NodeOutput, Send
+
+BASE_KEY = "__base__"  # in pending_writes: [checkpoint id, step] the stopped step started from
 
 
-class Task:
-    """One node to run in a super-step, with the state it sees."""
+class RunStopped(BaseException):
+    """The run was asked to stop (its event stream was closed); it stops between steps."""
 
-    __slots__ = ("config", "node", "resume", "state")
 
-    def __init__(
-        self, node: NodeSpec, state: OverAllState, config: RunnableConfig, resume: Sequence[Any]
-    ) -> None:
-        self.node = node
-        self.state = state
-        self.config = config
+class ParentCommand(BaseException):
+    """A node of a subgraph returned ``Command(graph=Command.PARENT)``: the subgraph stops and
+    its node in the parent graph applies ``command``."""
+
+    def __init__(self, command: Command) -> None:
+        super().__init__(command)
+        self.command = command
+
+
+class SubgraphEntry:
+    """The input of a subgraph's run: the state it is handed, and whether its task ran
+    before (then the child's thread may hold a paused or finished run to continue)."""
+
+    __slots__ = ("resume", "resuming", "values")
+
+    def __init__(self, values: Mapping[str, Any], resume: Mapping[str, Any], resuming: bool):
+        self.values = values
         self.resume = resume
-
-
-class TaskResult:
-    __slots__ = ("interrupt", "node", "update")
-
-    def __init__(self, node: str, update: Any, interrupt: NodeInterrupt | None) -> None:
-        self.node = node
-        self.update = update
-        self.interrupt = interrupt
+        self.resuming = resuming
 
 
 class LoadEffect:
@@ -58,12 +72,14 @@ class LoadEffect:
 
 
 class ExecuteEffect:
-    """Run the tasks (in parallel when several); send back their ``TaskResult``s in order."""
+    """Run the tasks (in parallel when several); send back a ``TaskResult`` per task run
+    (a task cancelled because a sibling failed gives none). Resume values by interrupt id."""
 
-    __slots__ = ("tasks",)
+    __slots__ = ("resume", "tasks")
 
-    def __init__(self, tasks: list[Task]) -> None:
+    def __init__(self, tasks: list[Task], resume: Mapping[str, Any]) -> None:
         self.tasks = tasks
+        self.resume = resume
 
 
 class RouteEffect:
@@ -111,10 +127,28 @@ class EmitEffect:
 
 
 Effect = LoadEffect | ExecuteEffect | RouteEffect | PutEffect | EmitEffect
+Frontier = tuple[list[str], list[Send]]
 
 
-def interrupt_record(node: str, when: str, value: Any = None, index: int = 0) -> dict[str, Any]:
-    return {"id": uuid.uuid4().hex[:16], "node": node, "when": when, "value": value, "index": index}
+def static_record(namespace: tuple[str, ...], base: Any, node: str, when: str) -> dict[str, Any]:
+    """The record of an ``interrupt_before``/``interrupt_after`` pause."""
+    return {
+        "id": derive_id(*namespace, base, node, when),
+        "node": node,
+        "when": when,
+        "value": None,
+        "ns": list(namespace),
+    }
+
+
+def interrupt_of(record: Mapping[str, Any]) -> Interrupt:
+    return Interrupt(
+        id=record["id"],
+        node=record["node"],
+        when=record["when"],
+        value=record.get("value"),
+        namespace=tuple(record.get("ns") or ()),
+    )
 
 
 class _Cursor:
@@ -126,16 +160,20 @@ class _Cursor:
         "has_saver",
         "head_id",
         "last_written",
+        "scope",
         "spec",
         "step",
         "tracker",
         "values",
     )
 
-    def __init__(self, spec: GraphSpec, config: RunnableConfig, has_saver: bool) -> None:
+    def __init__(
+        self, spec: GraphSpec, config: RunnableConfig, has_saver: bool, scope: RunScope
+    ) -> None:
         self.spec = spec
         self.config = config
         self.has_saver = has_saver
+        self.scope = scope
         self.values: dict[str, Any] | Mapping[str, Any] = {}
         self.head_id: str | None = None
         self.step = -1
@@ -170,47 +208,76 @@ class _Cursor:
 
     def write(
         self,
-        next_nodes: Sequence[str],
+        frontier: Frontier,
         *,
         source: str,
         nodes: Sequence[str] = (),
         interrupts: Sequence[Mapping[str, Any]] = (),
-        resume_values: Mapping[str, Sequence[Any]] | None = None,
-        pending_writes: Mapping[str, Any] | None = None,
+        resume: Mapping[str, Any] | None = None,
+        finished: Sequence[TaskResult] = (),
+        base: tuple[str | None, int] | None = None,
         updates: Sequence[tuple[str, Any]] = (),
     ) -> Generator[Effect, Any, str | None]:
-        """Checkpoint the current state (a no-op without a saver); return the new id."""
+        """Checkpoint the current state (a no-op without a saver); return the new id.
+
+        ``frontier`` is what runs next; ``finished`` the writes of a stopped step's tasks
+        that finished, and ``base`` where that step started (its task ids depend on it)."""
         if not self.has_saver:
             return None
+        names, sends = frontier
+        pending = pending_frame(finished, sends)
+        if base is not None:
+            pending[BASE_KEY] = list(base)
         checkpoint_id = new_checkpoint_id()
         checkpoint = Checkpoint(
             id=checkpoint_id,
             thread_id=self.config.thread_id,
             parent_id=self.head_id,
             step=self.step + 1,
-            next_nodes=tuple(next_nodes),
+            next_nodes=tuple(names),
             values=self.values,
             created_at=created_at_of(checkpoint_id),
             metadata={"source": source, "nodes": list(nodes)},
             interrupts=tuple(interrupts),
-            resume_values=dict(resume_values or {}),
-            pending_writes=dict(pending_writes or {}),
+            resume_values=encode_resume(resume or {}),
+            pending_writes=pending,
         )
         yield PutEffect(checkpoint, self.tracker.take(self.values), self.check_head, updates)
         self.last_written = checkpoint
         self.head_id = checkpoint_id
         self.step += 1
         self.check_head = True
+        scope = self.scope
+        if scope.bus is not None:
+            scope.event(CheckpointEvent, checkpoint_id=checkpoint_id, step=checkpoint.step)
         return checkpoint_id
 
     def successors(
-        self, ran: Sequence[str], state: OverAllState
-    ) -> Generator[Effect, Any, list[str]]:
-        """The nodes triggered after ``ran`` (static edges, then routers), END dropped."""
+        self,
+        ran: Sequence[tuple[str, list[str | Send] | None]],
+        state: OverAllState,
+    ) -> Generator[Effect, Any, Frontier]:
+        """What runs after ``ran`` ((node, goto) pairs: a node's ``goto`` replaces its edges):
+        node names in node order, END dropped, and the ``Send``s in order."""
         spec = self.spec
         targets: dict[str, None] = {}
+        sends: list[Send] = []
         branches: list[BranchSpec] = []
-        for name in ran:
+        for name, goto in ran:
+            if goto is not None:
+                for target in goto:
+                    if isinstance(target, Send):
+                        sends.append(self._checked_send(name, target))
+                    elif target == END or target in spec.nodes:
+                        targets[target] = None
+                    else:
+                        raise InvalidRouteError(
+                            f"node '{name}' returned Command(goto={target!r}), which is neither "
+                            f"a node nor END; use one of {[*spec.nodes, END]}",
+                            node=name,
+                            label=target,
+                        )
+                continue
             for target in spec.static_next.get(name, ()):
                 targets[target] = None
             branch = spec.branches.get(name)
@@ -220,17 +287,32 @@ class _Cursor:
             results = yield RouteEffect(branches, state, self.config)
             for branch, result in zip(branches, results):
                 for target in resolve_route(spec, branch, result):
-                    targets[target] = None
+                    if isinstance(target, Send):
+                        sends.append(self._checked_send(branch.source, target))
+                    else:
+                        targets[target] = None
         targets.pop(END, None)
-        return sorted(targets, key=lambda n: spec.nodes[n].index)
+        return sorted(targets, key=lambda n: spec.nodes[n].index), sends
+
+    def _checked_send(self, source: str, send: Send) -> Send:
+        if send.node not in self.spec.nodes:
+            raise InvalidRouteError(
+                f"'{source}' sent Send({send.node!r}, ...) to a node the graph does not have; "
+                f"known nodes: {list(self.spec.nodes)}",
+                node=source,
+                label=send.node,
+            )
+        return send
 
 
-def resolve_route(spec: GraphSpec, branch: BranchSpec, result: Any) -> list[str]:
+def resolve_route(spec: GraphSpec, branch: BranchSpec, result: Any) -> list[str | Send]:
     """The targets a router's result names; ``InvalidRouteError`` for anything unknown."""
     labels = list(result) if isinstance(result, (list, tuple, set, frozenset)) else [result]
-    targets = []
+    targets: list[str | Send] = []
     for label in labels:
-        if branch.path_map is not None:
+        if isinstance(label, Send):
+            targets.append(label)
+        elif branch.path_map is not None:
             try:
                 targets.append(branch.path_map[label])
             except (KeyError, TypeError):
@@ -255,178 +337,301 @@ def resolve_route(spec: GraphSpec, branch: BranchSpec, result: Any) -> list[str]
 
 
 class GraphRun(_Cursor):
-    """One ``invoke``/``stream``: from the input (or a resume) to END, an interrupt or an error.
+    """One ``invoke``/``stream``: from the input (or a resume) to END, a pause or an error.
 
     After the effects generator finishes, ``values`` holds the final state.
     """
 
-    __slots__ = ("inputs", "stream")
+    __slots__ = ("child_outputs", "inputs", "stream")
 
     def __init__(
         self,
         spec: GraphSpec,
         config: RunnableConfig,
         has_saver: bool,
-        inputs: Mapping[str, Any] | Command | None,
+        inputs: Mapping[str, Any] | Command | SubgraphEntry | None,
         stream: bool,
+        scope: RunScope,
     ) -> None:
-        super().__init__(spec, config, has_saver)
+        super().__init__(spec, config, has_saver, scope)
         self.inputs = inputs
         self.stream = stream
+        self.child_outputs: list[NodeOutput] = []
 
     def effects(self) -> Generator[Effect, Any, None]:
-        spec = self.spec
+        scope = self.scope
+        if scope.bus is None:
+            yield from self._run()
+            return
+        scope.event(RunStart, input=self.inputs)
+        try:
+            yield from self._run()
+        except (GeneratorExit, ParentCommand):
+            raise
+        except BaseException as error:
+            scope.event(RunError, error=error)
+            raise
+        last = self.last_written
+        records = last.interrupts if last is not None and last.next_nodes else ()
+        scope.event(
+            RunEnd,
+            interrupts=tuple(interrupt_of(r) for r in records),
+            values=self.spec.public(self.values),
+        )
+
+    def _start(self, checkpoint: Checkpoint | None) -> Generator[Effect, Any, Frontier | None]:
+        """Merge new input; checkpoint it (always, before any node runs). ``None``: done."""
         inputs = self.inputs
-        checkpoint = (yield from self.load()) if self.has_saver else None
-        resume_values: dict[str, list[Any]] = {}
-        done: Mapping[str, Any] = {}  # updates of nodes that finished before a pause
-        skip_before = False
-        if inputs is None or isinstance(inputs, Command):
-            frontier, resume_values, skip_before = self._resume(checkpoint, inputs)
-            assert checkpoint is not None
-            done = checkpoint.pending_writes
-        elif isinstance(inputs, Mapping):
-            if checkpoint is not None and checkpoint.interrupts:
-                waiting = any(i["when"] == "during" for i in checkpoint.interrupts)
-                how = "invoke(Command(resume=value), config)" if waiting else "invoke(None, config)"
-                raise GraphResumeError(
-                    f"thread '{self.config.thread_id}' is paused ({_describe_interrupts(checkpoint)}); "
-                    f"resume it with {how} before sending new input"
-                )
-            self.merge([("__input__", inputs)])
-            frontier = yield from self.successors([START], OverAllState(self.values))
-        else:
+        if not isinstance(inputs, Mapping):
             raise GraphUsageError(
                 f"invoke() input must be a dict of state updates, None (resume) or "
                 f"Command(...), got {type(inputs).__name__}"
             )
+        if checkpoint is not None and checkpoint.interrupts:
+            waiting = any(i["when"] == "during" for i in checkpoint.interrupts)
+            how = "invoke(Command(resume=value), config)" if waiting else "invoke(None, config)"
+            raise GraphResumeError(
+                f"thread '{self.config.thread_id}' is paused ({_describe(checkpoint)}); "
+                f"resume it with {how} before sending new input"
+            )
+        self.merge([("__input__", inputs)])
+        frontier = yield from self.successors([(START, None)], OverAllState(self.values))
+        hits = self._before_hits(frontier[0], (self.head_id, self.step + 1))
+        yield from self.write(frontier, source="input", interrupts=hits)
+        self._announce(hits)
+        return None if hits or not (frontier[0] or frontier[1]) else frontier
 
-        if not skip_before:
-            hits = self._before_hits(frontier)
-            if hits:
-                yield from self.write(frontier, source="input", interrupts=hits)
+    def _enter(self) -> Generator[Effect, Any, Command | Mapping[str, Any] | None]:
+        """A subgraph's input: its task's first run starts it afresh; a re-run continues the
+        child's thread (``None``: the child had finished or stays paused, nothing to run)."""
+        entry = self.inputs
+        assert isinstance(entry, SubgraphEntry)
+        if not (entry.resuming and self.has_saver):
+            return entry.values
+        checkpoint = yield from self.load()
+        if checkpoint is None:
+            return entry.values
+        _, sends = read_frame({k: v for k, v in checkpoint.pending_writes.items() if k != BASE_KEY})
+        if not checkpoint.next_nodes and not sends:
+            return None  # it finished before the parent's step stopped: its values stand
+        self.last_written = checkpoint
+        pending = [i["id"] for i in checkpoint.interrupts if i["when"] == "during"]
+        if not pending:
+            return Command()
+        answers = {i: entry.resume[i] for i in pending if i in entry.resume}
+        return Command(resume=answers) if answers else None
+
+    def _run(self) -> Generator[Effect, Any, None]:
+        spec = self.spec
+        if isinstance(self.inputs, SubgraphEntry):
+            entered = yield from self._enter()
+            if entered is None:
                 return
-        if not frontier:  # the entry routed straight to END: keep the input all the same
-            yield from self.write(frontier, source="input")
-            return
+            self.inputs = entered
+            checkpoint = self.last_written if isinstance(entered, Command) else None
+        else:
+            checkpoint = (yield from self.load()) if self.has_saver else None
+        resume: dict[str, Any] = {}
+        done: dict[str, tuple[str, Any, list[str | Send] | None]] = {}
+        base: tuple[str | None, int] | None = None
+        if self.inputs is None or isinstance(self.inputs, Command):
+            names, sends, resume, done, base = self._resume(checkpoint, self.inputs)
+        else:
+            started = yield from self._start(checkpoint)
+            if started is None:
+                return
+            names, sends = started
         limit = self.config.recursion_limit or spec.default_recursion_limit
         steps = 0
-        unsaved_input = self.has_saver and bool(self.tracker.appended or self.tracker.replaced)
-        while frontier:
-            runnable, deferred = self._split_joins(frontier)
+        bus = self.scope.bus
+        while names or sends:
+            runnable, deferred = self._split_joins(names)
             if steps >= limit:
                 raise GraphRecursionError(
                     f"thread '{self.config.thread_id}' ran {steps} super-steps without reaching "
-                    f"END (recursion_limit={limit}); next were {list(runnable)}. Raise the limit "
-                    "(compile(recursion_limit=N) or RunnableConfig(recursion_limit=N)) or check "
-                    "the routers for a loop that never ends; the thread can be resumed from "
-                    "its last step with invoke(None, config)"
+                    f"END (recursion_limit={limit}); next were {[*runnable, *(s.node for s in sends)]}. "
+                    "Raise the limit (compile(recursion_limit=N) or RunnableConfig(recursion_limit=N)) "
+                    "or check the routers for a loop that never ends; the thread can be resumed "
+                    "from its last step with invoke(None, config)"
                 )
+            if bus is not None and bus.stop_requested:
+                raise RunStopped()
             steps += 1
-            state = OverAllState(self.values)
-            config = self.config
-            tasks = [
-                Task(spec.nodes[n], state, config, resume_values.get(n, ()))
-                for n in runnable
-                if n not in done
-            ]
-            try:  # run, merge and route; nothing of the step is kept if any of it fails
-                results: list[TaskResult] = (yield ExecuteEffect(tasks)) if tasks else []
-                if done:  # nodes that finished before the pause keep their updates
-                    ran = {r.node: r for r in results}
-                    results = [ran.get(n) or TaskResult(n, done[n], None) for n in runnable]
-                    done = {}
-                paused = [r for r in results if r.interrupt is not None]
-                if not paused:
-                    updates = [(r.node, r.update) for r in results]
-                    step = DeltaTracker()
-                    merged = merge_updates(self.values, updates, spec.strategies, step)
-                    new_state = OverAllState(merged)
-                    triggered = yield from self.successors(runnable, new_state)
-            except Exception:
-                if unsaved_input:  # keep the input all the same: the thread can retry the step
-                    yield from self.write(frontier, source="input")
-                raise
-            unsaved_input = False
+            resuming = base is not None
+            step_base = base or (self.head_id, self.step + 1)
+            tasks = self._tasks(runnable, sends, step_base, resuming)
+            results = yield from self._execute(tasks, done, resume)
+            finished = [r for r in results if r.finished]
+            failed = [r for r in results if r.error is not None]
+            frontier = (names, sends)
+            if failed:  # keep what finished: a retry runs only the rest
+                if finished:
+                    yield from self.write(
+                        frontier, source="error", nodes=runnable, resume=resume,
+                        finished=finished, base=step_base,
+                    )  # fmt: skip
+                raise failed[0].error  # type: ignore[misc]
+            paused = [r for r in results if r.interrupt is not None]
             if paused:
-                records = [
-                    interrupt_record(r.node, "during", r.interrupt.value, r.interrupt.index)
-                    for r in paused
-                    if r.interrupt is not None
-                ]
-                finished = [(r.node, r.update) for r in results if r.interrupt is None]
+                records = [record for r in paused for record in r.interrupt or ()]
                 yield from self.write(
-                    frontier,
-                    source="interrupt",
-                    nodes=runnable,
-                    interrupts=records,
-                    resume_values=resume_values,
-                    pending_writes=dict(finished),
-                    updates=finished,
-                )
+                    frontier, source="interrupt", nodes=runnable, interrupts=records,
+                    resume=resume, finished=finished, base=step_base,
+                )  # fmt: skip
+                self._announce(records)
                 return
+            updates: list[tuple[str, Any]] = []
+            ran: list[tuple[str, list[str | Send] | None]] = []
+            for result in results:
+                update, goto = result.split()
+                if isinstance(result.update, Command) and result.update.graph is not None:
+                    self._to_parent(result)
+                updates.append((result.task.node.name, update))
+                ran.append((result.task.node.name, goto))
+            step = DeltaTracker()
+            merged = merge_updates(self.values, updates, spec.strategies, step)
+            new_state = OverAllState(merged)
+            triggered, sends = yield from self.successors(ran, new_state)
             self.values = merged
             self.tracker.absorb(step)
-            for name in runnable:
-                resume_values.pop(name, None)
-            frontier = _union_in_order(spec, deferred, triggered)
+            resume, done, base = {}, {}, None
+            names = _union_in_order(spec, deferred, triggered)
             pauses: list[dict[str, Any]] = []
-            if frontier:
+            if names:
+                after = spec.interrupt_after
                 pauses = [
-                    interrupt_record(n, "after") for n in runnable if n in spec.interrupt_after
+                    static_record(self.scope.namespace, self.head_id, n, "after")
+                    for n in runnable
+                    if n in after
                 ]
-                pauses += self._before_hits(frontier)
+                pauses += self._before_hits(names, (self.head_id, self.step + 1))
             yield from self.write(
-                frontier, source="loop", nodes=runnable, updates=updates, interrupts=pauses
+                (names, sends), source="loop", nodes=runnable, updates=updates, interrupts=pauses
             )
             if self.stream:
-                yield EmitEffect([NodeOutput(r.node, r.update, new_state) for r in results])
+                public = OverAllState(spec.public(merged))
+                ns = self.scope.namespace
+                yield EmitEffect([NodeOutput(n, u, public, ns) for n, u in updates])
             if pauses:
+                self._announce(pauses)
                 return
 
-    def _before_hits(self, frontier: list[str]) -> list[dict[str, Any]]:
-        """Interrupt records for the nodes of ``frontier`` that would run now and pause before."""
+    def _tasks(
+        self,
+        runnable: list[str],
+        sends: list[Send],
+        base: tuple[str | None, int],
+        resuming: bool,
+    ) -> list[Task]:
+        spec, config = self.spec, self.config
+        state = OverAllState(self.values)
+        parts = (*self.scope.namespace, *base)
+        tasks = [
+            Task(spec.nodes[n], state, config, PULL, spec.nodes[n].index, parts, resuming)
+            for n in runnable
+        ]
+        for index, send in enumerate(sends):
+            arg = OverAllState(send.arg)
+            tasks.append(Task(spec.nodes[send.node], arg, config, PUSH, index, parts, resuming))
+        return tasks
+
+    def _execute(
+        self,
+        tasks: list[Task],
+        done: Mapping[str, tuple[str, Any, list[str | Send] | None]],
+        resume: Mapping[str, Any],
+    ) -> Generator[Effect, Any, list[TaskResult]]:
+        """Run the tasks that have no stored write yet; every task's result, in merge order."""
+        todo = [t for t in tasks if t.id not in done] if done else tasks
+        results: list[TaskResult] = (yield ExecuteEffect(todo, resume)) if todo else []
+        if self.child_outputs:  # what subgraphs streamed during the step
+            outputs, self.child_outputs = self.child_outputs, []
+            yield EmitEffect(outputs)
+        if done:
+            for task in tasks:
+                if task.id in done:
+                    _, update, goto = done[task.id]
+                    stored = Command(update=update, goto=goto) if goto is not None else update
+                    results.append(TaskResult(task, stored))
+            if len(tasks) > 1:
+                results.sort(key=lambda r: r.task.order)
+        return results
+
+    def _to_parent(self, result: TaskResult) -> None:
+        command = result.update
+        assert isinstance(command, Command)
+        if not self.scope.namespace:
+            raise GraphUsageError(
+                f"node '{result.task.node.name}' returned Command(graph=Command.PARENT), but "
+                "this graph is not running as a subgraph; drop graph= to route in this graph"
+            )
+        raise ParentCommand(Command(update=command.update, goto=command.goto))
+
+    def _announce(self, records: Sequence[Mapping[str, Any]]) -> None:
+        if self.scope.bus is not None:
+            for record in records:
+                self.scope.event(InterruptEvent, interrupt=interrupt_of(record))
+
+    def _before_hits(self, names: list[str], base: tuple[str | None, int]) -> list[dict[str, Any]]:
+        """Records for the nodes of ``names`` that would run now and pause before."""
         before = self.spec.interrupt_before
-        if not before or not frontier:
+        if not before or not names:
             return []
-        runnable, _ = self._split_joins(frontier)
-        return [interrupt_record(n, "before") for n in runnable if n in before]
+        runnable, _ = self._split_joins(names)
+        return [
+            static_record(self.scope.namespace, base, n, "before") for n in runnable if n in before
+        ]
 
     def _resume(
         self, checkpoint: Checkpoint | None, command: Command | None
-    ) -> tuple[list[str], dict[str, list[Any]], bool]:
+    ) -> tuple[
+        list[str],
+        list[Send],
+        dict[str, Any],
+        dict[str, tuple[str, Any, list[str | Send] | None]],
+        tuple[str | None, int] | None,
+    ]:
         thread = self.config.thread_id
+        if command is not None and command.goto is not None:
+            raise GraphUsageError(
+                "Command(goto=...) is what a node returns to steer its run; as input, "
+                "Command takes resume= and update="
+            )
         if checkpoint is None:
             raise GraphResumeError(
                 f"thread '{thread}' has nothing to resume: it has no checkpoint"
                 + ("" if self.has_saver else " (the graph has no saver)")
                 + "; pass a dict of input to start it"
             )
-        if not checkpoint.next_nodes:
+        done, sends = read_frame(
+            {k: v for k, v in checkpoint.pending_writes.items() if k != BASE_KEY}
+        )
+        if not checkpoint.next_nodes and not sends:
             raise GraphResumeError(
                 f"thread '{thread}' is not paused: its last run finished; pass a dict of input "
                 "to start a new run on it"
             )
+        stored_base = checkpoint.pending_writes.get(BASE_KEY)
+        base = (stored_base[0], stored_base[1]) if stored_base else None
         pending = [i for i in checkpoint.interrupts if i["when"] == "during"]
-        resume_values = {k: list(v) for k, v in checkpoint.resume_values.items()}
+        resume = decode_resume(checkpoint.resume_values)
         if command is not None and command.has_resume:
             if not pending:
                 raise GraphResumeError(
                     f"thread '{thread}' is not waiting for a resume value "
-                    f"({_describe_interrupts(checkpoint)}); resume it with invoke(None, config)"
+                    f"({_describe(checkpoint)}); resume it with invoke(None, config)"
                 )
             for record, value in _assign_resume(thread, pending, command.resume):
-                resume_values.setdefault(record["node"], []).append(value)
+                resume[record["id"]] = value
         elif pending:
             raise GraphResumeError(
                 f"thread '{thread}' is waiting for a resume value "
-                f"({_describe_interrupts(checkpoint)}); resume it with "
+                f"({_describe(checkpoint)}); resume it with "
                 "invoke(Command(resume=value), config)"
             )
         if command is not None and command.update is not None:
             self.merge([("__resume__", command.update)])
-        skip_before = any(i["when"] in ("before", "during") for i in checkpoint.interrupts)
-        return list(checkpoint.next_nodes), resume_values, skip_before
+        return list(checkpoint.next_nodes), sends, resume, done, base
 
     def _split_joins(self, frontier: list[str]) -> tuple[list[str], list[str]]:
         """Nodes that run now, and nodes that wait: a join runs once, after all its branches.
@@ -463,8 +668,9 @@ class StateUpdate(_Cursor):
         config: RunnableConfig,
         update: Mapping[str, Any] | None,
         as_node: str | None,
+        scope: RunScope,
     ) -> None:
-        super().__init__(spec, config, True)
+        super().__init__(spec, config, True, scope)
         if as_node is not None and as_node != START and as_node not in spec.nodes:
             raise GraphUsageError(
                 f"update_state(as_node={as_node!r}): no such node; known nodes: {list(spec.nodes)}"
@@ -479,24 +685,44 @@ class StateUpdate(_Cursor):
         updates = [(writer, self.update)]
         self.merge(updates)
         if self.as_node is None and checkpoint is not None:  # the thread stays where it is
-            next_nodes = list(checkpoint.next_nodes)
-            interrupts = checkpoint.interrupts
-            resume_values = checkpoint.resume_values
-            pending_writes = checkpoint.pending_writes
-        else:
-            next_nodes = []
-            if self.as_node is not None:
-                next_nodes = yield from self.successors([self.as_node], OverAllState(self.values))
-            interrupts, resume_values, pending_writes = (), {}, {}
+            self.new_checkpoint_id = yield from self._keep_place(checkpoint, writer, updates)
+            return
+        frontier: Frontier = ([], [])
+        if self.as_node is not None:
+            frontier = yield from self.successors([(self.as_node, None)], OverAllState(self.values))
         self.new_checkpoint_id = yield from self.write(
-            next_nodes,
-            source="update",
-            nodes=[writer],
-            interrupts=interrupts,
-            resume_values=resume_values,
-            pending_writes=pending_writes,
-            updates=updates,
+            frontier, source="update", nodes=[writer], updates=updates
         )
+
+    def _keep_place(
+        self, checkpoint: Checkpoint, writer: str, updates: list[tuple[str, Any]]
+    ) -> Generator[Effect, Any, str | None]:
+        """Write the merged values with the checkpoint's next nodes, pause and pending work."""
+        checkpoint_id = new_checkpoint_id()
+        written = Checkpoint(
+            id=checkpoint_id,
+            thread_id=self.config.thread_id,
+            parent_id=self.head_id,
+            step=self.step + 1,
+            next_nodes=checkpoint.next_nodes,
+            values=self.values,
+            created_at=created_at_of(checkpoint_id),
+            metadata={"source": "update", "nodes": [writer]},
+            interrupts=checkpoint.interrupts,
+            resume_values=checkpoint.resume_values,
+            pending_writes=_kept_pending(checkpoint),
+        )
+        yield PutEffect(written, self.tracker.take(self.values), self.check_head, updates)
+        self.last_written = written
+        return checkpoint_id
+
+
+def _kept_pending(checkpoint: Checkpoint) -> dict[str, Any]:
+    """A stopped step's record, kept by an update: its tasks keep their ids (the base)."""
+    pending = dict(checkpoint.pending_writes)
+    if BASE_KEY not in pending and checkpoint.interrupts:
+        pending[BASE_KEY] = [checkpoint.id, checkpoint.step + 1]
+    return pending
 
 
 def _union_in_order(spec: GraphSpec, first: Sequence[str], second: Sequence[str]) -> list[str]:
@@ -506,7 +732,7 @@ def _union_in_order(spec: GraphSpec, first: Sequence[str], second: Sequence[str]
     return sorted(names, key=lambda n: spec.nodes[n].index)
 
 
-def _describe_interrupts(checkpoint: Checkpoint) -> str:
+def _describe(checkpoint: Checkpoint) -> str:
     if not checkpoint.interrupts:
         return f"next: {list(checkpoint.next_nodes)}"
     parts = [f"{i['when']} node '{i['node']}'" for i in checkpoint.interrupts]

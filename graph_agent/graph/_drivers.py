@@ -1,7 +1,10 @@
 """The sync and async drivers: they perform the effects the engine core asks for.
 
-The sync driver never starts an event loop; parallel sync nodes run on a shared thread
-pool. The async driver never blocks the loop: sync nodes run in worker threads.
+The sync driver never starts an event loop; parallel sync tasks run on the shared pool,
+where a waiting caller runs a task itself rather than wait for a free worker, so nesting
+never deadlocks. The async driver never blocks the loop: sync nodes run in worker threads.
+A task's failure is its result (the core keeps what its siblings finished); only
+exceptions that are not ``Exception`` (Ctrl-C, cancellation) propagate at once.
 """
 
 from __future__ import annotations
@@ -10,116 +13,173 @@ import asyncio
 import functools
 import inspect
 import sys
-from collections.abc import AsyncIterator, Generator, Iterator
+import time
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping
 from typing import Any
 
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
+from .._context import RunScope, TaskScope, current_task
 from .._pool import run_all
 from ..errors import GraphUsageError
+from ..events import NodeEnd, NodeError, NodeStart
 from ._core import (
     Effect,
-    EmitEffect,
     ExecuteEffect,
     LoadEffect,
     PutEffect,
     RouteEffect,
-    Task,
-    TaskResult,
 )
 from ._spec import BranchSpec
+from ._tasks import Task, TaskResult
 from .config import RunnableConfig
-from .interrupt import NodeInterrupt, TaskScope, current_task
+from .interrupt import NodeInterrupt
 from .state import OverAllState
 from .types import NodeOutput
 
 
 def _note(exc: BaseException, message: str) -> None:
-    if sys.version_info >= (3, 11):
+    if sys.version_info >= (3, 11) and message not in getattr(exc, "__notes__", ()):
         exc.add_note(message)
 
 
-def _call_node(task: Task, can_interrupt: bool) -> TaskResult:
-    """Call a node in the current thread; its update may still be an awaitable."""
+class _Attempt:
+    """The bookkeeping of one task around its node calls: scope, events, retry."""
+
+    __slots__ = ("attempt", "run", "scope", "task")
+
+    def __init__(
+        self, task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+    ) -> None:
+        self.task = task
+        self.run = run
+        self.scope = TaskScope(run, task.node.name, task, resume, can_interrupt, task.resuming)
+        self.attempt = 1
+
+    def started(self) -> None:
+        if self.run.bus is not None:
+            self.run.event(NodeStart, self.scope)
+
+    def ended(self, update: Any) -> TaskResult:
+        if self.run.bus is not None:
+            self.run.event(NodeEnd, self.scope, update=update)
+        return TaskResult(self.task, update)
+
+    def failed(self, error: Exception) -> float | None:
+        """Record the failure; the seconds to wait before the next attempt, or ``None``."""
+        task = self.task
+        _note(error, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
+        if self.run.bus is not None:
+            self.run.event(NodeError, self.scope, error=error, attempt=self.attempt)
+        policy = task.node.retry
+        if policy is None or not policy.should_retry(error, self.attempt):
+            return None
+        self.attempt += 1
+        return policy.delay(self.attempt - 1)
+
+
+def _call(fn: Any, takes_config: bool, task: Task) -> Any:
+    return fn(task.state, task.config) if takes_config else fn(task.state)
+
+
+def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool) -> Any:
+    """Run a sync node in the current thread, with its retry policy."""
     node = task.node
-    token = current_task.set(TaskScope(node.name, task.resume, can_interrupt))
-    try:
-        out = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)
-    except NodeInterrupt as interrupt:
-        return TaskResult(node.name, None, interrupt)
-    except Exception as exc:
-        _note(exc, f"raised by node '{node.name}' (thread '{task.config.thread_id}')")
-        raise
-    finally:
-        current_task.reset(token)
-    return TaskResult(node.name, out, None)
-
-
-def _run_task(task: Task, can_interrupt: bool) -> TaskResult:
-    """Run a sync node in the current thread."""
-    result = _call_node(task, can_interrupt)
-    if inspect.isawaitable(result.update):
-        if inspect.iscoroutine(result.update):
-            result.update.close()
-        raise GraphUsageError(
-            f"node '{task.node.name}' returned an awaitable; it is async, so run the graph "
-            "with ainvoke()/astream()"
+    if node.fn is None:
+        return TaskResult(
+            task,
+            error=GraphUsageError(
+                f"node '{node.name}' is async; run the graph with ainvoke()/astream(), or give "
+                "the node a sync implementation too: add_node(name, sync_fn, async_fn)"
+            ),
         )
-    return result
+    attempt = _Attempt(task, run, resume, can_interrupt)
+    while True:
+        token = current_task.set(attempt.scope)
+        attempt.started()
+        try:
+            out = _call(node.fn, node.takes_config, task)
+            if inspect.isawaitable(out):
+                if inspect.iscoroutine(out):
+                    out.close()
+                raise GraphUsageError(
+                    f"node '{node.name}' returned an awaitable; it is async, so run the graph "
+                    "with ainvoke()/astream()"
+                )
+        except NodeInterrupt as interrupt:
+            return TaskResult(task, interrupt=interrupt.records)
+        except Exception as exc:
+            wait = attempt.failed(exc)
+            if wait is None:
+                return TaskResult(task, error=exc)
+            time.sleep(wait)
+            continue
+        finally:
+            current_task.reset(token)
+        return attempt.ended(out)
 
 
-async def _arun_task(task: Task, can_interrupt: bool) -> TaskResult:
-    """Run a node without blocking the loop: sync nodes in a worker thread."""
+async def _arun_task(
+    task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+) -> TaskResult:
+    """Run a node without blocking the loop (a sync-only node in a worker thread)."""
     node = task.node
-    if node.is_async:
-        pending: Any = None
-    else:
-        result = await asyncio.to_thread(_call_node, task, can_interrupt)
-        if not inspect.isawaitable(result.update):
-            return result
-        pending = result.update  # a sync callable that returned an awaitable
-    token = current_task.set(TaskScope(node.name, task.resume, can_interrupt))
-    try:
-        if pending is None:
-            pending = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)
-        out = await pending
-    except NodeInterrupt as interrupt:
-        return TaskResult(node.name, None, interrupt)
-    except Exception as exc:
-        _note(exc, f"raised by node '{node.name}' (thread '{task.config.thread_id}')")
-        raise
-    finally:
-        current_task.reset(token)
-    return TaskResult(node.name, out, None)
+    attempt = _Attempt(task, run, resume, can_interrupt)
+    while True:
+        token = current_task.set(attempt.scope)
+        attempt.started()
+        try:
+            if node.afn is not None:
+                out = await _call(node.afn, node.afn_takes_config, task)
+            else:
+                out = await asyncio.to_thread(_call, node.fn, node.takes_config, task)
+                if inspect.isawaitable(out):  # a sync callable that returned an awaitable
+                    out = await out
+        except NodeInterrupt as interrupt:
+            return TaskResult(task, interrupt=interrupt.records)
+        except Exception as exc:
+            wait = attempt.failed(exc)
+            if wait is None:
+                return TaskResult(task, error=exc)
+            await asyncio.sleep(wait)
+            continue
+        finally:
+            current_task.reset(token)
+        return attempt.ended(out)
 
 
-def _execute(tasks: list[Task], can_interrupt: bool) -> list[TaskResult]:
+def _execute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:
+    tasks, resume = effect.tasks, effect.resume
     if len(tasks) == 1:
-        return [_run_task(tasks[0], can_interrupt)]
-    # All of them finish before anything is raised: no node keeps running behind an error.
-    results = run_all([functools.partial(_run_task, task, can_interrupt) for task in tasks])
+        return [_run_task(tasks[0], run, resume, can_interrupt)]
+    # Every task finishes before anything is raised: no node keeps running behind an error.
+    results = run_all([functools.partial(_run_task, t, run, resume, can_interrupt) for t in tasks])
     for item in results:
         if isinstance(item, BaseException):
             raise item
     return results  # type: ignore[return-value]
 
 
-async def _aexecute(tasks: list[Task], can_interrupt: bool) -> list[TaskResult]:
+async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:
+    tasks, resume = effect.tasks, effect.resume
     if len(tasks) == 1:
-        return [await _arun_task(tasks[0], can_interrupt)]
-    running = [asyncio.ensure_future(_arun_task(task, can_interrupt)) for task in tasks]
+        return [await _arun_task(tasks[0], run, resume, can_interrupt)]
+    running = [asyncio.ensure_future(_arun_task(t, run, resume, can_interrupt)) for t in tasks]
     try:
-        await asyncio.wait(running, return_when=asyncio.FIRST_EXCEPTION)
+        pending: set[asyncio.Future[TaskResult]] = set(running)
+        while pending:  # a failed task cancels its siblings; what finished is kept
+            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if any(f.exception() is not None or f.result().error is not None for f in finished):
+                break
     finally:
-        failed = [t for t in running if t.done() and not t.cancelled() and t.exception()]
-        if failed or not all(t.done() for t in running):
+        if not all(t.done() for t in running):
             for t in running:
                 t.cancel()
             await asyncio.gather(*running, return_exceptions=True)
-    for t in running:  # the first failure in node order
+    for t in running:
         if not t.cancelled() and t.exception() is not None:
             raise t.exception()  # type: ignore[misc]
-    return [t.result() for t in running]
+    return [t.result() for t in running if not t.cancelled()]
 
 
 def _call_router(branch: BranchSpec, state: OverAllState, config: RunnableConfig) -> Any:
@@ -174,10 +234,13 @@ def _explain_put_error(
 
 
 def drive(
-    effects: Generator[Effect, Any, None], saver: BaseCheckpointSaver | None, can_interrupt: bool
+    effects: Generator[Effect, Any, None],
+    saver: BaseCheckpointSaver | None,
+    run: RunScope,
 ) -> Iterator[NodeOutput]:
-    """Perform every effect synchronously; yield emitted node outputs. A node or router that
-    fails is thrown back into the core, which may still save the run's input, then raises."""
+    """Perform every effect synchronously; yield emitted node outputs. A router that fails is
+    thrown back into the core (which reports the run's error), then raised."""
+    can_interrupt = saver is not None
     send: Any = None
     failure: Exception | None = None
     while True:
@@ -187,12 +250,9 @@ def drive(
             return
         failure = None
         kind = type(effect)
-        if kind is ExecuteEffect or kind is RouteEffect:
+        if kind is ExecuteEffect:
             try:
-                if kind is ExecuteEffect:
-                    send = _execute(effect.tasks, can_interrupt)  # type: ignore[union-attr]
-                else:
-                    send = _route(effect)  # type: ignore[arg-type]
+                send = _execute(effect, run, can_interrupt)  # type: ignore[arg-type]
             except Exception as exc:
                 failure = exc
         elif kind is PutEffect:
@@ -200,20 +260,33 @@ def drive(
             try:
                 saver.put(effect.checkpoint, effect.delta, check_head=effect.check_head)  # type: ignore[union-attr]
             except UnserializableValueError as exc:
-                raise _explain_put_error(effect, exc) from exc.__cause__  # type: ignore[arg-type]
+                failure = _explain_put_error(effect, exc)  # type: ignore[arg-type]
+            except Exception as exc:
+                failure = exc
             send = None
+        elif kind is RouteEffect:
+            try:
+                send = _route(effect)  # type: ignore[arg-type]
+            except Exception as exc:
+                failure = exc
         elif kind is LoadEffect:
             assert saver is not None
-            send = saver.get(effect.thread_id, effect.checkpoint_id)  # type: ignore[union-attr]
+            try:
+                send = saver.get(effect.thread_id, effect.checkpoint_id)  # type: ignore[union-attr]
+            except Exception as exc:
+                failure = exc
         else:
             yield from effect.outputs  # type: ignore[union-attr]
             send = None
 
 
 async def adrive(
-    effects: Generator[Effect, Any, None], saver: BaseCheckpointSaver | None, can_interrupt: bool
+    effects: Generator[Effect, Any, None],
+    saver: BaseCheckpointSaver | None,
+    run: RunScope,
 ) -> AsyncIterator[NodeOutput]:
     """Perform every effect without blocking the event loop; yield emitted node outputs."""
+    can_interrupt = saver is not None
     send: Any = None
     failure: Exception | None = None
     while True:
@@ -222,25 +295,24 @@ async def adrive(
         except StopIteration:
             return
         failure = None
-        if isinstance(effect, (ExecuteEffect, RouteEffect)):
-            try:
-                if isinstance(effect, ExecuteEffect):
-                    send = await _aexecute(effect.tasks, can_interrupt)
-                else:
-                    send = await _aroute(effect)
-            except Exception as exc:
-                failure = exc
-        elif isinstance(effect, PutEffect):
-            assert saver is not None
-            try:
-                await saver.aput(effect.checkpoint, effect.delta, check_head=effect.check_head)
-            except UnserializableValueError as exc:
-                raise _explain_put_error(effect, exc) from exc.__cause__
-            send = None
-        elif isinstance(effect, LoadEffect):
-            assert saver is not None
-            send = await saver.aget(effect.thread_id, effect.checkpoint_id)
-        elif isinstance(effect, EmitEffect):
-            for output in effect.outputs:
-                yield output
-            send = None
+        try:
+            if isinstance(effect, ExecuteEffect):
+                send = await _aexecute(effect, run, can_interrupt)
+            elif isinstance(effect, PutEffect):
+                assert saver is not None
+                send = None
+                try:
+                    await saver.aput(effect.checkpoint, effect.delta, check_head=effect.check_head)
+                except UnserializableValueError as exc:
+                    failure = _explain_put_error(effect, exc)
+            elif isinstance(effect, RouteEffect):
+                send = await _aroute(effect)
+            elif isinstance(effect, LoadEffect):
+                assert saver is not None
+                send = await saver.aget(effect.thread_id, effect.checkpoint_id)
+            else:
+                for output in effect.outputs:
+                    yield output
+                send = None
+        except Exception as exc:
+            failure = exc

@@ -11,6 +11,7 @@ from typing import Any
 import networkx as nx
 
 from ..errors import GraphValidationError
+from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike
 
 
@@ -55,16 +56,70 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
 
 
 class NodeSpec:
-    """A node: its function, how to call it, and its position (the merge order)."""
+    """A node: how to call it (sync ``fn``, async ``afn``, or both), its retry policy, and
+    its position (the merge order)."""
 
-    __slots__ = ("fn", "index", "is_async", "name", "takes_config")
+    __slots__ = (
+        "afn",
+        "afn_takes_config",
+        "fn",
+        "index",
+        "input_keys",
+        "name",
+        "output_keys",
+        "retry",
+        "takes_config",
+    )
 
-    def __init__(self, name: str, fn: Callable[..., Any], index: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any] | None,
+        afn: Callable[..., Any] | None,
+        index: int,
+        retry: RetryPolicy | None = None,
+        input_keys: tuple[str, ...] | None = None,
+        output_keys: tuple[str, ...] | None = None,
+    ) -> None:
         self.name = name
         self.fn = fn
+        self.afn = afn
         self.index = index
-        self.is_async = _is_async_callable(fn)
-        self.takes_config = _takes_config(fn, f"node '{name}'")
+        self.retry = retry
+        self.input_keys = input_keys
+        self.output_keys = output_keys
+        self.takes_config = _takes_config(fn, f"node '{name}'") if fn is not None else False
+        self.afn_takes_config = _takes_config(afn, f"node '{name}'") if afn is not None else False
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the node has only an async implementation (sync runs cannot call it)."""
+        return self.fn is None
+
+
+def node_implementations(
+    name: str, action: Callable[..., Any], aaction: Callable[..., Any] | None
+) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
+    """The sync and async implementations of a node given as ``action`` (sync or async, or
+    an object with a sync ``__call__`` and an async ``acall``) and an optional ``aaction``."""
+    if aaction is not None:
+        if not _is_async_callable(aaction):
+            raise GraphValidationError(
+                [
+                    f"node {name!r}: the second implementation must be async (async def), got {aaction!r}"
+                ]
+            )
+        if _is_async_callable(action):
+            raise GraphValidationError(
+                [f"node {name!r}: give a sync function and an async one, not two async ones"]
+            )
+        return action, aaction
+    if _is_async_callable(action):
+        return None, action
+    acall = getattr(action, "acall", None)
+    if acall is not None and _is_async_callable(acall):
+        return action, acall
+    return action, None
 
 
 class BranchSpec:
@@ -115,6 +170,7 @@ class GraphSpec:
         "interrupt_after",
         "interrupt_before",
         "nodes",
+        "private",
         "reach",
         "static_next",
         "strategies",
@@ -130,7 +186,9 @@ class GraphSpec:
         interrupt_after: frozenset[str],
         default_recursion_limit: int,
         reach: Reachability,
+        private: frozenset[str] = frozenset(),
     ) -> None:
+        self.private = private
         self.nodes = dict(nodes)
         self.edges = list(edges)
         self.branches = dict(branches)
@@ -145,9 +203,16 @@ class GraphSpec:
             if dst not in targets:
                 targets.append(dst)
         self.static_next: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in static.items()}
-        self.has_async = [n.name for n in self.nodes.values() if n.is_async] + [
+        self.has_async = [n.name for n in self.nodes.values() if n.fn is None] + [
             f"router of '{b.source}'" for b in self.branches.values() if b.is_async
         ]
+
+    def public(self, values: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``values`` without the graph's private keys (what callers and snapshots see)."""
+        private = self.private
+        if not private:
+            return values
+        return {k: v for k, v in values.items() if k not in private}
 
     def strategy(self, key: str) -> KeyStrategyLike:
         return self.strategies.get(key, KeyStrategy.REPLACE)

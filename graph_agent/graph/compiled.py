@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 import networkx as nx
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 
+from .._context import EventBus, RunScope
 from ..errors import GraphUsageError
-from ._core import GraphRun, StateUpdate
+from ..events import RunEvent
+from ._core import GraphRun, StateUpdate, interrupt_of
 from ._drivers import adrive, drive
 from ._mermaid import draw_mermaid
 from ._spec import GraphSpec
+from ._streams import async_event_stream, sync_event_stream
+from ._subgraph import NS_SEP, SubgraphNode
+from ._tasks import SENDS_KEY
 from .config import RunnableConfig
 from .state import OverAllState
 from .types import Command, Interrupt, NodeOutput, StateSnapshot
@@ -24,20 +32,24 @@ ConfigLike = RunnableConfig | Mapping[str, Any] | None
 Input = Mapping[str, Any] | Command | None
 
 
-def _snapshot(checkpoint: Checkpoint) -> StateSnapshot:
+def _snapshot(
+    spec: GraphSpec, checkpoint: Checkpoint, namespace: tuple[str, ...] = ()
+) -> StateSnapshot:
+    sends = checkpoint.pending_writes.get(SENDS_KEY) or ()
+    next_nodes = checkpoint.next_nodes
+    if sends:
+        next_nodes = (*next_nodes, *dict.fromkeys(node for node, _ in sends))
     return StateSnapshot(
-        values=OverAllState(checkpoint.values),
-        next=checkpoint.next_nodes,
+        values=OverAllState(spec.public(checkpoint.values)),
+        next=next_nodes,
         checkpoint_id=checkpoint.id,
         parent_id=checkpoint.parent_id,
         created_at=checkpoint.created_at,
         metadata=checkpoint.metadata,
-        interrupts=tuple(
-            Interrupt(id=i["id"], node=i["node"], when=i["when"], value=i.get("value"))
-            for i in checkpoint.interrupts
-        ),
+        interrupts=tuple(interrupt_of(i) for i in checkpoint.interrupts),
         thread_id=checkpoint.thread_id,
         step=checkpoint.step,
+        namespace=namespace,
     )
 
 
@@ -56,11 +68,12 @@ class RunOutcome:
 
     @classmethod
     def of(cls, run: GraphRun) -> RunOutcome:
+        values = OverAllState(run.spec.public(run.values))
         last = run.last_written
         if last is None:
-            return cls(OverAllState(run.values), (), ())
-        snapshot = _snapshot(last)
-        return cls(OverAllState(run.values), snapshot.next, snapshot.interrupts)
+            return cls(values, (), ())
+        snapshot = _snapshot(run.spec, last)
+        return cls(values, snapshot.next, snapshot.interrupts)
 
     def __repr__(self) -> str:
         return f"RunOutcome(next={list(self.next)}, interrupts={list(self.interrupts)})"
@@ -74,10 +87,17 @@ class CompiledGraph:
     (``get_state``, ``get_state_history``), edited (``update_state``) and forked.
     """
 
-    def __init__(self, spec: GraphSpec, saver: BaseCheckpointSaver | None, digraph: nx.DiGraph):
+    def __init__(
+        self,
+        spec: GraphSpec,
+        saver: BaseCheckpointSaver | None,
+        digraph: nx.DiGraph,
+        listeners: Iterable[Any] = (),
+    ):
         self._spec = spec
         self._digraph = digraph
         self.saver = saver
+        self.listeners: tuple[Any, ...] = tuple(listeners)
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -92,10 +112,18 @@ class CompiledGraph:
 
     # -- running ---------------------------------------------------------------------------
 
-    def _run(self, inputs: Input, config: ConfigLike, stream: bool) -> GraphRun:
-        return GraphRun(
-            self._spec, RunnableConfig.coerce(config), self.saver is not None, inputs, stream
-        )
+    def _scope(self, config: RunnableConfig, bus: EventBus | None) -> RunScope:
+        if bus is None and self.listeners:
+            bus = EventBus(self.listeners)
+        return RunScope(uuid.uuid4().hex, config.thread_id, (), bus, self.saver)
+
+    def _start(
+        self, inputs: Input, config: ConfigLike, stream: bool, bus: EventBus | None = None
+    ) -> tuple[GraphRun, RunScope]:
+        cfg = RunnableConfig.coerce(config)
+        scope = self._scope(cfg, bus)
+        run = GraphRun(self._spec, cfg, self.saver is not None, inputs, stream, scope)
+        return run, scope
 
     def _check_sync(self, api: str) -> None:
         if self._spec.has_async:
@@ -110,40 +138,68 @@ class CompiledGraph:
         ``inputs`` is a dict of updates merged into the thread's state (a finished thread
         starts again at START), ``None`` to resume a paused thread, or ``Command(...)``.
         """
-        return OverAllState(self.run(inputs, config).values)
+        return self.run(inputs, config).values
 
     def run(self, inputs: Input, config: ConfigLike = None) -> RunOutcome:
         """``invoke``, also telling where the run left the thread: ``outcome.values``,
         ``outcome.next`` (empty when it finished) and ``outcome.interrupts``."""
+        return self._run_sync(inputs, config, None)
+
+    def _run_sync(self, inputs: Input, config: ConfigLike, bus: EventBus | None) -> RunOutcome:
         self._check_sync("invoke")
-        run = self._run(inputs, config, stream=False)
-        for _ in drive(run.effects(), self.saver, self.saver is not None):
+        run, scope = self._start(inputs, config, False, bus)
+        for _ in drive(run.effects(), self.saver, scope):
             pass
         return RunOutcome.of(run)
 
     async def arun(self, inputs: Input, config: ConfigLike = None) -> RunOutcome:
         """Async ``run``."""
-        run = self._run(inputs, config, stream=False)
-        async for _ in adrive(run.effects(), self.saver, self.saver is not None):
+        return await self._run_async(inputs, config, None)
+
+    async def _run_async(
+        self, inputs: Input, config: ConfigLike, bus: EventBus | None
+    ) -> RunOutcome:
+        run, scope = self._start(inputs, config, False, bus)
+        async for _ in adrive(run.effects(), self.saver, scope):
             pass
         return RunOutcome.of(run)
 
-    def stream(self, inputs: Input, config: ConfigLike = None) -> Iterator[NodeOutput]:
+    def stream(
+        self, inputs: Input, config: ConfigLike = None, *, subgraphs: bool = False
+    ) -> Iterator[NodeOutput]:
         """Like ``invoke``, yielding a ``NodeOutput`` per node as each super-step finishes
-        (after its checkpoint is written)."""
+        (after its checkpoint is written). With ``subgraphs=True`` the nodes of subgraphs
+        are yielded too (``NodeOutput.namespace`` says where they ran)."""
         self._check_sync("stream")
-        run = self._run(inputs, config, stream=True)
-        yield from drive(run.effects(), self.saver, self.saver is not None)
+        run, scope = self._start(inputs, config, True)
+        if subgraphs:
+            scope.outputs = run.child_outputs.append
+        yield from drive(run.effects(), self.saver, scope)
 
     async def ainvoke(self, inputs: Input, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: async nodes are awaited, sync ones run in worker threads."""
-        return OverAllState((await self.arun(inputs, config)).values)
+        return (await self.arun(inputs, config)).values
 
-    async def astream(self, inputs: Input, config: ConfigLike = None) -> AsyncIterator[NodeOutput]:
+    async def astream(
+        self, inputs: Input, config: ConfigLike = None, *, subgraphs: bool = False
+    ) -> AsyncIterator[NodeOutput]:
         """Async ``stream``."""
-        run = self._run(inputs, config, stream=True)
-        async for output in adrive(run.effects(), self.saver, self.saver is not None):
+        run, scope = self._start(inputs, config, True)
+        if subgraphs:
+            scope.outputs = run.child_outputs.append
+        async for output in adrive(run.effects(), self.saver, scope):
             yield output
+
+    def stream_events(self, inputs: Input, config: ConfigLike = None) -> Iterator[RunEvent]:
+        """Run the graph and yield its ``RunEvent``s in order (see ``graph_agent.events``),
+        subgraphs' included. The run happens on a worker thread; its error is raised here.
+        Closing the stream early stops the run at its next step boundary."""
+        self._check_sync("stream_events")
+        return sync_event_stream(lambda bus: self._run_sync(inputs, config, bus), self.listeners)
+
+    def astream_events(self, inputs: Input, config: ConfigLike = None) -> AsyncIterator[RunEvent]:
+        """Async ``stream_events``."""
+        return async_event_stream(lambda bus: self._run_async(inputs, config, bus), self.listeners)
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -155,8 +211,7 @@ class CompiledGraph:
             )
         return self.saver
 
-    @staticmethod
-    def _found(checkpoint: Checkpoint | None, config: RunnableConfig) -> StateSnapshot | None:
+    def _found(self, checkpoint: Checkpoint | None, config: RunnableConfig) -> StateSnapshot | None:
         if checkpoint is None:
             if config.checkpoint_id is not None:
                 raise CheckpointNotFoundError(
@@ -166,17 +221,50 @@ class CompiledGraph:
                     checkpoint_id=config.checkpoint_id,
                 )
             return None
-        return _snapshot(checkpoint)
+        return _snapshot(self._spec, checkpoint)
 
-    def get_state(self, config: ConfigLike) -> StateSnapshot | None:
+    def get_state(self, config: ConfigLike, *, subgraphs: bool = False) -> StateSnapshot | None:
         """The thread's latest snapshot (or the one at ``config.checkpoint_id``); ``None`` for
-        a thread that has no checkpoint."""
+        a thread that has no checkpoint. With ``subgraphs=True``, ``snapshot.subgraphs``
+        holds the snapshot of every subgraph the thread is paused in."""
         saver = self._require_saver("get_state")
         cfg = RunnableConfig.coerce(config)
-        return self._found(saver.get(cfg.thread_id, cfg.checkpoint_id), cfg)
+        snapshot = self._found(saver.get(cfg.thread_id, cfg.checkpoint_id), cfg)
+        if snapshot is None or not subgraphs:
+            return snapshot
+        return self._with_children(saver, snapshot, cfg.thread_id, ())
 
-    async def aget_state(self, config: ConfigLike) -> StateSnapshot | None:
+    def _with_children(
+        self,
+        saver: BaseCheckpointSaver,
+        snapshot: StateSnapshot,
+        thread: str,
+        namespace: tuple[str, ...],
+    ) -> StateSnapshot:
+        """``snapshot`` with the snapshots of the subgraphs it is paused in."""
+        depth = len(namespace)
+        parts = dict.fromkeys(
+            i.namespace[depth] for i in snapshot.interrupts if len(i.namespace) > depth
+        )
+        children = []
+        for part in parts:
+            node = self._spec.nodes.get(part.split(":", 1)[0])
+            sub = node.fn if node is not None else None
+            checkpoint = saver.get(f"{thread}{NS_SEP}{part}")
+            if not isinstance(sub, SubgraphNode) or checkpoint is None:
+                continue
+            child = _snapshot(sub.graph._spec, checkpoint, (*namespace, part))
+            children.append(
+                sub.graph._with_children(saver, child, checkpoint.thread_id, child.namespace)
+            )
+        return dataclasses.replace(snapshot, subgraphs=tuple(children))
+
+    async def aget_state(
+        self, config: ConfigLike, *, subgraphs: bool = False
+    ) -> StateSnapshot | None:
         saver = self._require_saver("aget_state")
+        if subgraphs:
+            return await asyncio.to_thread(self.get_state, config, subgraphs=True)
         cfg = RunnableConfig.coerce(config)
         return self._found(await saver.aget(cfg.thread_id, cfg.checkpoint_id), cfg)
 
@@ -187,7 +275,7 @@ class CompiledGraph:
         saver = self._require_saver("get_state_history")
         cfg = RunnableConfig.coerce(config)
         for checkpoint in saver.list(cfg.thread_id, limit=limit, before=cfg.checkpoint_id):
-            yield _snapshot(checkpoint)
+            yield _snapshot(self._spec, checkpoint)
 
     async def aget_state_history(
         self, config: ConfigLike, *, limit: int | None = None
@@ -195,7 +283,7 @@ class CompiledGraph:
         saver = self._require_saver("aget_state_history")
         cfg = RunnableConfig.coerce(config)
         async for checkpoint in saver.alist(cfg.thread_id, limit=limit, before=cfg.checkpoint_id):
-            yield _snapshot(checkpoint)
+            yield _snapshot(self._spec, checkpoint)
 
     def update_state(
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
@@ -208,8 +296,10 @@ class CompiledGraph:
         forks. Returns the config of the new checkpoint.
         """
         self._require_saver("update_state")
-        update = StateUpdate(self._spec, RunnableConfig.coerce(config), values, as_node)
-        for _ in drive(update.effects(), self.saver, True):
+        cfg = RunnableConfig.coerce(config)
+        scope = self._scope(cfg, None)
+        update = StateUpdate(self._spec, cfg, values, as_node, scope)
+        for _ in drive(update.effects(), self.saver, scope):
             pass
         return update.config.replace(checkpoint_id=update.new_checkpoint_id)
 
@@ -217,8 +307,10 @@ class CompiledGraph:
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
         self._require_saver("aupdate_state")
-        update = StateUpdate(self._spec, RunnableConfig.coerce(config), values, as_node)
-        async for _ in adrive(update.effects(), self.saver, True):
+        cfg = RunnableConfig.coerce(config)
+        scope = self._scope(cfg, None)
+        update = StateUpdate(self._spec, cfg, values, as_node, scope)
+        async for _ in adrive(update.effects(), self.saver, scope):
             pass
         return update.config.replace(checkpoint_id=update.new_checkpoint_id)
 

@@ -2,60 +2,43 @@
 
 from __future__ import annotations
 
-import contextvars
-import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .._context import current_task
 from ..errors import GraphUsageError
 
 __all__ = ["interrupt"]
 
 
 class NodeInterrupt(BaseException):
-    """Raised by :func:`interrupt` to stop the node; the engine catches it and pauses.
+    """Raised by :func:`interrupt` to stop the task; the engine catches it and pauses.
 
-    It derives from ``BaseException`` so that a node's ``except Exception`` cannot swallow it.
+    ``records`` holds one record per pending interrupt (parallel tool calls of one task, or
+    a paused subgraph, may raise several at once). It derives from ``BaseException`` so that
+    a node's ``except Exception`` cannot swallow it.
     """
 
-    def __init__(self, value: Any, index: int) -> None:
-        super().__init__(value)
-        self.value = value
-        self.index = index
+    def __init__(self, records: Sequence[dict[str, Any]]) -> None:
+        super().__init__(*[r.get("value") for r in records])
+        self.records = list(records)
 
-
-class TaskScope:
-    """What ``interrupt()`` needs to know about the node that is running."""
-
-    __slots__ = ("_lock", "can_interrupt", "count", "node", "resume")
-
-    def __init__(self, node: str, resume: Sequence[Any], can_interrupt: bool) -> None:
-        self.node = node
-        self.resume = resume
-        self.can_interrupt = can_interrupt
-        self.count = 0
-        self._lock = threading.Lock()  # a node's own worker threads may call interrupt()
-
-    def next_index(self) -> int:
-        with self._lock:
-            index = self.count
-            self.count += 1
-            return index
-
-
-current_task: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(
-    "graph_agent_current_task", default=None
-)
+    @classmethod
+    def combine(cls, interrupts: Sequence[NodeInterrupt]) -> NodeInterrupt:
+        """One interrupt holding every record of ``interrupts`` (in order)."""
+        return cls([record for i in interrupts for record in i.records])
 
 
 def interrupt(value: Any = None) -> Any:
     """Pause the thread here and hand ``value`` to the caller; return the resume value.
 
-    The first time it runs, the node stops and the thread pauses (``StateSnapshot.interrupts``
-    holds ``value``). ``invoke(Command(resume=answer), config)`` runs the node again from its
-    start, and this call returns ``answer``. A node may call it several times; the n-th call
-    returns the n-th resume value. Code before the call runs again on resume, so keep it
-    free of side effects or make them idempotent.
+    The first time it runs, the task stops and the thread pauses
+    (``StateSnapshot.interrupts`` lists it, with its ``id``). ``invoke(Command(resume=answer),
+    config)`` runs the node again from its start, and this call returns ``answer``. Each call
+    has its own id (derived from the task and the call's position), so a node may call it
+    several times, and parallel tool calls that each call it are each resumed with their own
+    value (``Command(resume={id: value, ...})``). Code before the call runs again on resume:
+    keep it free of side effects or make them idempotent.
     """
     scope = current_task.get()
     if scope is None:
@@ -67,7 +50,17 @@ def interrupt(value: Any = None) -> Any:
             f"node '{scope.node}' called interrupt() but the graph has no saver to keep the "
             "paused thread; compile it with a saver, e.g. compile(saver=MemorySaver())"
         )
-    index = scope.next_index()
-    if index < len(scope.resume):
-        return scope.resume[index]
-    raise NodeInterrupt(value, index)
+    interrupt_id = scope.next_interrupt_id()
+    if interrupt_id in scope.resume:
+        return scope.resume[interrupt_id]
+    raise NodeInterrupt(
+        [
+            {
+                "id": interrupt_id,
+                "node": scope.node,
+                "when": "during",
+                "value": value,
+                "ns": list(scope.run.namespace),
+            }
+        ]
+    )

@@ -9,8 +9,10 @@ import networkx as nx
 
 from ..errors import GraphValidationError
 from ._constants import END, START
-from ._spec import BranchSpec, GraphSpec, NodeSpec, Reachability
+from ._spec import BranchSpec, GraphSpec, NodeSpec, Reachability, node_implementations
+from ._subgraph import NS_SEP, is_subgraph, subgraph_node
 from ._validate import build_digraph, find_problems
+from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike
 
 if TYPE_CHECKING:
@@ -27,11 +29,18 @@ class StateGraph:
     """A graph of nodes over a shared state, built step by step and then compiled.
 
     ``key_strategies`` says how updates to each key merge (``KeyStrategy`` or a callable
-    ``(old, new) -> merged``); keys not listed are REPLACE. Every method returns the graph,
-    so calls chain.
+    ``(old, new) -> merged``); keys not listed are REPLACE. ``private_keys`` are kept with the
+    thread and handed to nodes, but left out of what callers see (``invoke``'s result,
+    ``get_state``, streamed states): bookkeeping such as an agent's ``jump_to``. Every method
+    returns the graph, so calls chain.
     """
 
-    def __init__(self, key_strategies: Mapping[str, KeyStrategyLike] | None = None) -> None:
+    def __init__(
+        self,
+        key_strategies: Mapping[str, KeyStrategyLike] | None = None,
+        *,
+        private_keys: Iterable[str] = (),
+    ) -> None:
         strategies = dict(key_strategies or {})
         for key, strategy in strategies.items():
             if not isinstance(key, str):
@@ -44,6 +53,7 @@ class StateGraph:
                     ]
                 )
         self.key_strategies: dict[str, KeyStrategyLike] = strategies
+        self.private_keys = frozenset(private_keys)
         self._nodes: dict[str, NodeSpec] = {}
         self._edges: list[tuple[str, str]] = []
         self._branches: dict[str, BranchSpec] = {}
@@ -52,20 +62,58 @@ class StateGraph:
     def nodes(self) -> tuple[str, ...]:
         return tuple(self._nodes)
 
-    def add_node(self, name: str, action: Callable[..., Any]) -> StateGraph:
-        """Add a node: ``action(state)`` or ``action(state, config)``, sync or async, returning
-        a dict of state updates or ``None``."""
+    def add_node(
+        self,
+        name: str,
+        action: Callable[..., Any] | StateGraph | CompiledGraph,
+        aaction: Callable[..., Any] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        input_keys: Iterable[str] | None = None,
+        output_keys: Iterable[str] | None = None,
+    ) -> StateGraph:
+        """Add a node.
+
+        ``action(state)`` or ``action(state, config)``, sync or async, returns a dict of state
+        updates, ``None``, or a ``Command(update=..., goto=...)``. Give a sync ``action`` and
+        an async ``aaction`` (or an object with a sync ``__call__`` and an async ``acall``)
+        and ``invoke`` uses the first while ``ainvoke`` awaits the second. A ``StateGraph``
+        or ``CompiledGraph`` as ``action`` is a subgraph: it sees the state (``input_keys``
+        of it) and what it writes is the node's update (``output_keys`` of it). ``retry``
+        runs a failing task again (``RetryPolicy``)."""
         if not isinstance(name, str) or not name:
             raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
         if name in (START, END):
             raise GraphValidationError([f"{name!r} is reserved; choose another node name"])
+        if NS_SEP in name or ":" in name:
+            raise GraphValidationError(
+                [f"node name {name!r} contains '{NS_SEP}' or ':', which name subgraph paths"]
+            )
         if name in self._nodes:
             raise GraphValidationError([f"node {name!r} is already in the graph"])
-        if not callable(action):
+        if retry is not None and not isinstance(retry, RetryPolicy):
             raise GraphValidationError(
-                [f"node {name!r} needs a callable action, got {type(action).__name__}"]
+                [f"node {name!r}: retry must be a RetryPolicy, got {type(retry).__name__}"]
             )
-        self._nodes[name] = NodeSpec(name, action, len(self._nodes))
+        ins = None if input_keys is None else tuple(input_keys)
+        outs = None if output_keys is None else tuple(output_keys)
+        if is_subgraph(action):
+            if aaction is not None:
+                raise GraphValidationError([f"subgraph node {name!r} takes no second action"])
+            sub = subgraph_node(name, action, ins, outs)
+            fn: Callable[..., Any] | None = sub
+            afn: Callable[..., Any] | None = sub.acall
+        else:
+            if not callable(action):
+                raise GraphValidationError(
+                    [f"node {name!r} needs a callable action, got {type(action).__name__}"]
+                )
+            if ins is not None or outs is not None:
+                raise GraphValidationError(
+                    [f"node {name!r}: input_keys/output_keys are for subgraph nodes"]
+                )
+            fn, afn = node_implementations(name, action, aaction)
+        self._nodes[name] = NodeSpec(name, fn, afn, len(self._nodes), retry, ins, outs)
         return self
 
     def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
@@ -114,6 +162,7 @@ class StateGraph:
         interrupt_before: Iterable[str] = (),
         interrupt_after: Iterable[str] = (),
         recursion_limit: int | None = None,
+        listeners: Iterable[Any] = (),
     ) -> CompiledGraph:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
@@ -124,6 +173,9 @@ class StateGraph:
         ``recursion_limit`` caps the super-steps of one run (``GraphRecursionError`` beyond).
         By default it is 25, or the number of nodes when the graph has no cycle and is
         longer than that, so a long pipeline never trips a limit meant to stop loops.
+
+        ``listeners`` receive every run event (objects with ``on_event(event)``; see
+        ``graph_agent.events``).
         """
         from checkpoint import BaseCheckpointSaver
 
@@ -145,6 +197,12 @@ class StateGraph:
             not isinstance(recursion_limit, int) or recursion_limit < 1
         ):
             problems.append(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        listeners = tuple(listeners)
+        for listener in listeners:
+            if not callable(getattr(listener, "on_event", None)):
+                problems.append(
+                    f"listener {listener!r} has no on_event(event) method; see graph_agent.events"
+                )
         if problems:
             raise GraphValidationError(problems)
         digraph = build_digraph(self._nodes, self._edges, self._branches)
@@ -172,5 +230,6 @@ class StateGraph:
             interrupt_after=frozenset(after),
             default_recursion_limit=recursion_limit,
             reach=Reachability(declared),
+            private=self.private_keys,
         )
-        return CompiledGraph(spec, saver, digraph)
+        return CompiledGraph(spec, saver, digraph, listeners)

@@ -117,14 +117,11 @@ def run_threads(saver: RedisSaver, args: dict[str, Any]) -> dict[str, Any]:
 # -- the counter of the ``contend`` mode --------------------------------------------------------
 
 
-def counter_graph(
-    saver: RedisSaver, before_write: Callable[[], None] = lambda: None
-) -> CompiledGraph:
-    """One node: adds one to ``n``; the input appends to ``messages``. A step reads the head,
-    runs the node and writes one checkpoint."""
+def counter_graph(saver: RedisSaver) -> CompiledGraph:
+    """One node: adds one to ``n``; the input appends to ``messages``. A run reads the head,
+    writes its input, runs the node and writes its step."""
 
     def bump(state: Any) -> dict[str, Any]:
-        before_write()
         return {"n": (state.get("n") or 0) + 1}
 
     graph = StateGraph(key_strategies={"messages": KeyStrategy.APPEND})
@@ -137,14 +134,19 @@ def run_contend(saver: RedisSaver, args: dict[str, Any]) -> dict[str, Any]:
     me, other = args["worker"], args["other"]
     barrier = Path(args["barrier"])
     attempt = 0
+    write = saver.put
 
-    def meet() -> None:
-        # Both workers loaded the thread's head before they got here: once both arrived,
-        # both write from the same parent, and one of them must be refused.
-        (barrier / f"{me}-{attempt}").touch()
-        _wait_for(barrier / f"{other}-{attempt}", also=barrier / f"done-{other}")
+    def meet_then_write(checkpoint: Any, delta: Any = None, *, check_head: bool = True) -> None:
+        # A run's first write is its input. Both workers loaded the thread's head before
+        # they got here: once both arrived, both write from the same parent, and one of
+        # them must be refused.
+        if checkpoint.metadata.get("source") == "input":
+            (barrier / f"{me}-{attempt}").touch()
+            _wait_for(barrier / f"{other}-{attempt}", also=barrier / f"done-{other}")
+        write(checkpoint, delta, check_head=check_head)
 
-    app = counter_graph(saver, meet)
+    saver.put = meet_then_write  # type: ignore[method-assign]
+    app = counter_graph(saver)
     config = {"thread_id": args["thread"]}
     successes: list[str] = []
     outcomes: list[str] = []  # per attempt: "ok" or "conflict"
@@ -158,7 +160,10 @@ def run_contend(saver: RedisSaver, args: dict[str, Any]) -> dict[str, Any]:
                     app.invoke({"messages": [f"{me}-{step}"]}, config)
                 except CheckpointConflictError:
                     outcomes.append("conflict")
+                    # the winner's run goes on to its step: retry once it has finished
+                    _wait_for(barrier / f"ok-{other}-{attempt}", also=barrier / f"done-{other}")
                     continue
+                (barrier / f"ok-{me}-{attempt}").touch()
                 outcomes.append("ok")
                 successes.append(f"{me}-{step}")
                 break
@@ -209,8 +214,8 @@ def run_resume(saver: RedisSaver, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def chat_graph(saver: RedisSaver) -> CompiledGraph:
-    """One node answering the last message: a turn writes one checkpoint with the user's
-    message and the reply."""
+    """One node answering the last message: a turn writes the user's message (its input),
+    then the reply."""
     graph = StateGraph(key_strategies={"messages": KeyStrategy.APPEND})
     graph.add_node("reply", lambda s: {"messages": [f"re: {s['messages'][-1]}"]})
     graph.add_edge(START, "reply").add_edge("reply", END)

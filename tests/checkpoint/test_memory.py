@@ -62,13 +62,15 @@ def test_max_retained_prunes_old_checkpoints_and_keeps_the_state(copy):
         app.invoke({"messages": [f"turn {turn}"]}, config)
     history = list(app.get_state_history(config))
     assert len(history) == 3
-    assert [len(h.values["messages"]) for h in history] == [20, 18, 16]
+    # each turn is its input's checkpoint (19) and the step's (20)
+    assert [len(h.values["messages"]) for h in history] == [20, 19, 18]
     assert app.get_state(config).values["messages"][0] == "turn 0"
-    # storage is bounded: one full base (16 messages, 'turns') plus two deltas of 3 values
-    assert saver.stored_values("r") == 16 + 1 + 2 * 3
+    # storage is bounded: one full base (18 messages, 'turns'), then the last turn's input
+    # (one message) and its reply (one message, 'turns')
+    assert saver.stored_values("r") == 18 + 1 + 1 + 2
     # the oldest kept checkpoint is a full base: replay from it still works
     replayed = app.invoke({"messages": ["again"]}, history[-1].config)
-    assert len(replayed["messages"]) == 18
+    assert len(replayed["messages"]) == 20
 
 
 def test_copy_mode_isolates_stored_values_from_mutation():

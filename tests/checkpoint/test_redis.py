@@ -226,10 +226,11 @@ def test_one_round_trip_per_write_and_per_read_on_a_real_server(redis_url):
     client.sent.clear()
     for turn in range(20):
         app.invoke({"messages": [f"turn {turn}"]}, {"thread_id": "rt"})
-    # each turn: one read of the thread's head and one write, a single EVALSHA each
-    assert client.sent == ["EVALSHA"] * 40
+    # each turn: one read of the thread's head, then two writes (the input, checkpointed
+    # before any node runs, and the step), a single EVALSHA each
+    assert client.sent == ["EVALSHA"] * 60
     stats = client.info("commandstats")
-    assert stats["cmdstat_evalsha"]["calls"] >= 40  # the server saw them as script calls
+    assert stats["cmdstat_evalsha"]["calls"] >= 60  # the server saw them as script calls
 
 
 def test_auth_urls_work_and_never_show_the_password(tmp_path):
@@ -258,7 +259,7 @@ def test_async_client_on_a_real_server(redis_url):
 
     result, history, gone = asyncio.run(main())
     assert result["messages"] == ["one", "reply to one", "two", "reply to two"]
-    assert len(history) == 2 and gone is None
+    assert len(history) == 4 and gone is None  # each turn: its input, then its step
     with pytest.raises(CheckpointError, match="only an async client"):
         RedisSaver(redis.asyncio.Redis.from_url(redis_url)).get("x")
 
@@ -283,8 +284,9 @@ def test_bytes_written_per_turn_stay_flat_on_a_real_server(redis_url):
     for turn in range(120):
         app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})
     assert len(saver.get("f").values["messages"]) == 240
-    assert len(sent) == 120  # one write per turn
-    assert sent[-1] <= sent[10] * 1.1, (sent[10], sent[-1])  # turn 120 sends what turn 10 sent
+    assert len(sent) == 240  # two writes per turn: the input, then the step
+    # turn 120 sends what turn 10 sent
+    assert sent[-1] <= sent[20] * 1.1 and sent[-2] <= sent[21] * 1.1, (sent[20:22], sent[-2:])
     assert saver.stored_bytes("f") > 0
 
 

@@ -303,7 +303,7 @@ def test_async_agents_on_the_async_cluster_client(cluster, cluster_url):
                     state = await agent.ainvoke(f"{thread} asks {turn}", {"thread_id": thread})
                     assert state["messages"][-1].text == f"{thread} async {turn}"
             history = [c async for c in saver.alist("alice")]
-            assert len(history) == 3 * turns  # model, tools, model per turn
+            assert len(history) == 4 * turns  # input, model, tools, model per turn
             assert history[0].values == (await saver.aget("alice")).values
             # several threads at once on one async client, each on its own slot
             states = await asyncio.gather(

@@ -65,7 +65,7 @@ def test_fork_from_an_old_checkpoint_keeps_both_branches(tmp_path):
     for text in ("a", "b", "c"):
         app.invoke({"messages": [text]}, config)
     history = list(app.get_state_history(config))
-    old = history[1]  # after "b"
+    old = history[2]  # after "b" (history[1] is the input of "c")
     forked = app.invoke({"messages": ["x"]}, old.config)
     assert forked["messages"] == ["a", "reply to a", "b", "reply to b", "x", "reply to x"]
     assert app.get_state(history[0].config).values["messages"][-1] == "reply to c"
@@ -149,7 +149,8 @@ def test_an_unserializable_value_writes_nothing(tmp_path):
     graph.add_edge(START, "bad").add_edge("bad", END)
     with pytest.raises(UnserializableValueError, match="conn"):
         graph.compile(saver=saver).invoke({"x": 1}, {"thread_id": "b"})
-    assert saver.get("b") is None
+    head = saver.get("b")  # the input, checkpointed first; nothing of the failed step
+    assert head is not None and head.metadata["source"] == "input" and "conn" not in head.values
 
 
 def test_from_conn_string_accepts_uris(tmp_path):

@@ -137,7 +137,8 @@ def test_interrupt_before_and_after(saver):
         ("tools", "before")
     ]
     history_len = len(list(app.get_state_history(config)))
-    assert history_len == 1  # the pause is recorded on the step's own checkpoint
+    # the input is checkpointed first; the pause is recorded on the step's own checkpoint
+    assert history_len == 2
     app.invoke(None, config)
     second = app.get_state(config)
     assert second.next == ("model",) and [(i.node, i.when) for i in second.interrupts] == [

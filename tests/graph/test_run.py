@@ -461,7 +461,7 @@ def test_router_without_path_map_does_not_hold_back_parallel_nodes(saver):
     app = graph.compile(saver=saver)
     app.invoke({}, {"thread_id": "p"})
     steps = [s.metadata["nodes"] for s in app.get_state_history({"thread_id": "p"})]
-    assert steps == [["a", "b"]]
+    assert steps == [["a", "b"], []]  # the step, then the input (checkpointed first)
 
 
 def test_draw_mermaid_rejects_an_unknown_direction():

@@ -59,12 +59,13 @@ def test_get_state_and_history(saver):
     assert snapshot.next == () and snapshot.interrupts == ()
     assert snapshot.values["messages"][-1] == "ai:final after 1"
     history = list(app.get_state_history(config))
-    # one checkpoint per super-step: model (with the input), tools, model
-    assert [h.metadata["nodes"] for h in history] == [["model"], ["tools"], ["model"]]
-    assert [h.next for h in history] == [(), ("model",), ("tools",)]
+    # the input first, then one checkpoint per super-step: model, tools, model
+    assert [h.metadata["nodes"] for h in history] == [["model"], ["tools"], ["model"], []]
+    assert [h.metadata["source"] for h in history] == ["loop", "loop", "loop", "input"]
+    assert [h.next for h in history] == [(), ("model",), ("tools",), ("model",)]
     assert history[0].checkpoint_id == snapshot.checkpoint_id
-    assert history[0].parent_id == history[1].checkpoint_id and history[2].parent_id is None
-    assert [len(h.values["messages"]) for h in history] == [4, 3, 2]
+    assert history[0].parent_id == history[1].checkpoint_id and history[3].parent_id is None
+    assert [len(h.values["messages"]) for h in history] == [4, 3, 2, 1]
     assert sorted(h.checkpoint_id for h in history) == [h.checkpoint_id for h in reversed(history)]
     assert [h.checkpoint_id for h in app.get_state_history(config, limit=2)] == [
         h.checkpoint_id for h in history[:2]
@@ -83,7 +84,7 @@ def test_replay_from_a_checkpoint_forks_and_moves_the_head(saver):
     replayed = app.invoke(None, after_tool_call.config)
     assert replayed["messages"] == history[0].values["messages"]
     new_history = list(app.get_state_history(config))
-    assert len(new_history) == 5  # two new checkpoints branch off the old one
+    assert len(new_history) == 6  # two new checkpoints branch off the old one
     assert new_history[1].parent_id == after_tool_call.checkpoint_id
     # fork with new input from the first checkpoint: a finished-state is not needed
     forked = app.invoke({"messages": ["user:fork"]}, history[0].config)
@@ -152,6 +153,7 @@ def test_update_state_rejects_bad_values_and_writes_nothing(saver):
 
 
 def test_failed_step_writes_no_checkpoint_and_the_thread_resumes(saver):
+    # a step whose only task failed stores nothing: the thread stays at its last step
     attempts = {"n": 0}
 
     def flaky(state):
@@ -170,7 +172,8 @@ def test_failed_step_writes_no_checkpoint_and_the_thread_resumes(saver):
     snapshot = app.get_state(config)
     assert snapshot.values["log"] == ["input", "first"]
     assert snapshot.next == ("flaky",)
-    assert len(list(app.get_state_history(config))) == 1
+    assert len(list(app.get_state_history(config))) == 2  # the input, then 'first'
+
     assert app.invoke(None, config)["log"] == ["input", "first", "flaky ok"]
 
 
@@ -260,7 +263,7 @@ def test_async_thread_apis(saver):
 
     paused, history, final = asyncio.run(main())
     assert paused.next == ("tools",)
-    assert len(history) == 2 and history[0].metadata["source"] == "update"
+    assert len(history) == 3 and history[0].metadata["source"] == "update"
     assert final["messages"][-1] == "ai:final after 1"
 
 

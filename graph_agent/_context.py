@@ -1,0 +1,187 @@
+"""Who is running: the run and the task a piece of code belongs to.
+
+The engine sets ``current_task`` around every node call. ``interrupt()``, ``emit()``, the
+agent's model and tool nodes and the tool manager read it to name their interrupts and
+events. This module imports nothing else of the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+__all__ = [
+    "EventBus",
+    "Listener",
+    "RunScope",
+    "TaskScope",
+    "current_task",
+    "derive_id",
+]
+
+_log = logging.getLogger("graph_agent.events")
+
+
+def derive_id(*parts: object) -> str:
+    """A stable, UUID-shaped id for ``parts`` (version 1 of the scheme: blake2b of the
+    parts joined by NUL). The same parts always give the same id, in every process."""
+    digest = hashlib.blake2b(
+        "\x00".join(map(str, ("v1", *parts))).encode(), digest_size=16
+    ).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
+
+
+class Listener(Protocol):
+    """Receives every run event: ``on_event(event)``. An optional ``aon_event`` coroutine is
+    used instead in async runs."""
+
+    def on_event(self, event: Any) -> None: ...
+
+
+class EventBus:
+    """Hands a run's events to its listeners, in order. A listener that raises is logged and
+    never breaks the run. ``stop()`` asks the run to stop at the next task boundary (a
+    closed event stream does that)."""
+
+    __slots__ = ("_lock", "listeners", "stop_requested", "streaming")
+
+    def __init__(self, listeners: tuple[Any, ...], *, streaming: bool = False) -> None:
+        self.listeners = listeners
+        self.streaming = streaming  # somebody reads model deltas: models are streamed
+        self.stop_requested = False
+        self._lock = threading.Lock()
+
+    def emit(self, event: Any) -> None:
+        with self._lock:  # parallel tasks emit from several threads; keep each event whole
+            for listener in self.listeners:
+                try:
+                    listener.on_event(event)
+                except Exception:
+                    _log.exception(
+                        "run event listener %r failed on a %s event; the run goes on",
+                        listener,
+                        getattr(event, "kind", "?"),
+                    )
+
+    def stop(self) -> None:
+        self.stop_requested = True
+
+
+class RunScope:
+    """One run of one graph: its id, thread, namespace (``()`` for the root graph) and the
+    event bus (``None`` when nobody listens: then events cost nothing)."""
+
+    __slots__ = ("bus", "namespace", "outputs", "run_id", "saver", "thread_id")
+
+    def __init__(
+        self,
+        run_id: str,
+        thread_id: str,
+        namespace: tuple[str, ...] = (),
+        bus: EventBus | None = None,
+        saver: Any = None,
+        outputs: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.thread_id = thread_id
+        self.namespace = namespace
+        self.bus = bus
+        self.saver = saver  # subgraphs keep their checkpoints with it
+        self.outputs = outputs  # where subgraphs send their NodeOutputs (stream(subgraphs=True))
+
+    def event(self, cls: Callable[..., Any], task: TaskScope | None = None, **fields: Any) -> None:
+        """Emit ``cls(**fields)`` with this run's identity (a no-op without a bus)."""
+        bus = self.bus
+        if bus is None:
+            return
+        bus.emit(
+            cls(
+                run_id=self.run_id,
+                thread_id=self.thread_id,
+                namespace=self.namespace,
+                node=task.node if task is not None else None,
+                task_id=task.task_id if task is not None else None,
+                time=time.time(),
+                **fields,
+            )
+        )
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class TaskScope:
+    """One task of a run: the node it runs, its stable id (``task.id``, computed only when
+    asked), and the resume values of the interrupts it may raise (by interrupt id).
+    ``resuming`` says the task ran before and was stopped (a pause or a failure), so a
+    subgraph it runs may have a thread to continue. ``child(key)`` gives a scope whose
+    interrupts are numbered on their own (a tool call inside the tool node), so parallel
+    calls never take each other's resume values."""
+
+    __slots__ = (
+        "_counts",
+        "_lock",
+        "can_interrupt",
+        "key",
+        "node",
+        "resume",
+        "resuming",
+        "run",
+        "task",
+    )
+
+    def __init__(
+        self,
+        run: RunScope,
+        node: str,
+        task: _HasId,
+        resume: Mapping[str, Any],
+        can_interrupt: bool,
+        resuming: bool = False,
+        key: str = "",
+    ) -> None:
+        self.run = run
+        self.node = node
+        self.task = task
+        self.resume = resume
+        self.can_interrupt = can_interrupt
+        self.resuming = resuming
+        self.key = key
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()  # a node's own worker threads may call interrupt()
+
+    @property
+    def task_id(self) -> str:
+        return self.task.id
+
+    def child(self, key: str) -> TaskScope:
+        """A scope for one part of this task (``key``: e.g. a tool call id)."""
+        return TaskScope(
+            self.run,
+            self.node,
+            self.task,
+            self.resume,
+            self.can_interrupt,
+            self.resuming,
+            f"{self.key}/{key}",
+        )
+
+    def next_interrupt_id(self) -> str:
+        """The id of the next ``interrupt()`` call in this scope: derived from the task id,
+        the scope's key and the call's position, so it is the same when the task re-runs."""
+        with self._lock:
+            index = self._counts.get(self.key, 0)
+            self._counts[self.key] = index + 1
+        return derive_id(self.task_id, self.key, index)
+
+
+current_task: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(
+    "graph_agent_current_task", default=None
+)

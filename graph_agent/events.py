@@ -1,0 +1,190 @@
+"""Run events: one stream for streaming, logging, tracing and servers.
+
+Every event is a frozen ``RunEvent`` with ``kind``, ``run_id``, ``thread_id``,
+``namespace`` (``()`` for the root graph; a subgraph's or sub-agent's path otherwise),
+``node`` and ``task_id`` (``None`` outside a task) and ``time`` (epoch seconds). Read them
+with ``CompiledGraph.stream_events`` / ``ReactAgent.stream_events`` (and the async twins),
+or pass listeners (objects with ``on_event(event)``) to ``compile(listeners=[...])`` or
+``ReactAgent.builder().listeners(...)``. A node writes its own with ``emit(data)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ._context import Listener, current_task
+
+__all__ = [
+    "CheckpointEvent",
+    "CustomEvent",
+    "InterruptEvent",
+    "Listener",
+    "ModelDelta",
+    "ModelEnd",
+    "ModelStart",
+    "NodeEnd",
+    "NodeError",
+    "NodeStart",
+    "RunEnd",
+    "RunError",
+    "RunEvent",
+    "RunStart",
+    "ToolEnd",
+    "ToolStart",
+    "emit",
+]
+
+_frozen = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+
+
+@_frozen
+class RunEvent:
+    """What every event carries; ``kind`` names the event."""
+
+    kind: str
+    run_id: str
+    thread_id: str
+    namespace: tuple[str, ...] = ()
+    node: str | None = None
+    task_id: str | None = None
+    time: float = 0.0
+
+
+@_frozen
+class RunStart(RunEvent):
+    """A run began with ``input`` (a dict, ``None`` to resume, or a ``Command``)."""
+
+    kind: Literal["run_start"] = "run_start"
+    input: Any = None
+
+
+@_frozen
+class RunEnd(RunEvent):
+    """A run ended: finished (``interrupts`` empty) or paused; ``values`` is the state."""
+
+    kind: Literal["run_end"] = "run_end"
+    interrupts: tuple[Any, ...] = ()
+    values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@_frozen
+class RunError(RunEvent):
+    """A run stopped on ``error``."""
+
+    kind: Literal["run_error"] = "run_error"
+    error: BaseException | None = None
+
+
+@_frozen
+class NodeStart(RunEvent):
+    """A task started running ``node``."""
+
+    kind: Literal["node_start"] = "node_start"
+
+
+@_frozen
+class NodeEnd(RunEvent):
+    """A task finished; ``update`` is what the node returned."""
+
+    kind: Literal["node_end"] = "node_end"
+    update: Any = None
+
+
+@_frozen
+class NodeError(RunEvent):
+    """A task's ``attempt`` (1 for the first) failed with ``error``; with a ``RetryPolicy``
+    a later attempt may follow."""
+
+    kind: Literal["node_error"] = "node_error"
+    error: BaseException | None = None
+    attempt: int = 1
+
+
+@_frozen
+class ModelStart(RunEvent):
+    """An agent's model is called with ``messages``."""
+
+    kind: Literal["model_start"] = "model_start"
+    model: str = ""
+    messages: tuple[Any, ...] = ()
+
+
+@_frozen
+class ModelDelta(RunEvent):
+    """A streamed piece of the model's answer: ``text``, or a ``tool_call_delta``."""
+
+    kind: Literal["model_delta"] = "model_delta"
+    model: str = ""
+    text: str = ""
+    tool_call_delta: Any = None
+
+
+@_frozen
+class ModelEnd(RunEvent):
+    """The model answered ``message`` (an ``AssistantMessage``) in ``duration`` seconds."""
+
+    kind: Literal["model_end"] = "model_end"
+    model: str = ""
+    message: Any = None
+    usage: Any = None
+    duration: float = 0.0
+
+
+@_frozen
+class ToolStart(RunEvent):
+    """A tool call began."""
+
+    kind: Literal["tool_start"] = "tool_start"
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+@_frozen
+class ToolEnd(RunEvent):
+    """A tool call ended: ``result`` is what the model gets; ``error`` the failure, if any
+    (even when it was turned into a response for the model)."""
+
+    kind: Literal["tool_end"] = "tool_end"
+    call_id: str = ""
+    name: str = ""
+    result: str | None = None
+    error: BaseException | None = None
+    duration: float = 0.0
+    return_direct: bool = False
+
+
+@_frozen
+class InterruptEvent(RunEvent):
+    """The run paused: ``interrupt`` is the ``Interrupt`` (one event per pending one)."""
+
+    kind: Literal["interrupt"] = "interrupt"
+    interrupt: Any = None
+
+
+@_frozen
+class CheckpointEvent(RunEvent):
+    """A checkpoint was written."""
+
+    kind: Literal["checkpoint"] = "checkpoint"
+    checkpoint_id: str = ""
+    step: int = 0
+
+
+@_frozen
+class CustomEvent(RunEvent):
+    """What a node handed to ``emit(data)``."""
+
+    kind: Literal["custom"] = "custom"
+    data: Any = None
+
+
+def emit(data: Any) -> None:
+    """From inside a node (or a tool, or a hook): send ``data`` to the run's listeners and
+    event streams as a ``custom`` event. Outside a run, or when nobody listens, it does
+    nothing."""
+    task = current_task.get()
+    if task is not None:
+        task.run.event(CustomEvent, task, data=data)

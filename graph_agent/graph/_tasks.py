@@ -1,0 +1,141 @@
+"""Tasks: one node run (PULL) or one ``Send`` (PUSH) in a super-step, with a stable id.
+
+A task's id is derived from (namespace, the checkpoint its step started from, step, node,
+kind, index), so it is the same when a step is re-run after a pause or a failure, and
+different on a fork. This module also says how a stopped step is written into a checkpoint:
+the finished tasks' writes (``pending_writes`` by task id), the pending ``Send``s, and the
+resume values given so far (``resume_values`` by interrupt id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._context import derive_id
+from ._spec import NodeSpec
+from .config import RunnableConfig
+from .state import OverAllState
+from .types import Command, Send
+
+PULL = "pull"
+PUSH = "push"
+SENDS_KEY = "__sends__"  # in pending_writes: the Sends a stopped step still has to run
+
+
+class Task:
+    """One node to run in a super-step, with the state it sees."""
+
+    __slots__ = ("_id", "config", "id_parts", "index", "kind", "node", "resuming", "state")
+
+    def __init__(
+        self,
+        node: NodeSpec,
+        state: OverAllState,
+        config: RunnableConfig,
+        kind: str,
+        index: int,
+        id_parts: tuple[Any, ...],
+        resuming: bool,
+    ) -> None:
+        self.node = node
+        self.state = state
+        self.config = config
+        self.kind = kind
+        self.index = index  # the node's position (PULL) or the Send's position (PUSH)
+        self.id_parts = id_parts
+        self.resuming = resuming
+        self._id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The task's stable id (computed on first use: most tasks never need it)."""
+        if self._id is None:
+            self._id = derive_id(*self.id_parts, self.node.name, self.kind, self.index)
+        return self._id
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        """Merge order: node tasks by node position, then Sends in Send order."""
+        return (0, self.index, 0) if self.kind == PULL else (1, self.index, 0)
+
+
+class TaskResult:
+    """What a task gave: ``update`` (a dict, ``None`` or a ``Command``), or the pause
+    (``interrupt``: records), or ``error``."""
+
+    __slots__ = ("error", "interrupt", "task", "update")
+
+    def __init__(
+        self,
+        task: Task,
+        update: Any = None,
+        interrupt: Sequence[dict[str, Any]] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        self.task = task
+        self.update = update
+        self.interrupt = interrupt
+        self.error = error
+
+    @property
+    def finished(self) -> bool:
+        return self.error is None and self.interrupt is None
+
+    def split(self) -> tuple[Any, list[str | Send] | None]:
+        """The update to merge and the ``goto`` targets (``None``: follow the edges)."""
+        update = self.update
+        if isinstance(update, Command):
+            return update.update, (update.goto_targets() if update.goto is not None else None)
+        return update, None
+
+
+# -- a stopped step, as stored in a checkpoint ---------------------------------------------
+
+
+def encode_goto(goto: list[str | Send] | None) -> list[Any] | None:
+    if goto is None:
+        return None
+    return [t if isinstance(t, str) else {"send": t.node, "arg": dict(t.arg)} for t in goto]
+
+
+def decode_goto(goto: list[Any] | None) -> list[str | Send] | None:
+    if goto is None:
+        return None
+    return [t if isinstance(t, str) else Send(t["send"], t["arg"]) for t in goto]
+
+
+def pending_frame(finished: Sequence[TaskResult], sends: Sequence[Send]) -> dict[str, Any]:
+    """``pending_writes`` for a step that stopped: the finished tasks' writes by task id, and
+    the step's ``Send``s (so they run again on resume)."""
+    frame: dict[str, Any] = {}
+    for result in finished:
+        update, goto = result.split()
+        frame[result.task.id] = [result.task.node.name, update, encode_goto(goto)]
+    if sends:
+        frame[SENDS_KEY] = [[s.node, dict(s.arg)] for s in sends]
+    return frame
+
+
+def read_frame(
+    pending: Mapping[str, Any],
+) -> tuple[dict[str, tuple[str, Any, list[str | Send] | None]], list[Send]]:
+    """The finished writes (task id -> (node, update, goto)) and the Sends of a stored step."""
+    done: dict[str, tuple[str, Any, list[str | Send] | None]] = {}
+    sends: list[Send] = []
+    for key, value in pending.items():
+        if key == SENDS_KEY:
+            sends = [Send(node, arg) for node, arg in value]
+        else:
+            node, update, goto = value
+            done[key] = (node, update, decode_goto(goto))
+    return done, sends
+
+
+def encode_resume(resume: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """``resume_values`` as stored: interrupt id -> ``[value]``."""
+    return {key: [value] for key, value in resume.items()}
+
+
+def decode_resume(stored: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+    return {key: values[0] for key, values in stored.items() if values}
