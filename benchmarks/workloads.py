@@ -1,8 +1,10 @@
-"""The six workloads of shared/bench/WORKLOADS.md on graph-agent's public API.
+"""The workloads of shared/bench/WORKLOADS.md (W1-W6), plus W7 and W8, on graph-agent's public API.
 
 Each function runs in its own process (see run.py) and prints JSON lines with the same field
 names and correctness asserts as shared/bench/peer_langgraph.py, so the two compare as ratios.
 ``SIZES`` holds the workload sizes; ``--smoke`` shrinks them to seconds (no timing checks).
+W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out) are not in the shared spec; their
+LangGraph side is benchmarks/peer_extra.py, whose docstring describes them.
 """
 
 from __future__ import annotations
@@ -46,11 +48,14 @@ SIZES: dict[str, int] = {
     "w5_conversations": 25,
     "w5_threads": 1000,
     "w6_invokes": 200,
+    "w7_invokes": 200,
+    "w8_invokes": 50,
+    "w8_width": 256,
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
     "w3_threads": 5, "w4_turns": 24, "w5_floor_pairs": 50, "w5_conversations": 2,
-    "w5_threads": 5, "w6_invokes": 5,
+    "w5_threads": 5, "w6_invokes": 5, "w7_invokes": 3, "w8_invokes": 2, "w8_width": 16,
 }  # fmt: skip
 
 
@@ -355,6 +360,90 @@ def w6_fanout() -> None:
          per_node_step_us=round(dt / (invokes * (width + 2)) * 1e6, 2), **ex)  # fmt: skip
 
 
+W7_NODES, W7_SUB_AT, W7_SUB_NODES = 20, 9, 3  # node n9 (the 10th) is the 3-node child graph
+
+
+def _w7(name: str, saver: MemorySaver | None) -> None:
+    invokes = SIZES["w7_invokes"]
+    final = W7_NODES - 1 + W7_SUB_NODES
+    steps = W7_NODES + W7_SUB_NODES  # 19 plain + the subgraph node + 3 inner = 23
+
+    def inc(state: Any) -> dict[str, int]:
+        return {"x": state["x"] + 1}
+
+    t0 = time.perf_counter()
+    child = StateGraph()
+    for j in range(W7_SUB_NODES):
+        child.add_node(f"s{j}", inc)
+    child.add_edge(START, "s0").add_edge(f"s{W7_SUB_NODES - 1}", END)
+    for j in range(W7_SUB_NODES - 1):
+        child.add_edge(f"s{j}", f"s{j + 1}")
+    sub = child.compile()
+    graph = StateGraph()
+    for i in range(W7_NODES):
+        graph.add_node(f"n{i}", sub if i == W7_SUB_AT else inc)
+    graph.add_edge(START, "n0").add_edge(f"n{W7_NODES - 1}", END)
+    for i in range(W7_NODES - 1):
+        graph.add_edge(f"n{i}", f"n{i + 1}")
+    app = graph.compile(saver=saver)
+    compile_s = time.perf_counter() - t0
+
+    def config(tid: str) -> RunnableConfig | None:
+        return cfg(tid) if saver is not None else None
+
+    assert app.invoke({"x": 0}, config(f"{name}-warm"))["x"] == final
+    results = []
+    for trial in range(SIZES["trials"]):
+        t0 = time.perf_counter()
+        for i in range(invokes):
+            out = app.invoke({"x": 0}, config(f"{name}-{trial}-{i}"))  # a new thread each
+        dt = time.perf_counter() - t0
+        assert out["x"] == final, out
+        results.append((dt, {}))
+    dt, ex = median_trial(results)
+    emit(name, invokes * steps, dt,
+         unit=f"node step ({W7_NODES - 1} plain + 1 subgraph node + {W7_SUB_NODES} inner = {steps} per invoke)",
+         invokes=invokes, steps_per_invoke=steps, checkpointer=type(saver).__name__ if saver else None,
+         per_invoke_us=round(dt / invokes * 1e6, 1), build_compile_ms=round(compile_s * 1e3, 2), **ex)  # fmt: skip
+
+
+def w7_subgraph() -> None:
+    _w7("W7_subgraph", None)
+    _w7("W7_subgraph_mem", MemorySaver())
+
+
+def w8_send() -> None:
+    from graph_agent import Send
+
+    width, invokes = SIZES["w8_width"], SIZES["w8_invokes"]
+    total = sum(2 * i for i in range(width))
+    graph = StateGraph(key_strategies={"items": KeyStrategy.APPEND, "results": KeyStrategy.APPEND})
+    graph.add_node("plan", lambda s: {"items": list(range(width))})
+    graph.add_node("work", lambda s: {"results": [s["item"] * 2]})
+    graph.add_node("reduce", lambda s: {"total": sum(s["results"])})
+    graph.add_edge(START, "plan")
+    graph.add_conditional_edges("plan", lambda s: [Send("work", {"item": i}) for i in s["items"]])
+    graph.add_edge("work", "reduce").add_edge("reduce", END)
+    app = graph.compile()
+
+    def check(out: Any) -> None:
+        assert len(out["results"]) == width, len(out["results"])
+        assert out["total"] == total and sorted(out["results"]) == [2 * i for i in range(width)]
+
+    check(app.invoke({"items": [], "results": [], "total": 0}))
+    results = []
+    for _ in range(SIZES["trials"]):
+        t0 = time.perf_counter()
+        for _ in range(invokes):
+            out = app.invoke({"items": [], "results": [], "total": 0})
+        dt = time.perf_counter() - t0
+        check(out)
+        results.append((dt, {}))
+    dt, ex = median_trial(results)
+    emit("W8_send", invokes * width, dt, unit=f"Send task (plan + {width} Sends + reduce per invoke)",
+         invokes=invokes, sends_per_invoke=width, per_invoke_us=round(dt / invokes * 1e6, 1), **ex)  # fmt: skip
+
+
 # -- Redis -------------------------------------------------------------------------------------
 
 
@@ -482,4 +571,6 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W4": w4_history,
     "W5": w5_redis,
     "W6": w6_fanout,
+    "W7": w7_subgraph,
+    "W8": w8_send,
 }

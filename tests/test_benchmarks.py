@@ -26,7 +26,7 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     records = {r["workload"]: r for r in map(json.loads, out.read_text().splitlines())}
     expected = {"W1_linear", "W2_react_mem", "W2_react_mem_handbuilt", "W3_resume", "W4_history",
-                "W4_history_handbuilt", "W6_fanout"}  # fmt: skip
+                "W4_history_handbuilt", "W6_fanout", "W7_subgraph", "W7_subgraph_mem", "W8_send"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
@@ -49,5 +49,10 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     assert (
         records["W4_history"]["bytes_per_turn_191_200"]
         <= 1.5 * records["W4_history"]["bytes_per_turn_1_10"]
+    )
+    assert records["W7_subgraph"]["steps_per_invoke"] == 23
+    assert (
+        records["W8_send"]["n"]
+        == records["W8_send"]["invokes"] * records["W8_send"]["sends_per_invoke"]
     )
     assert "W1_linear" in done.stdout  # the table

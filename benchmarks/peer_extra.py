@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""LangGraph's side of W7 (subgraph) and W8 (Send fan-out), beside shared/bench/peer_langgraph.py.
+
+    .venv-peer/bin/python benchmarks/peer_extra.py [--only W7,W8] [--out FILE] [--trials 3]
+
+Same rules and JSON lines as peer_langgraph.py (shared/bench/WORKLOADS.md): each workload runs
+in a fresh subprocess (``--child NAME``) for its own peak RSS; construction, compilation and
+one warm-up invoke are outside the timed loop; 3 trials, the median one is reported; the
+correctness asserts follow the timed loop. The workloads (ours: benchmarks/workloads.py):
+
+W7 subgraph: ``{x: int}``; a 20-node chain, node 10 is a compiled 3-node child graph (each
+x+1, sharing ``x``), the other 19 do x+1; 200 invokes, final x == 22. One op is a node step:
+the 19 plain nodes, the subgraph node itself and its 3 inner nodes, 23 per invoke.
+``W7_subgraph`` runs without a checkpointer, ``W7_subgraph_mem`` with ``InMemorySaver`` (each
+invoke on a new thread; the child inherits the parent's checkpointer).
+
+W8 send: ``{items: list (+), results: list (+), total: int}``; ``plan`` returns items
+0..255, a conditional edge sends ``Send("work", {"item": i})`` for each, ``work`` returns
+results=[2 * item], ``work -> reduce`` sets total = sum(results); 50 invokes, one op is a Send
+task (50 x 256).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import os
+import resource
+import subprocess
+import sys
+import time
+import warnings
+from typing import Annotated, Any, TypedDict
+
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
+warnings.filterwarnings("ignore")
+
+TRIALS = 3  # --trials
+W7_NODES, W7_SUB_AT, W7_SUB_NODES, W7_INVOKES = 20, 9, 3, 200  # node n9 (the 10th) is the child
+W8_WIDTH, W8_INVOKES = 256, 50
+
+
+def peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+
+
+def emit(workload: str, n: int, seconds: float, **extra: Any) -> None:
+    rec = {
+        "workload": workload,
+        "n": n,
+        "seconds": round(seconds, 6),
+        "per_op_us": round(seconds / n * 1e6, 3) if n else None,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+    rec.update(extra)
+    print(json.dumps(rec), flush=True)
+
+
+def median_trial(results: list[tuple[float, dict[str, Any]]]) -> tuple[float, dict[str, Any]]:
+    srt = sorted(results, key=lambda r: r[0])
+    sec, ex = srt[len(srt) // 2]
+    ex = dict(ex)
+    ex["trials"] = len(results)
+    ex["trial_seconds"] = [round(r[0], 4) for r in results]
+    return sec, ex
+
+
+def cfg(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}, "recursion_limit": 10_000}
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+class XState(TypedDict):
+    x: int
+
+
+def inc(s: XState) -> dict[str, int]:
+    return {"x": s["x"] + 1}
+
+
+def make_w7(checkpointer: Any) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    child = StateGraph(XState)
+    for j in range(W7_SUB_NODES):
+        child.add_node(f"s{j}", inc)
+    child.add_edge(START, "s0")
+    for j in range(W7_SUB_NODES - 1):
+        child.add_edge(f"s{j}", f"s{j + 1}")
+    child.add_edge(f"s{W7_SUB_NODES - 1}", END)
+    sub = child.compile()  # inherits the parent's checkpointer, if any
+
+    g = StateGraph(XState)
+    for i in range(W7_NODES):
+        g.add_node(f"n{i}", sub if i == W7_SUB_AT else inc)
+    g.add_edge(START, "n0")
+    for i in range(W7_NODES - 1):
+        g.add_edge(f"n{i}", f"n{i + 1}")
+    g.add_edge(f"n{W7_NODES - 1}", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def _w7(name: str, checkpointer: Any) -> None:
+    final = W7_NODES - 1 + W7_SUB_NODES
+    steps = W7_NODES + W7_SUB_NODES  # 19 plain + the subgraph node + 3 inner = 23
+    import langgraph.graph  # noqa: F401  (the import is not part of build_compile_ms)
+
+    t0 = time.perf_counter()
+    app = make_w7(checkpointer)
+    compile_s = time.perf_counter() - t0
+
+    def config(tid: str) -> dict[str, Any] | None:
+        return cfg(tid) if checkpointer is not None else None
+
+    assert app.invoke({"x": 0}, config(f"{name}-warm"))["x"] == final
+    res = []
+    for trial in range(TRIALS):
+        t0 = time.perf_counter()
+        for i in range(W7_INVOKES):
+            out = app.invoke({"x": 0}, config(f"{name}-{trial}-{i}"))
+        dt = time.perf_counter() - t0
+        assert out["x"] == final, out
+        res.append((dt, {}))
+    dt, ex = median_trial(res)
+    emit(name, W7_INVOKES * steps, dt,
+         unit=f"node step ({W7_NODES - 1} plain + 1 subgraph node + {W7_SUB_NODES} inner = {steps} per invoke)",
+         invokes=W7_INVOKES, steps_per_invoke=steps, checkpointer=type(checkpointer).__name__ if checkpointer else None,
+         per_invoke_us=round(dt / W7_INVOKES * 1e6, 1), build_compile_ms=round(compile_s * 1e3, 2), **ex)  # fmt: skip
+
+
+def w7_subgraph() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    _w7("W7_subgraph", None)
+    _w7("W7_subgraph_mem", InMemorySaver())
+
+
+class W8State(TypedDict):
+    items: Annotated[list, operator.add]
+    results: Annotated[list, operator.add]
+    total: int
+
+
+def w8_send() -> None:
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Send
+
+    def plan(s: W8State) -> dict[str, Any]:
+        return {"items": list(range(W8_WIDTH))}
+
+    def fan(s: W8State):  # no return hint: LangGraph reads it to infer the targets
+        return [Send("work", {"item": i}) for i in s["items"]]
+
+    def work(s: dict[str, Any]) -> dict[str, Any]:
+        return {"results": [s["item"] * 2]}
+
+    def reduce(s: W8State) -> dict[str, Any]:
+        return {"total": sum(s["results"])}
+
+    g = StateGraph(W8State)
+    g.add_node("plan", plan)
+    g.add_node("work", work)
+    g.add_node("reduce", reduce)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan)
+    g.add_edge("work", "reduce")
+    g.add_edge("reduce", END)
+    app = g.compile()
+    total = sum(2 * i for i in range(W8_WIDTH))
+
+    def check(out: dict[str, Any]) -> None:
+        assert len(out["results"]) == W8_WIDTH, len(out["results"])
+        assert out["total"] == total and sorted(out["results"]) == [2 * i for i in range(W8_WIDTH)]
+
+    check(app.invoke({"items": [], "results": [], "total": 0}))
+    res = []
+    for _trial in range(TRIALS):
+        t0 = time.perf_counter()
+        for _ in range(W8_INVOKES):
+            out = app.invoke({"items": [], "results": [], "total": 0})
+        dt = time.perf_counter() - t0
+        check(out)
+        res.append((dt, {}))
+    dt, ex = median_trial(res)
+    emit("W8_send", W8_INVOKES * W8_WIDTH, dt, unit="Send task (plan + 256 Sends + reduce per invoke)",
+         invokes=W8_INVOKES, sends_per_invoke=W8_WIDTH,
+         per_invoke_us=round(dt / W8_INVOKES * 1e6, 1), **ex)  # fmt: skip
+
+
+CHILDREN = {"W7": w7_subgraph, "W8": w8_send}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="LangGraph's W7 and W8")
+    ap.add_argument("--child")
+    ap.add_argument("--only", default=",".join(CHILDREN))
+    ap.add_argument("--out")
+    ap.add_argument("--trials", type=int, default=3)
+    args = ap.parse_args()
+    global TRIALS
+    TRIALS = args.trials
+    if args.child:
+        if args.child not in CHILDREN:
+            raise SystemExit(f"unknown workload {args.child}")
+        CHILDREN[args.child]()
+        return
+    lines = []
+    t_all = time.perf_counter()
+    for name in [n for n in args.only.split(",") if n]:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--trials", str(args.trials)]  # fmt: skip
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        got = [line for line in p.stdout.splitlines() if line.startswith("{")]
+        if p.returncode != 0:
+            err = (p.stderr.strip().splitlines() or ["?"])[-1]
+            got.append(json.dumps({"workload": name, "error": err[:400], "rc": p.returncode}))
+        for line in got:
+            print(line, flush=True)
+        lines.extend(got)
+        print(f"# {name}: subprocess wall {wall:.1f}s", file=sys.stderr, flush=True)
+    print(f"# total wall {time.perf_counter() - t_all:.1f}s", file=sys.stderr)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
