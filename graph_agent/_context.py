@@ -71,6 +71,10 @@ class EventBus:
     def stop(self) -> None:
         self.stop_requested = True
 
+    def on_event(self, event: Any) -> None:
+        """A bus is a listener too: a nested run's bus hands its events on to the outer one."""
+        self.emit(event)
+
 
 class RunScope:
     """One run of one graph: its id, thread, namespace (``()`` for the root graph) and the

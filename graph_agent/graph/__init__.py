@@ -7,7 +7,7 @@ from .compiled import CompiledGraph, RunOutcome
 from .config import RunnableConfig
 from .interrupt import interrupt
 from .retry import RetryPolicy
-from .state import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite
+from .state import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite, Updates
 from .state_graph import DEFAULT_RECURSION_LIMIT, StateGraph
 from .types import Command, Interrupt, NodeOutput, Send, StateSnapshot
 
@@ -29,5 +29,6 @@ __all__ = [
     "Send",
     "StateGraph",
     "StateSnapshot",
+    "Updates",
     "interrupt",
 ]

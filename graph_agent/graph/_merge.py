@@ -8,7 +8,7 @@ from typing import Any
 from checkpoint import CheckpointDelta
 
 from ..errors import InvalidUpdateError
-from .state import KeyStrategy, KeyStrategyLike, Overwrite
+from .state import KeyStrategy, KeyStrategyLike, Overwrite, Updates
 
 _REPLACE = KeyStrategy.REPLACE
 _APPEND = KeyStrategy.APPEND
@@ -99,81 +99,100 @@ def merge_updates(
     """
     merged = dict(values)
     # A write that replaces a key (REPLACE, Overwrite) cannot share the step with another
-    # write to that key: whichever came last would silently win.
-    replacing: dict[str, tuple[str, bool]] = {}  # key -> (writer, wrote with Overwrite)
-    merging: dict[str, str] = {}
-    for writer, update in updates:
-        if update is None:
-            continue
-        if type(update) is not dict and not isinstance(update, Mapping):
-            raise InvalidUpdateError(
-                f"{_who(writer)} {_gave(writer)} {_describe(update)}; state updates must be a dict "
-                "(e.g. {'key': value}) or None",
-                node=writer,
-            )
-        for key, value in update.items():
-            if not isinstance(key, str):
+    # writer's write to that key: whichever came last would silently win. The writes of one
+    # ``Updates`` are one writer's, in order.
+    replacing: dict[str, tuple[str, bool, int]] = {}  # key -> (writer, Overwrite?, writer no.)
+    merging: dict[str, tuple[str, int]] = {}
+    for number, (writer, given) in enumerate(updates):
+        parts = given.parts if type(given) is Updates else (given,)
+        for update in parts:
+            if update is None:
+                continue
+            if type(update) is not dict and not isinstance(update, Mapping):
                 raise InvalidUpdateError(
-                    f"{_who(writer)} {_gave(writer)} an update with key {key!r} ({_describe(key)}); state "
-                    "keys must be str",
+                    f"{_who(writer)} {_gave(writer)} {_describe(update)}; state updates must be a "
+                    "dict (e.g. {'key': value}) or None",
                     node=writer,
                 )
-            strategy = strategies.get(key, _REPLACE)
-            overwrite = type(value) is Overwrite
-            if overwrite or strategy is _REPLACE:
-                if key in replacing or key in merging:
-                    first, first_overwrote = replacing.get(key) or (merging[key], False)
-                    raise _conflict(first, writer, key, overwrite or first_overwrote)
-                replacing[key] = (writer, overwrite)
-                merged[key] = value.value if overwrite else value
-                tracker.replace(key)
-                continue
-            if key in replacing:
-                first, first_overwrote = replacing[key]
-                raise _conflict(first, writer, key, first_overwrote)
-            merging.setdefault(key, writer)
-            if strategy is _APPEND:
-                items = value if isinstance(value, (list, tuple)) else (value,)
-                old = merged.get(key)
-                if old is None:
-                    merged[key] = list(items)
-                elif isinstance(old, list):
-                    merged[key] = old + list(items)
-                else:
-                    raise InvalidUpdateError(
-                        f"{_who(writer)} appended to key {key!r}, whose current value is a "
-                        f"{_describe(old)}, not a list; APPEND keys must hold lists",
-                        node=writer,
-                        key=key,
-                    )
-                tracker.append(key, items)
-            elif strategy is _MERGE:
-                if not isinstance(value, Mapping):
-                    raise InvalidUpdateError(
-                        f"{_who(writer)} wrote a {_describe(value)} to MERGE key {key!r}; a MERGE "
-                        "key takes a dict of entries to update",
-                        node=writer,
-                        key=key,
-                    )
-                old = merged.get(key)
-                if old is not None and not isinstance(old, Mapping):
-                    raise InvalidUpdateError(
-                        f"{_who(writer)} merged into key {key!r}, whose current value is a "
-                        f"{_describe(old)}, not a dict",
-                        node=writer,
-                        key=key,
-                    )
-                merged[key] = {**old, **value} if old else dict(value)
-                tracker.replace(key)
-            else:
-                try:
-                    merged[key] = strategy(merged.get(key), value)
-                except Exception as exc:
-                    raise InvalidUpdateError(
-                        f"the key strategy of {key!r} failed on the update from {_who(writer)}: "
-                        f"{type(exc).__name__}: {exc}",
-                        node=writer,
-                        key=key,
-                    ) from exc
-                tracker.replace(key)
+            _merge_one(merged, writer, number, update, strategies, tracker, replacing, merging)
     return merged
+
+
+def _merge_one(
+    merged: dict[str, Any],
+    writer: str,
+    number: int,
+    update: Mapping[str, Any],
+    strategies: Mapping[str, KeyStrategyLike],
+    tracker: DeltaTracker,
+    replacing: dict[str, tuple[str, bool, int]],
+    merging: dict[str, tuple[str, int]],
+) -> None:
+    for key, value in update.items():
+        if not isinstance(key, str):
+            raise InvalidUpdateError(
+                f"{_who(writer)} {_gave(writer)} an update with key {key!r} ({_describe(key)}); "
+                "state keys must be str",
+                node=writer,
+            )
+        strategy = strategies.get(key, _REPLACE)
+        overwrite = type(value) is Overwrite
+        if overwrite or strategy is _REPLACE:
+            first = replacing.get(key)
+            if first is not None and first[2] != number:
+                raise _conflict(first[0], writer, key, overwrite or first[1])
+            other = merging.get(key)
+            if other is not None and other[1] != number:
+                raise _conflict(other[0], writer, key, overwrite)
+            replacing[key] = (writer, overwrite, number)
+            merged[key] = value.value if overwrite else value
+            tracker.replace(key)
+            continue
+        first = replacing.get(key)
+        if first is not None and first[2] != number:
+            raise _conflict(first[0], writer, key, first[1])
+        merging.setdefault(key, (writer, number))
+        if strategy is _APPEND:
+            items = value if isinstance(value, (list, tuple)) else (value,)
+            old = merged.get(key)
+            if old is None:
+                merged[key] = list(items)
+            elif isinstance(old, list):
+                merged[key] = old + list(items)
+            else:
+                raise InvalidUpdateError(
+                    f"{_who(writer)} appended to key {key!r}, whose current value is a "
+                    f"{_describe(old)}, not a list; APPEND keys must hold lists",
+                    node=writer,
+                    key=key,
+                )
+            tracker.append(key, items)
+        elif strategy is _MERGE:
+            if not isinstance(value, Mapping):
+                raise InvalidUpdateError(
+                    f"{_who(writer)} wrote a {_describe(value)} to MERGE key {key!r}; a MERGE "
+                    "key takes a dict of entries to update",
+                    node=writer,
+                    key=key,
+                )
+            old = merged.get(key)
+            if old is not None and not isinstance(old, Mapping):
+                raise InvalidUpdateError(
+                    f"{_who(writer)} merged into key {key!r}, whose current value is a "
+                    f"{_describe(old)}, not a dict",
+                    node=writer,
+                    key=key,
+                )
+            merged[key] = {**old, **value} if old else dict(value)
+            tracker.replace(key)
+        else:
+            try:
+                merged[key] = strategy(merged.get(key), value)
+            except Exception as exc:
+                raise InvalidUpdateError(
+                    f"the key strategy of {key!r} failed on the update from {_who(writer)}: "
+                    f"{type(exc).__name__}: {exc}",
+                    node=writer,
+                    key=key,
+                ) from exc
+            tracker.replace(key)

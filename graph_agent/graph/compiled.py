@@ -12,7 +12,7 @@ import networkx as nx
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 
-from .._context import EventBus, RunScope
+from .._context import EventBus, RunScope, current_task
 from ..errors import GraphUsageError
 from ..events import RunEvent
 from ._core import GraphRun, StateUpdate, interrupt_of
@@ -113,9 +113,19 @@ class CompiledGraph:
     # -- running ---------------------------------------------------------------------------
 
     def _scope(self, config: RunnableConfig, bus: EventBus | None) -> RunScope:
-        if bus is None and self.listeners:
+        """The run's identity and event bus. A graph invoked from inside a node or tool of a
+        run whose events somebody reads (an agent called from a tool) sends its events there
+        too, under the calling task's namespace."""
+        namespace: tuple[str, ...] = ()
+        caller = current_task.get()
+        if bus is None and caller is not None and caller.run.bus is not None:
+            outer = caller.run.bus
+            namespace = (*caller.run.namespace, f"{caller.node}:{caller.task_id}")
+            listeners = (*self.listeners, outer) if self.listeners else ()
+            bus = EventBus(listeners, streaming=outer.streaming) if listeners else outer
+        elif bus is None and self.listeners:
             bus = EventBus(self.listeners)
-        return RunScope(uuid.uuid4().hex, config.thread_id, (), bus, self.saver)
+        return RunScope(uuid.uuid4().hex, config.thread_id, namespace, bus, self.saver)
 
     def _start(
         self, inputs: Input, config: ConfigLike, stream: bool, bus: EventBus | None = None

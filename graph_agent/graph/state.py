@@ -6,7 +6,7 @@ import enum
 from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeAlias
 
-__all__ = ["KeyStrategy", "KeyStrategyLike", "OverAllState", "Overwrite"]
+__all__ = ["KeyStrategy", "KeyStrategyLike", "OverAllState", "Overwrite", "Updates"]
 
 
 class OverAllState(Mapping[str, Any]):
@@ -105,3 +105,19 @@ class Overwrite:
 
     def __repr__(self) -> str:
         return f"Overwrite({self.value!r})"
+
+
+class Updates:
+    """Several updates from one node, merged in order by the key strategies as if the node
+    had returned them one after another: a later write to a REPLACE key wins (two different
+    nodes writing it in one step is still an error). ``Updates(first, second, ...)``; an
+    agent folds what its parallel tool calls wrote to ``extra_state`` this way.
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts: Mapping[str, Any] | None) -> None:
+        self.parts = parts
+
+    def __repr__(self) -> str:
+        return f"Updates{self.parts!r}"
