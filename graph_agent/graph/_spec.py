@@ -62,6 +62,7 @@ class NodeSpec:
     __slots__ = (
         "afn",
         "afn_takes_config",
+        "destinations",
         "fn",
         "index",
         "input_keys",
@@ -80,8 +81,10 @@ class NodeSpec:
         retry: RetryPolicy | None = None,
         input_keys: tuple[str, ...] | None = None,
         output_keys: tuple[str, ...] | None = None,
+        destinations: tuple[str, ...] = (),
     ) -> None:
         self.name = name
+        self.destinations = destinations
         self.fn = fn
         self.afn = afn
         self.index = index

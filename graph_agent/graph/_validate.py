@@ -25,6 +25,10 @@ def build_digraph(
     graph.add_node(END)
     for src, dst in edges:
         graph.add_edge(src, dst, conditional=False, label=None)
+    for name, node in nodes.items():  # where its Command(goto=...) may lead
+        for target in node.destinations:
+            if not graph.has_edge(name, target):
+                graph.add_edge(name, target, conditional=True, label="goto")
     for source, branch in branches.items():
         if branch.path_map is not None:
             for label, target in branch.path_map.items():
@@ -66,6 +70,12 @@ def find_problems(
                     f"conditional edge from {source!r} maps label {label!r} to unknown node "
                     f"{target!r} ({hint})"
                 )
+    for name, node in nodes.items():
+        for target in node.destinations:
+            if target != END and target not in known:
+                problems.append(
+                    f"node {name!r} declares destination {target!r}, an unknown node ({hint})"
+                )
     for kind, names in (
         ("interrupt_before", interrupt_before),
         ("interrupt_after", interrupt_after),
@@ -79,6 +89,10 @@ def find_problems(
     graph.remove_nodes_from(
         [n for n in list(graph.nodes) if n not in known and n not in (START, END)]
     )
+    goto_hint = (
+        "; a node that routes with Command(goto=...) declares where it may go: "
+        "add_node(name, fn, destinations=[...])"
+    )
     if graph.out_degree(START) == 0:
         problems.append(
             "no entry point: add an edge from START, e.g. add_edge(START, "
@@ -89,12 +103,14 @@ def find_problems(
     unreachable = [n for n in nodes if n not in reachable]
     if unreachable:
         problems.append(
-            f"node(s) {unreachable} cannot be reached from START: add an edge to them or remove them"
+            f"node(s) {unreachable} cannot be reached from START: add an edge to them or remove "
+            f"them{goto_hint}"
         )
     can_finish = nx.ancestors(graph, END)
     stuck = [n for n in nodes if n in reachable and n not in can_finish]
     if stuck:
         problems.append(
-            f"node(s) {stuck} can never reach END: give them an outgoing edge that leads to END"
+            f"node(s) {stuck} can never reach END: give them an outgoing edge that leads to "
+            f"END{goto_hint}"
         )
     return problems

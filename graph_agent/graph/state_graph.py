@@ -71,6 +71,7 @@ class StateGraph:
         retry: RetryPolicy | None = None,
         input_keys: Iterable[str] | None = None,
         output_keys: Iterable[str] | None = None,
+        destinations: Iterable[str] = (),
     ) -> StateGraph:
         """Add a node.
 
@@ -80,7 +81,9 @@ class StateGraph:
         and ``invoke`` uses the first while ``ainvoke`` awaits the second. A ``StateGraph``
         or ``CompiledGraph`` as ``action`` is a subgraph: it sees the state (``input_keys``
         of it) and what it writes is the node's update (``output_keys`` of it). ``retry``
-        runs a failing task again (``RetryPolicy``)."""
+        runs a failing task again (``RetryPolicy``). ``destinations`` names the nodes (or
+        END) a node's ``Command(goto=...)`` may lead to, for ``compile()``'s checks, the
+        join rule and drawings."""
         if not isinstance(name, str) or not name:
             raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
         if name in (START, END):
@@ -113,7 +116,8 @@ class StateGraph:
                     [f"node {name!r}: input_keys/output_keys are for subgraph nodes"]
                 )
             fn, afn = node_implementations(name, action, aaction)
-        self._nodes[name] = NodeSpec(name, fn, afn, len(self._nodes), retry, ins, outs)
+        targets = (destinations,) if isinstance(destinations, str) else tuple(destinations)
+        self._nodes[name] = NodeSpec(name, fn, afn, len(self._nodes), retry, ins, outs, targets)
         return self
 
     def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
@@ -214,7 +218,7 @@ class StateGraph:
             [
                 (u, v)
                 for u, v, d in digraph.edges(data=True)
-                if d["conditional"] and self._branches[u].path_map is None
+                if d["conditional"] and u in self._branches and self._branches[u].path_map is None
             ],
         )
         if recursion_limit is None:
