@@ -457,47 +457,51 @@ class GraphRun(_Cursor):
             if bus is not None and bus.stop_requested:
                 raise RunStopped()
             steps += 1
-            resuming = base is not None
             step_base = base or (self.head_id, self.step + 1)
-            tasks = self._tasks(runnable, sends, step_base, resuming)
-            results = yield from self._execute(tasks, done, resume)
-            finished = [r for r in results if r.finished]
-            failed = [r for r in results if r.error is not None]
-            frontier = (names, sends)
-            if failed:  # keep what finished: a retry runs only the rest
-                if finished:
-                    yield from self.write(
-                        frontier, source="error", nodes=runnable, resume=resume,
-                        finished=finished, base=step_base,
-                    )  # fmt: skip
-                raise failed[0].error  # type: ignore[misc]
-            paused = [r for r in results if r.interrupt is not None]
-            if paused:
-                records = [record for r in paused for record in r.interrupt or ()]
-                yield from self.write(
-                    frontier, source="interrupt", nodes=runnable, interrupts=records,
-                    resume=resume, finished=finished, base=step_base,
-                )  # fmt: skip
-                self._announce(records)
-                return
+            tasks = self._tasks(runnable, sends, step_base, base is not None)
+            if done or self.child_outputs:
+                results = yield from self._execute(tasks, done, resume)
+            else:
+                results = yield ExecuteEffect(tasks, resume)
+                if self.child_outputs:
+                    outputs, self.child_outputs = self.child_outputs, []
+                    yield EmitEffect(outputs)
             updates: list[tuple[str, Any]] = []
             ran: list[tuple[str, list[str | Send] | None]] = []
+            stopped = False
             for result in results:
-                update, goto = result.split()
-                if isinstance(result.update, Command) and result.update.graph is not None:
-                    self._to_parent(result)
-                updates.append((result.task.node.name, update))
-                ran.append((result.task.node.name, goto))
+                update = result.update
+                if result.error is not None or result.interrupt is not None:
+                    stopped = True
+                    continue
+                name = result.task.node.name
+                if type(update) is Command:
+                    if update.graph is not None:
+                        self._to_parent(result)
+                    goto = update.goto_targets() if update.goto is not None else None
+                    update = update.update
+                else:
+                    goto = None
+                updates.append((name, update))
+                ran.append((name, goto))
+            if stopped:
+                yield from self._stop(results, (names, sends), runnable, resume, step_base)
+                return
             step = DeltaTracker()
             merged = merge_updates(self.values, updates, spec.strategies, step)
             new_state = OverAllState(merged)
-            triggered, sends = yield from self.successors(ran, new_state)
+            if len(ran) == 1 and ran[0][1] is None and ran[0][0] not in spec.branches:
+                triggered = spec.static_after.get(ran[0][0]) or []
+                sends = []
+            else:
+                triggered, sends = yield from self.successors(ran, new_state)
             self.values = merged
             self.tracker.absorb(step)
-            resume, done, base = {}, {}, None
-            names = _union_in_order(spec, deferred, triggered)
+            if base is not None:
+                resume, done, base = {}, {}, None
+            names = _union_in_order(spec, deferred, triggered) if deferred else triggered
             pauses: list[dict[str, Any]] = []
-            if names:
+            if names and (spec.interrupt_after or spec.interrupt_before):
                 after = spec.interrupt_after
                 pauses = [
                     static_record(self.scope.namespace, self.head_id, n, "after")
@@ -505,9 +509,11 @@ class GraphRun(_Cursor):
                     if n in after
                 ]
                 pauses += self._before_hits(names, (self.head_id, self.step + 1))
-            yield from self.write(
-                (names, sends), source="loop", nodes=runnable, updates=updates, interrupts=pauses
-            )
+            if self.has_saver:
+                yield from self.write(
+                    (names, sends), source="loop", nodes=runnable, updates=updates,
+                    interrupts=pauses,
+                )  # fmt: skip
             if self.stream:
                 public = OverAllState(spec.public(merged))
                 ns = self.scope.namespace
@@ -515,6 +521,32 @@ class GraphRun(_Cursor):
             if pauses:
                 self._announce(pauses)
                 return
+
+    def _stop(
+        self,
+        results: list[TaskResult],
+        frontier: Frontier,
+        runnable: list[str],
+        resume: Mapping[str, Any],
+        base: tuple[str | None, int],
+    ) -> Generator[Effect, Any, None]:
+        """A step with a failed or paused task: keep what finished (a retry or resume runs
+        only the rest), then raise the first failure, or pause."""
+        finished = [r for r in results if r.finished]
+        failed = [r for r in results if r.error is not None]
+        if failed:
+            if finished:
+                yield from self.write(
+                    frontier, source="error", nodes=runnable, resume=resume,
+                    finished=finished, base=base,
+                )  # fmt: skip
+            raise failed[0].error  # type: ignore[misc]
+        records = [record for r in results for record in r.interrupt or ()]
+        yield from self.write(
+            frontier, source="interrupt", nodes=runnable, interrupts=records,
+            resume=resume, finished=finished, base=base,
+        )  # fmt: skip
+        self._announce(records)
 
     def _tasks(
         self,

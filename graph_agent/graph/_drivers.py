@@ -43,39 +43,22 @@ def _note(exc: BaseException, message: str) -> None:
         exc.add_note(message)
 
 
-class _Attempt:
-    """The bookkeeping of one task around its node calls: scope, events, retry."""
+def _failed(task: Task, scope: TaskScope, error: Exception, attempt: int) -> float | None:
+    """Record a task's failed ``attempt``; the seconds to wait before the next, or ``None``."""
+    _note(error, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
+    run = scope.run
+    if run.bus is not None:
+        run.event(NodeError, scope, error=error, attempt=attempt)
+    policy = task.node.retry
+    if policy is None or not policy.should_retry(error, attempt):
+        return None
+    return policy.delay(attempt)
 
-    __slots__ = ("attempt", "run", "scope", "task")
 
-    def __init__(
-        self, task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
-    ) -> None:
-        self.task = task
-        self.run = run
-        self.scope = TaskScope(run, task.node.name, task, resume, can_interrupt, task.resuming)
-        self.attempt = 1
-
-    def started(self) -> None:
-        if self.run.bus is not None:
-            self.run.event(NodeStart, self.scope)
-
-    def ended(self, update: Any) -> TaskResult:
-        if self.run.bus is not None:
-            self.run.event(NodeEnd, self.scope, update=update)
-        return TaskResult(self.task, update)
-
-    def failed(self, error: Exception) -> float | None:
-        """Record the failure; the seconds to wait before the next attempt, or ``None``."""
-        task = self.task
-        _note(error, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
-        if self.run.bus is not None:
-            self.run.event(NodeError, self.scope, error=error, attempt=self.attempt)
-        policy = task.node.retry
-        if policy is None or not policy.should_retry(error, self.attempt):
-            return None
-        self.attempt += 1
-        return policy.delay(self.attempt - 1)
+def _ended(task: Task, scope: TaskScope, update: Any) -> TaskResult:
+    if scope.run.bus is not None:
+        scope.run.event(NodeEnd, scope, update=update)
+    return TaskResult(task, update)
 
 
 def _call(fn: Any, takes_config: bool, task: Task) -> Any:
@@ -93,13 +76,15 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
                 "the node a sync implementation too: add_node(name, sync_fn, async_fn)"
             ),
         )
-    attempt = _Attempt(task, run, resume, can_interrupt)
+    attempt = 1
     while True:
-        token = current_task.set(attempt.scope)
-        attempt.started()
+        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming)
+        token = current_task.set(scope)
+        if run.bus is not None:
+            run.event(NodeStart, scope)
         try:
-            out = _call(node.fn, node.takes_config, task)
-            if inspect.isawaitable(out):
+            out = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)
+            if type(out) is not dict and out is not None and inspect.isawaitable(out):
                 if inspect.iscoroutine(out):
                     out.close()
                 raise GraphUsageError(
@@ -109,14 +94,17 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
         except NodeInterrupt as interrupt:
             return TaskResult(task, interrupt=interrupt.records)
         except Exception as exc:
-            wait = attempt.failed(exc)
+            wait = _failed(task, scope, exc, attempt)
             if wait is None:
                 return TaskResult(task, error=exc)
+            attempt += 1
             time.sleep(wait)
             continue
         finally:
             current_task.reset(token)
-        return attempt.ended(out)
+        if run.bus is not None:
+            run.event(NodeEnd, scope, update=out)
+        return TaskResult(task, out)
 
 
 async def _arun_task(
@@ -124,10 +112,12 @@ async def _arun_task(
 ) -> TaskResult:
     """Run a node without blocking the loop (a sync-only node in a worker thread)."""
     node = task.node
-    attempt = _Attempt(task, run, resume, can_interrupt)
+    attempt = 1
     while True:
-        token = current_task.set(attempt.scope)
-        attempt.started()
+        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming)
+        token = current_task.set(scope)
+        if run.bus is not None:
+            run.event(NodeStart, scope)
         try:
             if node.afn is not None:
                 out = await _call(node.afn, node.afn_takes_config, task)
@@ -138,14 +128,15 @@ async def _arun_task(
         except NodeInterrupt as interrupt:
             return TaskResult(task, interrupt=interrupt.records)
         except Exception as exc:
-            wait = attempt.failed(exc)
+            wait = _failed(task, scope, exc, attempt)
             if wait is None:
                 return TaskResult(task, error=exc)
+            attempt += 1
             await asyncio.sleep(wait)
             continue
         finally:
             current_task.reset(token)
-        return attempt.ended(out)
+        return _ended(task, scope, out)
 
 
 def _execute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:

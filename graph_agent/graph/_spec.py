@@ -175,6 +175,7 @@ class GraphSpec:
         "nodes",
         "private",
         "reach",
+        "static_after",
         "static_next",
         "strategies",
     )
@@ -206,6 +207,11 @@ class GraphSpec:
             if dst not in targets:
                 targets.append(dst)
         self.static_next: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in static.items()}
+        # what a node without a router triggers, END dropped, in node order (the fast path)
+        self.static_after: dict[str, list[str]] = {
+            k: sorted((t for t in v if t in self.nodes), key=lambda n: self.nodes[n].index)
+            for k, v in static.items()
+        }
         self.has_async = [n.name for n in self.nodes.values() if n.fn is None] + [
             f"router of '{b.source}'" for b in self.branches.values() if b.is_async
         ]
