@@ -44,3 +44,50 @@ def test_public_names_are_importable_from_the_package_roots():
     assert issubclass(checkpoint.CheckpointNotFoundError, LookupError)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         graph_agent.Nope  # noqa: B018
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each module of the three packages, and the modules of them it imports when it is
+    imported (module level, outside ``if TYPE_CHECKING:``; imports inside functions run
+    later and are left out)."""
+    import ast
+
+    modules: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                if node.level:
+                    base = base[: len(base) - node.level + 1]
+                    prefix = ".".join([*base, node.module] if node.module else base)
+                else:
+                    prefix = node.module or ""
+                targets.add(prefix)
+                targets.update(f"{prefix}.{alias.name}" for alias in node.names)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def test_no_module_imports_itself_through_others():
+    import networkx as nx
+
+    graph = nx.DiGraph([(a, b) for a, targets in _module_imports().items() for b in targets])
+    # a package's __init__ re-exporting its own modules is not a cycle worth naming
+    graph.remove_edges_from(
+        [(a, b) for a, b in list(graph.edges) if b.startswith(a + ".") and "." in b]
+    )
+    cycles = list(itertools.islice(nx.simple_cycles(graph), 5))
+    assert not cycles, f"import cycles: {cycles}"
