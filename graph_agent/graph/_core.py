@@ -458,7 +458,10 @@ class GraphRun(_Cursor):
                 raise RunStopped()
             steps += 1
             step_base = base or (self.head_id, self.step + 1)
-            tasks = self._tasks(runnable, sends, step_base, base is not None)
+            # A step that starts from a checkpoint this run did not write may have run
+            # before (and failed or paused): a subgraph of it may have a thread to continue.
+            resuming = base is not None or self.last_written is None
+            tasks = self._tasks(runnable, sends, step_base, resuming)
             if done or self.child_outputs:
                 results = yield from self._execute(tasks, done, resume)
             else:

@@ -161,3 +161,28 @@ def test_a_subgraph_compiled_with_its_own_saver_is_refused():
         StateGraph().add_node("sub", _child().compile(saver=MemorySaver()))
     with pytest.raises(GraphValidationError, match="contains"):
         StateGraph().add_node("a|b", lambda s: None)
+
+
+def test_a_failed_subgraph_alone_in_its_step_resumes_where_the_child_failed(durable):
+    ran: list[str] = []
+    child = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+
+    def step(name: str) -> Any:
+        def run(state: Any) -> dict[str, Any]:
+            ran.append(name)
+            if name == "second" and ran.count("second") == 1:
+                raise ConnectionError("child failed")
+            return {"log": [name]}
+
+        return run
+
+    child.add_node("first", step("first")).add_node("second", step("second"))
+    child.add_edge(START, "first").add_edge("first", "second").add_edge("second", END)
+    parent = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    parent.add_node("sub", child).add_edge(START, "sub").add_edge("sub", END)
+    app = parent.compile(saver=durable)
+    config = {"thread_id": "retry-sub"}
+    with pytest.raises(ConnectionError):
+        app.invoke({"log": []}, config)
+    assert app.invoke(None, config)["log"] == ["first", "second"]
+    assert ran == ["first", "second", "second"]  # 'first' did not run again
