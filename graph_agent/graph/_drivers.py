@@ -23,7 +23,7 @@ from .._context import RunScope, TaskScope, current_task
 from .._pool import run_all
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
-from ._core import (
+from ._effects import (
     Effect,
     ExecuteEffect,
     LoadEffect,

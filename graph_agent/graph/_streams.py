@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from .._context import EventBus
-from ._core import RunStopped
+from ._effects import RunStopped
 
 _DONE = object()
 

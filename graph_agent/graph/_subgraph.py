@@ -11,19 +11,18 @@ parent continues the child where it stopped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._context import RunScope, TaskScope, current_task
 from ..errors import GraphUsageError
-from ._core import GraphRun, ParentCommand, SubgraphEntry
+from ._core import GraphRun
 from ._drivers import adrive, drive
+from ._effects import ParentCommand, SubgraphEntry
+from ._spec import GraphSpec
 from .config import RunnableConfig
 from .interrupt import NodeInterrupt
 from .state import KeyStrategy, OverAllState, Overwrite
 from .types import NodeOutput
-
-if TYPE_CHECKING:
-    from .compiled import CompiledGraph
 
 NS_SEP = "|"  # joins a thread id and the namespace parts of its subgraphs
 
@@ -34,17 +33,17 @@ class SubgraphNode:
     def __init__(
         self,
         name: str,
-        graph: CompiledGraph,
+        spec: GraphSpec,
         input_keys: tuple[str, ...] | None,
         output_keys: tuple[str, ...] | None,
     ) -> None:
         self.name = name
-        self.graph = graph
+        self.spec = spec
         self.input_keys = input_keys
         self.output_keys = output_keys
 
     def __repr__(self) -> str:
-        return f"SubgraphNode({self.name!r}, nodes={list(self.graph.nodes)})"
+        return f"SubgraphNode({self.name!r}, nodes={list(self.spec.nodes)})"
 
     def _start(
         self, state: OverAllState, config: RunnableConfig
@@ -66,7 +65,7 @@ class SubgraphNode:
             thread_id=f"{config.thread_id}{NS_SEP}{part}", metadata=config.metadata
         )
         run = GraphRun(
-            self.graph._spec,
+            self.spec,
             child_config,
             parent.saver is not None,
             SubgraphEntry(values, task.resume, task.resuming),
@@ -80,7 +79,7 @@ class SubgraphNode:
         last = run.last_written
         if last is not None and last.interrupts and (last.next_nodes or last.pending_writes):
             raise NodeInterrupt([dict(r) for r in last.interrupts])
-        update = written(handed, run.values, self.graph._spec.strategies)
+        update = written(handed, run.values, self.spec.strategies)
         if self.output_keys is not None:
             update = {k: v for k, v in update.items() if k in self.output_keys}
         return update
@@ -151,28 +150,4 @@ def written(
     return update
 
 
-def is_subgraph(action: Any) -> bool:
-    from .compiled import CompiledGraph
-    from .state_graph import StateGraph
-
-    return isinstance(action, (CompiledGraph, StateGraph))
-
-
-def subgraph_node(
-    name: str,
-    action: Any,
-    input_keys: tuple[str, ...] | None,
-    output_keys: tuple[str, ...] | None,
-) -> SubgraphNode:
-    from .compiled import CompiledGraph
-
-    graph = action if isinstance(action, CompiledGraph) else action.compile()
-    if graph.saver is not None:
-        raise GraphUsageError(
-            f"subgraph '{name}' was compiled with a saver; compile it without one: a subgraph "
-            "keeps its checkpoints with the parent graph's saver, in the parent's thread"
-        )
-    return SubgraphNode(name, graph, input_keys, output_keys)
-
-
-__all__ = ["SubgraphNode", "is_subgraph", "subgraph_node", "written"]
+__all__ = ["NS_SEP", "SubgraphNode", "written"]

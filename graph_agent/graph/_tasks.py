@@ -21,6 +21,7 @@ from .types import Command, Send
 PULL = "pull"
 PUSH = "push"
 SENDS_KEY = "__sends__"  # in pending_writes: the Sends a stopped step still has to run
+BASE_KEY = "__base__"  # in pending_writes: [checkpoint id, step] the stopped step started from
 
 
 class Task:

@@ -15,13 +15,15 @@ from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 from .._context import EventBus, RunScope, current_task
 from ..errors import GraphUsageError
 from ..events import RunEvent
-from ._core import GraphRun, StateUpdate, interrupt_of
+from ._core import GraphRun
+from ._cursor import interrupt_of
 from ._drivers import adrive, drive
 from ._mermaid import draw_mermaid
 from ._spec import GraphSpec
 from ._streams import async_event_stream, sync_event_stream
 from ._subgraph import NS_SEP, SubgraphNode
 from ._tasks import SENDS_KEY
+from ._update import StateUpdate
 from .config import RunnableConfig
 from .state import OverAllState
 from .types import Command, Interrupt, NodeOutput, StateSnapshot
@@ -51,6 +53,32 @@ def _snapshot(
         step=checkpoint.step,
         namespace=namespace,
     )
+
+
+def _with_children(
+    spec: GraphSpec,
+    saver: BaseCheckpointSaver,
+    snapshot: StateSnapshot,
+    thread: str,
+    namespace: tuple[str, ...],
+) -> StateSnapshot:
+    """``snapshot`` with the snapshots of the subgraphs it is paused in."""
+    depth = len(namespace)
+    parts = dict.fromkeys(
+        i.namespace[depth] for i in snapshot.interrupts if len(i.namespace) > depth
+    )
+    children = []
+    for part in parts:
+        node = spec.nodes.get(part.split(":", 1)[0])
+        sub = node.fn if node is not None else None
+        checkpoint = saver.get(f"{thread}{NS_SEP}{part}")
+        if not isinstance(sub, SubgraphNode) or checkpoint is None:
+            continue
+        child = _snapshot(sub.spec, checkpoint, (*namespace, part))
+        children.append(
+            _with_children(sub.spec, saver, child, checkpoint.thread_id, child.namespace)
+        )
+    return dataclasses.replace(snapshot, subgraphs=tuple(children))
 
 
 class RunOutcome:
@@ -242,32 +270,7 @@ class CompiledGraph:
         snapshot = self._found(saver.get(cfg.thread_id, cfg.checkpoint_id), cfg)
         if snapshot is None or not subgraphs:
             return snapshot
-        return self._with_children(saver, snapshot, cfg.thread_id, ())
-
-    def _with_children(
-        self,
-        saver: BaseCheckpointSaver,
-        snapshot: StateSnapshot,
-        thread: str,
-        namespace: tuple[str, ...],
-    ) -> StateSnapshot:
-        """``snapshot`` with the snapshots of the subgraphs it is paused in."""
-        depth = len(namespace)
-        parts = dict.fromkeys(
-            i.namespace[depth] for i in snapshot.interrupts if len(i.namespace) > depth
-        )
-        children = []
-        for part in parts:
-            node = self._spec.nodes.get(part.split(":", 1)[0])
-            sub = node.fn if node is not None else None
-            checkpoint = saver.get(f"{thread}{NS_SEP}{part}")
-            if not isinstance(sub, SubgraphNode) or checkpoint is None:
-                continue
-            child = _snapshot(sub.graph._spec, checkpoint, (*namespace, part))
-            children.append(
-                sub.graph._with_children(saver, child, checkpoint.thread_id, child.namespace)
-            )
-        return dataclasses.replace(snapshot, subgraphs=tuple(children))
+        return _with_children(self._spec, saver, snapshot, cfg.thread_id, ())
 
     async def aget_state(
         self, config: ConfigLike, *, subgraphs: bool = False

@@ -7,18 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from ..errors import GraphValidationError
+from ..errors import GraphUsageError, GraphValidationError
 from ._constants import END, START
 from ._spec import BranchSpec, GraphSpec, NodeSpec, Reachability, node_implementations
-from ._subgraph import NS_SEP, is_subgraph, subgraph_node
+from ._subgraph import NS_SEP, SubgraphNode
 from ._validate import build_digraph, find_problems
+from .compiled import CompiledGraph
 from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike
 
 if TYPE_CHECKING:
     from checkpoint import BaseCheckpointSaver
-
-    from .compiled import CompiledGraph
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "StateGraph"]
 
@@ -100,10 +99,10 @@ class StateGraph:
             )
         ins = None if input_keys is None else tuple(input_keys)
         outs = None if output_keys is None else tuple(output_keys)
-        if is_subgraph(action):
+        if isinstance(action, (StateGraph, CompiledGraph)):
             if aaction is not None:
                 raise GraphValidationError([f"subgraph node {name!r} takes no second action"])
-            sub = subgraph_node(name, action, ins, outs)
+            sub = _subgraph_node(name, action, ins, outs)
             fn: Callable[..., Any] | None = sub
             afn: Callable[..., Any] | None = sub.acall
         else:
@@ -183,8 +182,6 @@ class StateGraph:
         """
         from checkpoint import BaseCheckpointSaver
 
-        from .compiled import CompiledGraph
-
         before = [interrupt_before] if isinstance(interrupt_before, str) else list(interrupt_before)
         after = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after)
         problems = find_problems(self._nodes, self._edges, self._branches, before, after)
@@ -237,3 +234,18 @@ class StateGraph:
             private=self.private_keys,
         )
         return CompiledGraph(spec, saver, digraph, listeners)
+
+
+def _subgraph_node(
+    name: str,
+    action: StateGraph | CompiledGraph,
+    input_keys: tuple[str, ...] | None,
+    output_keys: tuple[str, ...] | None,
+) -> SubgraphNode:
+    graph = action if isinstance(action, CompiledGraph) else action.compile()
+    if graph.saver is not None:
+        raise GraphUsageError(
+            f"subgraph '{name}' was compiled with a saver; compile it without one: a subgraph "
+            "keeps its checkpoints with the parent graph's saver, in the parent's thread"
+        )
+    return SubgraphNode(name, graph._spec, input_keys, output_keys)
