@@ -7,6 +7,7 @@ events. This module imports nothing else of the package, so every layer may use 
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
 import logging
@@ -45,20 +46,27 @@ class Listener(Protocol):
 
 class EventBus:
     """Hands a run's events to its listeners, in order. A listener that raises is logged and
-    never breaks the run. ``stop()`` asks the run to stop at the next task boundary (a
-    closed event stream does that)."""
+    never breaks the run. In an async run (``bind_loop``), a listener with an async
+    ``aon_event`` gets its events through it, one at a time and in order, and ``drain()``
+    waits until it has had them all. ``stop()`` asks the run to stop at the next step
+    boundary (a closed event stream does that)."""
 
-    __slots__ = ("_lock", "listeners", "stop_requested", "streaming")
+    __slots__ = ("_lock", "_queues", "listeners", "loop", "stop_requested", "streaming")
 
     def __init__(self, listeners: tuple[Any, ...], *, streaming: bool = False) -> None:
         self.listeners = listeners
         self.streaming = streaming  # somebody reads model deltas: models are streamed
         self.stop_requested = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._queues: dict[int, asyncio.Queue[Any]] = {}
         self._lock = threading.Lock()
 
     def emit(self, event: Any) -> None:
         with self._lock:  # parallel tasks emit from several threads; keep each event whole
             for listener in self.listeners:
+                if self.loop is not None and hasattr(listener, "aon_event"):
+                    self._hand_async(listener, event)
+                    continue
                 try:
                     listener.on_event(event)
                 except Exception:
@@ -68,12 +76,56 @@ class EventBus:
                         getattr(event, "kind", "?"),
                     )
 
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Use ``aon_event`` on ``loop`` from now on; ``False`` if a loop was bound already."""
+        if self.loop is not None:
+            return False
+        self.loop = loop
+        return True
+
+    def _hand_async(self, listener: Any, event: Any) -> None:
+        loop = self.loop
+        assert loop is not None
+        queue = self._queues.get(id(listener))
+        if queue is None:
+            queue = self._queues[id(listener)] = asyncio.Queue()
+            loop.call_soon_threadsafe(lambda: loop.create_task(_deliver(listener, queue)))
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            queue.put_nowait(event)
+        else:  # a sync node or tool in a worker thread
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    async def drain(self) -> None:
+        """Wait until every async listener has had every event so far."""
+        await asyncio.sleep(0)  # let events handed over from worker threads arrive
+        for queue in list(self._queues.values()):
+            await queue.join()
+
     def stop(self) -> None:
         self.stop_requested = True
 
     def on_event(self, event: Any) -> None:
         """A bus is a listener too: a nested run's bus hands its events on to the outer one."""
         self.emit(event)
+
+
+async def _deliver(listener: Any, queue: asyncio.Queue[Any]) -> None:
+    while True:
+        event = await queue.get()
+        try:
+            await listener.aon_event(event)
+        except Exception:
+            _log.exception(
+                "run event listener %r failed on a %s event; the run goes on",
+                listener,
+                getattr(event, "kind", "?"),
+            )
+        finally:
+            queue.task_done()
 
 
 class RunScope:

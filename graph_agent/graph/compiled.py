@@ -198,8 +198,14 @@ class CompiledGraph:
         self, inputs: Input, config: ConfigLike, bus: EventBus | None
     ) -> RunOutcome:
         run, scope = self._start(inputs, config, False, bus)
-        async for _ in adrive(run.effects(), self.saver, scope):
-            pass
+        bound = scope.bus is not None and scope.bus.bind_loop(asyncio.get_running_loop())
+        try:
+            async for _ in adrive(run.effects(), self.saver, scope):
+                pass
+        finally:
+            if bound:
+                assert scope.bus is not None
+                await scope.bus.drain()
         return RunOutcome.of(run)
 
     def stream(

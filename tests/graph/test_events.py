@@ -163,3 +163,26 @@ def test_closing_the_async_stream_early_stops_the_run(saver):
     asyncio.run(main())
     assert app.get_state(config).next
     assert app.invoke(None, config)["log"] == list(range(6))
+
+
+class _AsyncRecorder:
+    def __init__(self) -> None:
+        self.sync: list[str] = []
+        self.kinds: list[str] = []
+
+    def on_event(self, event: RunEvent) -> None:
+        self.sync.append(event.kind)
+
+    async def aon_event(self, event: RunEvent) -> None:
+        await asyncio.sleep(0)
+        self.kinds.append(event.kind)
+
+
+def test_async_listeners_get_every_event_in_order_before_the_run_returns():
+    recorder = _AsyncRecorder()
+    app = _pipeline(3).compile(listeners=[recorder])
+    asyncio.run(app.ainvoke({"log": []}))
+    expected = ["run_start"] + ["node_start", "custom", "node_end"] * 3 + ["run_end"]
+    assert recorder.kinds == expected and recorder.sync == []
+    app.invoke({"log": []})  # a sync run uses on_event
+    assert recorder.sync == expected
