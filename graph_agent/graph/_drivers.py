@@ -78,7 +78,8 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
         )
     attempt = 1
     while True:
-        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming)
+        # a retried attempt may find what its failed attempt left (a subgraph's thread)
+        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming or attempt > 1)
         token = current_task.set(scope)
         if run.bus is not None:
             run.event(NodeStart, scope)
@@ -114,7 +115,8 @@ async def _arun_task(
     node = task.node
     attempt = 1
     while True:
-        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming)
+        # a retried attempt may find what its failed attempt left (a subgraph's thread)
+        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming or attempt > 1)
         token = current_task.set(scope)
         if run.bus is not None:
             run.event(NodeStart, scope)

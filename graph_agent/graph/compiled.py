@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping
 from typing import Any
 
 import networkx as nx
@@ -18,6 +18,7 @@ from ..events import RunEvent
 from ._core import GraphRun
 from ._cursor import interrupt_of
 from ._drivers import adrive, drive
+from ._effects import LoadEffect
 from ._mermaid import draw_mermaid
 from ._spec import GraphSpec
 from ._streams import async_event_stream, sync_event_stream
@@ -57,12 +58,12 @@ def _snapshot(
 
 def _with_children(
     spec: GraphSpec,
-    saver: BaseCheckpointSaver,
     snapshot: StateSnapshot,
     thread: str,
     namespace: tuple[str, ...],
-) -> StateSnapshot:
-    """``snapshot`` with the snapshots of the subgraphs it is paused in."""
+) -> Generator[LoadEffect, Checkpoint | None, StateSnapshot]:
+    """``snapshot`` with the snapshots of the subgraphs it is paused in (their checkpoints
+    are read through ``LoadEffect``s)."""
     depth = len(namespace)
     parts = dict.fromkeys(
         i.namespace[depth] for i in snapshot.interrupts if len(i.namespace) > depth
@@ -71,12 +72,14 @@ def _with_children(
     for part in parts:
         node = spec.nodes.get(part.split(":", 1)[0])
         sub = node.fn if node is not None else None
-        checkpoint = saver.get(f"{thread}{NS_SEP}{part}")
-        if not isinstance(sub, SubgraphNode) or checkpoint is None:
+        if not isinstance(sub, SubgraphNode):
+            continue
+        checkpoint = yield LoadEffect(f"{thread}{NS_SEP}{part}", None)
+        if checkpoint is None:
             continue
         child = _snapshot(sub.spec, checkpoint, (*namespace, part))
         children.append(
-            _with_children(sub.spec, saver, child, checkpoint.thread_id, child.namespace)
+            (yield from _with_children(sub.spec, child, checkpoint.thread_id, child.namespace))
         )
     return dataclasses.replace(snapshot, subgraphs=tuple(children))
 
@@ -276,16 +279,29 @@ class CompiledGraph:
         snapshot = self._found(saver.get(cfg.thread_id, cfg.checkpoint_id), cfg)
         if snapshot is None or not subgraphs:
             return snapshot
-        return _with_children(self._spec, saver, snapshot, cfg.thread_id, ())
+        loads = _with_children(self._spec, snapshot, cfg.thread_id, ())
+        try:
+            load = next(loads)
+            while True:
+                load = loads.send(saver.get(load.thread_id))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     async def aget_state(
         self, config: ConfigLike, *, subgraphs: bool = False
     ) -> StateSnapshot | None:
         saver = self._require_saver("aget_state")
-        if subgraphs:
-            return await asyncio.to_thread(self.get_state, config, subgraphs=True)
         cfg = RunnableConfig.coerce(config)
-        return self._found(await saver.aget(cfg.thread_id, cfg.checkpoint_id), cfg)
+        snapshot = self._found(await saver.aget(cfg.thread_id, cfg.checkpoint_id), cfg)
+        if snapshot is None or not subgraphs:
+            return snapshot
+        loads = _with_children(self._spec, snapshot, cfg.thread_id, ())
+        try:
+            load = next(loads)
+            while True:
+                load = loads.send(await saver.aget(load.thread_id))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     def get_state_history(
         self, config: ConfigLike, *, limit: int | None = None

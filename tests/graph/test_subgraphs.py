@@ -186,3 +186,41 @@ def test_a_failed_subgraph_alone_in_its_step_resumes_where_the_child_failed(dura
         app.invoke({"log": []}, config)
     assert app.invoke(None, config)["log"] == ["first", "second"]
     assert ran == ["first", "second", "second"]  # 'first' did not run again
+
+
+def test_a_subgraph_retried_by_its_policy_continues_its_child(durable):
+    from graph_agent import RetryPolicy
+
+    ran: list[str] = []
+    child = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+
+    def second(state: Any) -> dict[str, Any]:
+        ran.append("second")
+        if ran.count("second") == 1:
+            raise ConnectionError("once")
+        return {"log": ["second"]}
+
+    child.add_node("first", lambda s: ran.append("first") or {"log": ["first"]})
+    child.add_node("second", second)
+    child.add_edge(START, "first").add_edge("first", "second").add_edge("second", END)
+    parent = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    parent.add_node("sub", child, retry=RetryPolicy(initial_interval=0, jitter=False))
+    parent.add_edge(START, "sub").add_edge("sub", END)
+    result = parent.compile(saver=durable).invoke({"log": []}, {"thread_id": "retry"})
+    assert result["log"] == ["first", "second"] and ran == ["first", "second", "second"]
+
+
+def test_async_state_of_paused_subgraphs_with_an_async_only_client():
+    import fakeredis
+
+    from checkpoint import RedisSaver
+
+    saver = RedisSaver(async_client=fakeredis.FakeAsyncRedis())
+    app = _parent(ask=True).compile(saver=saver)
+
+    async def main() -> Any:
+        await app.ainvoke({"log": []}, {"thread_id": "aio"})
+        return await app.aget_state({"thread_id": "aio"}, subgraphs=True)
+
+    snapshot = asyncio.run(main())
+    assert snapshot.subgraphs[0].next == ("review",)
