@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "Command": "graph_agent.graph",
     "Send": "graph_agent.graph",
     "RetryPolicy": "graph_agent.graph",
+    "Updates": "graph_agent.graph",
     "interrupt": "graph_agent.graph",
     "START": "graph_agent.graph",
     "END": "graph_agent.graph",
@@ -174,6 +175,7 @@ __all__ = [
     "ToolResponse",
     "ToolResponseMessage",
     "UnknownToolError",
+    "Updates",
     "Usage",
     "UserMessage",
     "__version__",
@@ -220,6 +222,7 @@ if TYPE_CHECKING:
         Send,
         StateGraph,
         StateSnapshot,
+        Updates,
         interrupt,
     )
     from .messages import (
