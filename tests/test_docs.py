@@ -110,7 +110,7 @@ NO_RUN: dict[tuple[str, str, str], str] = {
     (
         "README.md",
         "text no-run",
-        "graph_agent/   the engine (graph/), messages, models/, tools/, chat.py, the agent (agent/), cli.py",
+        "graph_agent/   the engine (graph/), run events (events.py), messages, models/, tools/, chat.py,",
     ): "a directory listing, not code",
 }
 

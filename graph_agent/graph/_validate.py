@@ -89,9 +89,15 @@ def find_problems(
     graph.remove_nodes_from(
         [n for n in list(graph.nodes) if n not in known and n not in (START, END)]
     )
+    # A node with no way out at all may be one that routes with Command(goto=...) and did
+    # not declare where to: only then is the hint about destinations worth its words.
+    has_exit = {src for src, _ in edges} | set(branches)
+    dead_ends = [n for n, spec in nodes.items() if n not in has_exit and not spec.destinations]
     goto_hint = (
         "; a node that routes with Command(goto=...) declares where it may go: "
         "add_node(name, fn, destinations=[...])"
+        if dead_ends
+        else ""
     )
     if graph.out_degree(START) == 0:
         problems.append(
