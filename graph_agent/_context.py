@@ -13,12 +13,13 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = [
     "EventBus",
     "Listener",
+    "NodeInterrupt",
     "RunScope",
     "TaskScope",
     "current_task",
@@ -236,6 +237,24 @@ class TaskScope:
             index = self._counts.get(self.key, 0)
             self._counts[self.key] = index + 1
         return derive_id(self.task_id, self.key, index)
+
+
+class NodeInterrupt(BaseException):
+    """Raised by :func:`interrupt` to stop the task; the engine catches it and pauses.
+
+    ``records`` holds one record per pending interrupt (parallel tool calls of one task, or
+    a paused subgraph, may raise several at once). It derives from ``BaseException`` so that
+    a node's ``except Exception`` cannot swallow it.
+    """
+
+    def __init__(self, records: Sequence[dict[str, Any]]) -> None:
+        super().__init__(*[r.get("value") for r in records])
+        self.records = list(records)
+
+    @classmethod
+    def combine(cls, interrupts: Sequence[NodeInterrupt]) -> NodeInterrupt:
+        """One interrupt holding every record of ``interrupts`` (in order)."""
+        return cls([record for i in interrupts for record in i.records])
 
 
 current_task: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(

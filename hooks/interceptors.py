@@ -57,7 +57,14 @@ class ModelInterceptor:
     ``aintercept_model`` is the async twin; override the one you need. An interceptor that
     has only the sync method still works in async runs (it runs in a worker thread and its
     ``handler`` calls back into the loop), and one with only the async method in sync runs.
+
+    ``tools`` lists the tools this interceptor may add to a request. The agent runs a tool
+    call only for a tool the model was offered in that conversation; declaring the tools
+    here lets a conversation paused between the model's call and the tool run (for an
+    approval, after a failure) run them in any process, after a restart too.
     """
+
+    tools: Sequence[Any] = ()
 
     def intercept_model(self, request: ModelRequest, handler: ModelCallHandler) -> ChatResponse:
         if _overrides(self, ModelInterceptor, "aintercept_model"):

@@ -42,6 +42,7 @@ class AgentSettings:
     key_strategies: dict[str, KeyStrategyLike]
     unknown_tool_strategy: Any
     exception_processor: Any
+    listeners: list[Any] = dataclasses.field(default_factory=list)
 
 
 def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
@@ -83,6 +84,29 @@ def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
             )
         unique[name] = tool
     return list(unique.values())
+
+
+def _interceptor_tools(
+    interceptors: list[Any], tools: list[ToolCallback], problems: list[str]
+) -> dict[str, ToolCallback]:
+    """The tools model interceptors declare they may offer, by name."""
+    names = {t.tool_definition.name for t in tools}
+    found: dict[str, ToolCallback] = {}
+    for interceptor in interceptors:
+        try:
+            declared = as_tool_callbacks(list(interceptor.tools))
+        except (TypeError, ValueError) as error:
+            problems.append(f"interceptors: {interceptor!r}.tools: {error}")
+            continue
+        for tool in declared:
+            name = tool.tool_definition.name
+            if name in names or (name in found and found[name] is not tool):
+                problems.append(
+                    f"interceptors: {interceptor!r} declares a tool named '{name}', a name "
+                    "another tool of the agent already has; tool names must be unique"
+                )
+            found[name] = tool
+    return found
 
 
 def _hooks(hooks: list[Any], problems: list[str]) -> list[Hook]:
@@ -191,6 +215,10 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
         )
     except ValueError as error:
         problems.append(str(error))
+    interceptor_tools = _interceptor_tools(model_interceptors, tools, problems)
+    for listener in s.listeners:
+        if not callable(getattr(listener, "on_event", None)):
+            problems.append(f"listeners: {listener!r} has no on_event(event) method")
     if problems:
         raise AgentBuildError(s.name, problems)
     assert s.name is not None and s.model is not None and manager is not None
@@ -207,5 +235,6 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
         store=s.store,
         output_key=s.output_key,
         strategies=strategies,
+        interceptor_tools=interceptor_tools,
     )
     return parts, hooks, strategies

@@ -9,7 +9,7 @@ from checkpoint import BaseCheckpointSaver
 
 from ..graph import END, START, CompiledGraph, KeyStrategyLike, OverAllState, StateGraph
 from . import _nodes
-from ._parts import JUMP_TO, AgentParts
+from ._parts import JUMP_TO, PRIVATE_KEYS, AgentParts
 
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition
@@ -40,16 +40,15 @@ def build_graph(
     strategies: dict[str, KeyStrategyLike],
     saver: BaseCheckpointSaver,
     recursion_limit: int,
-    *,
-    asynchronous: bool,
+    listeners: Sequence[Any] = (),
 ) -> CompiledGraph:
-    """The agent's graph; ``asynchronous`` picks async nodes (model ``acall``, tools
-    ``aexecute_tool_calls``). Both versions have the same nodes, so they share threads."""
+    """The agent's one graph: every node has a sync and an async implementation of the same
+    logic, so ``invoke`` and ``ainvoke`` run it alike and share its threads. The agent's
+    bookkeeping keys are private: checkpointed with the thread, never shown to callers."""
     from hooks import HookPosition, JumpTo
 
     chains = hook_chains(hooks)
-    graph = StateGraph(key_strategies=strategies)
-    make_hook = _nodes.ahook_node if asynchronous else _nodes.hook_node
+    graph = StateGraph(key_strategies=strategies, private_keys=PRIVATE_KEYS)
 
     def chain_names(position: HookPosition) -> list[str]:
         return [node_name(h, position) for h in chains[position]]
@@ -68,9 +67,11 @@ def build_graph(
 
     for position in HookPosition:
         for hook in chains[position]:
-            graph.add_node(node_name(hook, position), make_hook(hook, position))
-    graph.add_node(MODEL, (_nodes.amodel_node if asynchronous else _nodes.model_node)(parts))
-    graph.add_node(TOOLS, (_nodes.atool_node if asynchronous else _nodes.tool_node)(parts))
+            graph.add_node(
+                node_name(hook, position), *_nodes.both(_nodes.hook_logic(hook, position))
+            )
+    graph.add_node(MODEL, *_nodes.both(_nodes.model_logic(parts)))
+    graph.add_node(TOOLS, *_nodes.both(_nodes.tool_logic(parts)))
 
     # Each hop is either a fixed next node or a route (a router and its labels -> nodes).
     Route = tuple[Callable[[OverAllState], str], dict[str, str]]
@@ -115,7 +116,7 @@ def build_graph(
     link(TOOLS, None, after_tools_route)
     for index, name in enumerate(after_agent):
         link(name, all_hooks[name], after_agent[index + 1] if index + 1 < len(after_agent) else END)
-    return graph.compile(saver=saver, recursion_limit=recursion_limit)
+    return graph.compile(saver=saver, recursion_limit=recursion_limit, listeners=listeners)
 
 
 def iteration_steps(hooks: Sequence[Hook]) -> tuple[int, int]:

@@ -1,17 +1,26 @@
-"""The agent's graph nodes, each in a sync and an async version, and its routers."""
+"""The agent's graph nodes and routers, each node written once.
+
+A node's logic is a generator: it yields what it needs done (call the model through the
+interceptors, run a batch of tools, call a hook) and gets the result back. ``sync_node``
+and ``async_node`` are the only places that differ: one performs an effect with plain
+calls, the other awaits it. The engine runs whichever the run needs.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._context import TaskScope, current_task
 from ..errors import GraphUsageError
-from ..graph import OverAllState, RunnableConfig
+from ..events import ModelDelta, ModelEnd, ModelStart
+from ..graph import OverAllState, RunnableConfig, Updates
 from ..messages import AssistantMessage
-from ..models import ChatResponse
-from ..tools import ToolCallRequest
+from ..models import ChatResponse, Prompt
+from ..tools import ToolCallback, ToolCallRequest, ToolContext
 from ._parts import (
     JUMP_TO,
     MESSAGES,
@@ -21,7 +30,6 @@ from ._parts import (
     cleared,
     last_message,
     offered_sink,
-    text_sink,
 )
 
 if TYPE_CHECKING:
@@ -30,7 +38,168 @@ if TYPE_CHECKING:
 Node = Callable[[OverAllState, RunnableConfig], Any]
 
 
+class Effect:
+    """Something a node's logic needs done; ``run`` does it in a sync run, ``arun`` in an
+    async one."""
+
+    def run(self) -> Any:
+        raise NotImplementedError
+
+    async def arun(self) -> Any:
+        raise NotImplementedError
+
+
+Logic = Callable[[OverAllState, RunnableConfig], Generator[Effect, Any, Any]]
+
+
+def sync_node(logic: Logic) -> Node:
+    """The node that runs ``logic``, performing its effects with plain calls."""
+
+    def node(state: OverAllState, config: RunnableConfig) -> Any:
+        steps = logic(state, config)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                effect = steps.send(value) if error is None else steps.throw(error)
+            except StopIteration as done:
+                return done.value
+            try:
+                value, error = effect.run(), None
+            except BaseException as exc:  # handed to the logic, which may clean up
+                value, error = None, exc
+
+    return node
+
+
+def async_node(logic: Logic) -> Node:
+    """The node that runs ``logic``, awaiting its effects."""
+
+    async def node(state: OverAllState, config: RunnableConfig) -> Any:
+        steps = logic(state, config)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                effect = steps.send(value) if error is None else steps.throw(error)
+            except StopIteration as done:
+                return done.value
+            try:
+                value, error = await effect.arun(), None
+            except BaseException as exc:
+                value, error = None, exc
+
+    return node
+
+
+def both(logic: Logic) -> tuple[Node, Node]:
+    """The sync and the async node of one piece of logic (``add_node(name, *both(...))``)."""
+    return sync_node(logic), async_node(logic)
+
+
 # -- the model node ----------------------------------------------------------------------------
+
+
+def _model_name(model: Any) -> str:
+    for attribute in ("model", "model_name"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+class _ModelCall:
+    """The innermost handler of the interceptor chain: the model itself, announced with
+    ``model_start``/``model_end`` events. It streams (a ``model_delta`` per chunk) only
+    when somebody reads the run's events; otherwise it makes one plain call."""
+
+    def __init__(self, parts: AgentParts) -> None:
+        self.parts = parts
+        self.name = _model_name(parts.model)
+
+    def _start(self, request: ModelRequest) -> tuple[TaskScope | None, bool]:
+        self.parts.note_offered(request.options.tool_callbacks)
+        task = current_task.get()
+        if task is None or task.run.bus is None:
+            return None, False
+        task.run.event(ModelStart, task, model=self.name, messages=tuple(request.messages))
+        return task, task.run.bus.streaming
+
+    def _delta(self, task: TaskScope, chunk: ChatResponse) -> ChatResponse:
+        output = chunk.results[0].output if chunk.results else None
+        if output is not None and (output.text or output.tool_calls):
+            task.run.event(
+                ModelDelta,
+                task,
+                model=self.name,
+                text=output.text,
+                tool_call_delta=output.tool_calls[0] if output.tool_calls else None,
+            )
+        return chunk
+
+    def _end(self, task: TaskScope | None, response: ChatResponse, started: float) -> ChatResponse:
+        if task is not None:
+            task.run.event(
+                ModelEnd,
+                task,
+                model=self.name,
+                message=response.result.output if response.results else None,
+                usage=response.metadata.usage,
+                duration=time.perf_counter() - started,
+            )
+        return response
+
+    def __call__(self, request: ModelRequest) -> ChatResponse:
+        task, streaming = self._start(request)
+        started = time.perf_counter()
+        if task is not None and streaming:
+            stream = self.parts.model.stream(request.prompt)
+            response = ChatResponse.merge(self._delta(task, chunk) for chunk in stream)
+        else:
+            response = self.parts.model.call(request.prompt)
+        return self._end(task, response, started)
+
+    async def acall(self, request: ModelRequest) -> ChatResponse:
+        task, streaming = self._start(request)
+        started = time.perf_counter()
+        if task is not None and streaming:
+            chunks = [self._delta(task, c) async for c in self.parts.model.astream(request.prompt)]
+            response = ChatResponse.merge(chunks)
+        else:
+            response = await self.parts.model.acall(request.prompt)
+        return self._end(task, response, started)
+
+
+class _CallModel(Effect):
+    __slots__ = ("chain", "request")
+
+    def __init__(self, chain: _ModelChain, request: ModelRequest) -> None:
+        self.chain = chain
+        self.request = request
+
+    def run(self) -> ChatResponse:
+        return self.chain.handler(self.request)
+
+    async def arun(self) -> ChatResponse:
+        return await self.chain.ahandler(self.request)
+
+
+class _ModelChain:
+    """The model wrapped by the agent's model interceptors (the first is outermost)."""
+
+    def __init__(self, parts: AgentParts) -> None:
+        model = _ModelCall(parts)
+        handler: Callable[[ModelRequest], ChatResponse] = model
+        ahandler: Callable[[ModelRequest], Awaitable[ChatResponse]] = model.acall
+        for interceptor in reversed(parts.model_interceptors):
+            handler = _wrap(interceptor.intercept_model, handler)
+            ahandler = _wrap(interceptor.aintercept_model, ahandler)
+        self.handler = handler
+        self.ahandler = ahandler
+
+
+def _wrap(method: Callable[[Any, Any], Any], handler: Any) -> Any:
+    return lambda request: method(request, handler)
 
 
 def _request(parts: AgentParts, state: OverAllState, config: RunnableConfig) -> ModelRequest:
@@ -41,82 +210,26 @@ def _request(parts: AgentParts, state: OverAllState, config: RunnableConfig) -> 
     return ModelRequest(messages, parts.options(tools), state, config)
 
 
-def model_node(parts: AgentParts) -> Node:
-    def call_model(request: ModelRequest) -> ChatResponse:
-        parts.note_offered(request.options.tool_callbacks)
-        sink = text_sink.get()
-        if sink is None or sink.owner is not parts:
-            return parts.model.call(request.prompt)
-        chunks = []
-        sink.streamed = ""
-        for chunk in parts.model.stream(request.prompt):
-            chunks.append(chunk)
-            if chunk.text:
-                sink.streamed += chunk.text
-                sink.put(chunk.text)
-        return ChatResponse.merge(chunks)
+def model_logic(parts: AgentParts) -> Logic:
+    """The model node: build the request, call the model through the interceptors, and
+    keep its answer (and, when it asks for tools, the names of the tools it was offered)."""
+    chain = _ModelChain(parts)
 
-    handler: Callable[[ModelRequest], ChatResponse] = call_model
-    for interceptor in reversed(parts.model_interceptors):
-        handler = _wrap_model(interceptor, handler)
-
-    def model(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+    def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
         request = _request(parts, state, config)
         sink = OfferedTools()
         token = offered_sink.set(sink)
         try:
-            response = handler(request)
+            response: ChatResponse = yield _CallModel(chain, request)
         finally:
             offered_sink.reset(token)
         offered = sink.tools if sink.tools is not None else list(request.options.tool_callbacks)
-        return parts.answer_update(state, response.result.output, offered)
+        message = response.result.output
+        if message.tool_calls:
+            parts.offered.remember(config.thread_id, offered)
+        return parts.answer_update(state, message, offered)
 
-    return model
-
-
-def amodel_node(parts: AgentParts) -> Node:
-    async def call_model(request: ModelRequest) -> ChatResponse:
-        parts.note_offered(request.options.tool_callbacks)
-        sink = text_sink.get()
-        if sink is None or sink.owner is not parts:
-            return await parts.model.acall(request.prompt)
-        chunks = []
-        sink.streamed = ""
-        async for chunk in parts.model.astream(request.prompt):
-            chunks.append(chunk)
-            if chunk.text:
-                sink.streamed += chunk.text
-                sink.put(chunk.text)
-        return ChatResponse.merge(chunks)
-
-    handler: Callable[[ModelRequest], Awaitable[ChatResponse]] = call_model
-    for interceptor in reversed(parts.model_interceptors):
-        handler = _awrap_model(interceptor, handler)
-
-    async def model(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        request = _request(parts, state, config)
-        sink = OfferedTools()
-        token = offered_sink.set(sink)
-        try:
-            response = await handler(request)
-        finally:
-            offered_sink.reset(token)
-        offered = sink.tools if sink.tools is not None else list(request.options.tool_callbacks)
-        return parts.answer_update(state, response.result.output, offered)
-
-    return model
-
-
-def _wrap_model(
-    interceptor: Any, handler: Callable[[Any], ChatResponse]
-) -> Callable[[Any], ChatResponse]:
-    return lambda request: interceptor.intercept_model(request, handler)
-
-
-def _awrap_model(
-    interceptor: Any, handler: Callable[[Any], Awaitable[ChatResponse]]
-) -> Callable[[Any], Awaitable[ChatResponse]]:
-    return lambda request: interceptor.aintercept_model(request, handler)
+    return logic
 
 
 # -- the tool node -----------------------------------------------------------------------------
@@ -147,64 +260,96 @@ class RejectedToolCalls:
         return f"The user rejected this tool call: {rejected[request.tool_call.id]}"
 
 
-def _tool_batch(parts: AgentParts, state: OverAllState, config: RunnableConfig) -> Any:
-    from ..models import Prompt
+class _RunTools(Effect):
+    __slots__ = ("callbacks", "context", "parts", "prompt", "response")
 
-    messages = list(state.get(MESSAGES) or ())
-    last = messages[-1] if messages else None
-    if not isinstance(last, AssistantMessage) or not last.tool_calls:
-        return None
-    earlier = messages[:-1]
-    tools = parts.tools_offered_for(earlier, state, config)
-    prompt = Prompt(earlier, parts.options(tools))
-    return prompt, ChatResponse.of(last), parts.tool_context_for(state, config), tools
+    def __init__(
+        self,
+        parts: AgentParts,
+        prompt: Prompt,
+        response: ChatResponse,
+        context: ToolContext,
+        callbacks: Sequence[ToolCallback],
+    ) -> None:
+        self.parts = parts
+        self.prompt = prompt
+        self.response = response
+        self.context = context
+        self.callbacks = callbacks
 
-
-def _tool_update(parts: AgentParts, state: OverAllState, result: Any) -> dict[str, Any]:
-    update: dict[str, Any] = parts.fold_extra_states(result.extra_states)
-    new_messages: list[Any] = [result.tool_response]
-    if result.return_direct:
-        direct = AssistantMessage(result.tool_response.text, metadata={"return_direct": True})
-        new_messages.append(direct)
-        if parts.output_key:
-            update[parts.output_key] = direct.text
-    update[MESSAGES] = (
-        [*update.get(MESSAGES, ()), *new_messages] if MESSAGES in update else new_messages
-    )
-    if state.get(REJECTED):
-        update[REJECTED] = None
-    return cleared(state, update)
-
-
-def tool_node(parts: AgentParts) -> Node:
-    def tools(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        batch = _tool_batch(parts, state, config)
-        if batch is None:
-            return cleared(state, {})
-        prompt, response, context, callbacks = batch
-        result = parts.manager.execute_tool_calls(
-            prompt, response, tool_context=context, tool_callbacks=callbacks
+    def run(self) -> Any:
+        return self.parts.manager.execute_tool_calls(
+            self.prompt, self.response, tool_context=self.context, tool_callbacks=self.callbacks
         )
-        return _tool_update(parts, state, result)
 
-    return tools
-
-
-def atool_node(parts: AgentParts) -> Node:
-    async def tools(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        batch = _tool_batch(parts, state, config)
-        if batch is None:
-            return cleared(state, {})
-        prompt, response, context, callbacks = batch
-        result = await parts.manager.aexecute_tool_calls(
-            prompt, response, tool_context=context, tool_callbacks=callbacks
+    async def arun(self) -> Any:
+        return await self.parts.manager.aexecute_tool_calls(
+            self.prompt, self.response, tool_context=self.context, tool_callbacks=self.callbacks
         )
-        return _tool_update(parts, state, result)
 
-    return tools
+
+def tool_logic(parts: AgentParts) -> Logic:
+    """The tool node: run the last message's tool calls (only tools the model was offered)
+    and keep their responses; what the tools wrote to ``extra_state`` is merged in call
+    order by each key's strategy, as if each call had been a node of its own."""
+
+    def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
+        messages = list(state.get(MESSAGES) or ())
+        last = messages[-1] if messages else None
+        if not isinstance(last, AssistantMessage) or not last.tool_calls:
+            return cleared(state, {})
+        earlier = messages[:-1]
+        tools = parts.tools_offered_for(earlier, state, config)
+        prompt = Prompt(earlier, parts.options(tools))
+        context = parts.tool_context_for(state, config)
+        result = yield _RunTools(parts, prompt, ChatResponse.of(last), context, tools)
+        update: dict[str, Any] = {MESSAGES: [result.tool_response]}
+        if result.return_direct:
+            direct = AssistantMessage(result.tool_response.text, metadata={"return_direct": True})
+            update[MESSAGES].append(direct)
+            if parts.output_key:
+                update[parts.output_key] = direct.text
+        if state.get(REJECTED):
+            update[REJECTED] = None
+        extras = result.extra_states
+        if not any(JUMP_TO in extra for extra in extras):  # a tool may set the jump itself
+            update = cleared(state, update)
+        return Updates(*extras, update)
+
+    return logic
 
 
 # -- hook nodes --------------------------------------------------------------------------------
+
+
+class _CallHook(Effect):
+    __slots__ = ("config", "method", "state", "where")
+
+    def __init__(
+        self, method: Any, where: str, state: OverAllState, config: RunnableConfig
+    ) -> None:
+        self.method = method
+        self.where = where
+        self.state = state
+        self.config = config
+
+    def run(self) -> Any:
+        result = self.method(self.state, self.config)
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
+            raise GraphUsageError(
+                f"hook {self.where} is async; run the agent with acall/ainvoke/astream, or "
+                "make it sync"
+            )
+        return result
+
+    async def arun(self) -> Any:
+        if inspect.iscoroutinefunction(self.method):
+            return await self.method(self.state, self.config)
+        # a sync hook may block (a summarizing model call): keep it off the loop
+        result = await asyncio.to_thread(self.method, self.state, self.config)
+        return (await result) if inspect.isawaitable(result) else result
 
 
 def _hook_update(hook: Hook, where: str, state: OverAllState, result: Any) -> dict[str, Any]:
@@ -237,38 +382,16 @@ def _hook_update(hook: Hook, where: str, state: OverAllState, result: Any) -> di
     return cleared(state, update)
 
 
-def hook_node(hook: Hook, position: HookPosition) -> Node:
+def hook_logic(hook: Hook, position: HookPosition) -> Logic:
+    """A hook node: call the hook's method for ``position``; its dict is the update."""
     method = getattr(hook, position.value)
     where = f"'{hook.hook_name}'.{position.value}"
 
-    def run(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        result = method(state, config)
-        if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()
-            raise GraphUsageError(
-                f"hook {where} is async; run the agent with acall/ainvoke/astream, or make it sync"
-            )
+    def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
+        result = yield _CallHook(method, where, state, config)
         return _hook_update(hook, where, state, result)
 
-    return run
-
-
-def ahook_node(hook: Hook, position: HookPosition) -> Node:
-    method = getattr(hook, position.value)
-    where = f"'{hook.hook_name}'.{position.value}"
-    is_async = inspect.iscoroutinefunction(method)
-
-    async def run(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        if is_async:
-            result = await method(state, config)
-        else:  # a sync hook may block (a summarizing model call): keep it off the loop
-            result = await asyncio.to_thread(method, state, config)
-            if inspect.isawaitable(result):
-                result = await result
-        return _hook_update(hook, where, state, result)
-
-    return run
+    return logic
 
 
 # -- routers -----------------------------------------------------------------------------------

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolResolutionError
-from ..graph import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite, RunnableConfig
+from ..graph import KeyStrategyLike, OverAllState, RunnableConfig
 from ..messages import AssistantMessage, Message, SystemMessage
 from ..models import ChatModel, ToolCallingChatOptions
 from ..tools import ToolCallback, ToolCallingManager, ToolContext, ToolProvider, ToolProviderRequest
@@ -20,27 +22,8 @@ if TYPE_CHECKING:
 MESSAGES = "messages"
 JUMP_TO = "jump_to"
 REJECTED = "rejected_tool_calls"
-_NOTHING: Any = object()
-
 OFFERED = "offered_tools"  # state key: the tools the model was offered for its tool calls
-
-
-class TextSink:
-    """Where ``stream_messages`` sends the model's text: ``put`` per chunk, for the agent
-    ``owner`` only (an agent called from inside a tool does not stream into it); ``streamed``
-    is the text of the latest model call."""
-
-    __slots__ = ("owner", "put", "streamed")
-
-    def __init__(self, owner: AgentParts, put: Callable[[str], None]) -> None:
-        self.owner = owner
-        self.put = put
-        self.streamed = ""
-
-
-text_sink: contextvars.ContextVar[TextSink | None] = contextvars.ContextVar(
-    "graph_agent_text_sink", default=None
-)
+PRIVATE_KEYS = (JUMP_TO, OFFERED, REJECTED)  # the agent's bookkeeping, kept from callers
 
 
 class OfferedTools:
@@ -58,6 +41,29 @@ offered_sink: contextvars.ContextVar[OfferedTools | None] = contextvars.ContextV
 )
 
 
+class OfferedByThread:
+    """The tool objects each conversation's model was last offered, by thread id: a tool an
+    interceptor added for one conversation is found by that conversation's tool node only.
+    Bounded (least recently used threads go first); what is gone is found again through the
+    tools interceptors declare (``ModelInterceptor.tools``)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._threads: OrderedDict[str, dict[str, ToolCallback]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, thread_id: str, tools: Sequence[ToolCallback]) -> None:
+        with self._lock:
+            self._threads[thread_id] = {t.tool_definition.name: t for t in tools}
+            self._threads.move_to_end(thread_id)
+            while len(self._threads) > self.capacity:
+                self._threads.popitem(last=False)
+
+    def get(self, thread_id: str) -> Mapping[str, ToolCallback]:
+        with self._lock:
+            return self._threads.get(thread_id, {})
+
+
 @dataclasses.dataclass(frozen=True)
 class AgentParts:
     """The fixed pieces of one agent, read by its nodes."""
@@ -73,9 +79,9 @@ class AgentParts:
     store: Any
     output_key: str | None
     strategies: Mapping[str, KeyStrategyLike]
-    # Every tool offered to the model so far, by name: an interceptor may offer tools the
-    # agent was not built with, and the tool node must find them.
-    offered: dict[str, ToolCallback] = dataclasses.field(default_factory=dict)
+    # Tools model interceptors declare they may add (``ModelInterceptor.tools``), by name.
+    interceptor_tools: Mapping[str, ToolCallback] = dataclasses.field(default_factory=dict)
+    offered: OfferedByThread = dataclasses.field(default_factory=OfferedByThread)
 
     def tools_offered_for(
         self,
@@ -84,13 +90,16 @@ class AgentParts:
         config: RunnableConfig,
     ) -> list[ToolCallback]:
         """The tools the last model call's tool calls may use: those the model was offered
-        (after interceptors), or, without that record, the agent's tools."""
+        (after interceptors; their names are kept with the thread), or, without that record,
+        the agent's tools. A name is looked up among the tools this thread was offered in
+        this process, then the agent's tools, then the tools interceptors declare."""
         tools = self.tools_for(earlier, state, config)
         names = state.get(OFFERED)
         if names is None:
             return tools
         by_name = {t.tool_definition.name: t for t in tools}
-        found = (by_name.get(n) or self.offered.get(n) for n in names)
+        seen = self.offered.get(config.thread_id)
+        found = (seen.get(n) or by_name.get(n) or self.interceptor_tools.get(n) for n in names)
         return [t for t in found if t is not None]
 
     def tools_for(
@@ -136,8 +145,6 @@ class AgentParts:
         sink = offered_sink.get()
         if sink is not None:
             sink.tools = list(tools)
-        for tool in tools:
-            self.offered[tool.tool_definition.name] = tool
 
     def answer_update(
         self, state: OverAllState, message: AssistantMessage, offered: Sequence[ToolCallback] = ()
@@ -148,31 +155,6 @@ class AgentParts:
         if self.output_key and not message.tool_calls:
             update[self.output_key] = message.text
         return cleared(state, update)
-
-    def fold_extra_states(self, extra_states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """What the tools of one batch wrote to ``extra_state``, combined in call order by
-        each key's strategy (REPLACE: the last call wins)."""
-        folded: dict[str, Any] = {}
-        for extra in extra_states:
-            for key, value in extra.items():
-                folded[key] = self._fold(key, folded.get(key, _NOTHING), value)
-        return folded
-
-    def _fold(self, key: str, old: Any, new: Any) -> Any:
-        """One write for ``key`` from an earlier call's (``old``) and a later call's."""
-        if isinstance(new, Overwrite):
-            return new
-        if isinstance(old, Overwrite):
-            return Overwrite(self._fold(key, old.value, new))
-        strategy = self.strategies.get(key, KeyStrategy.REPLACE)
-        if strategy is KeyStrategy.APPEND:  # a single item is one item, as in the state
-            items = list(new) if isinstance(new, (list, tuple)) else [new]
-            return items if old is _NOTHING else [*old, *items]
-        if old is _NOTHING or strategy is KeyStrategy.REPLACE:
-            return new
-        if strategy is KeyStrategy.MERGE:
-            return {**old, **new}
-        return strategy(old, new)
 
 
 def cleared(state: OverAllState, update: dict[str, Any]) -> dict[str, Any]:

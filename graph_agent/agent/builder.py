@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,12 +18,14 @@ __all__ = ["ReactAgentBuilder"]
 
 class ReactAgentBuilder:
     """Collects options and ``build()``s a ``ReactAgent``; every method returns the builder.
+    Get one with ``ReactAgent.builder()``.
 
     List options (``tools``, ``hooks``, ...) accumulate across calls. ``build()`` checks
     everything at once and raises ``AgentBuildError`` listing every problem.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, make: Callable[..., ReactAgent]) -> None:
+        self._make = make  # the agent class: the builder passes it the options as keywords
         self._options: dict[str, Any] = {}
 
     def _set(self, key: str, value: Any) -> ReactAgentBuilder:
@@ -113,7 +115,10 @@ class ReactAgentBuilder:
         """How tool failures reach the model (``DefaultToolExecutionExceptionProcessor``)."""
         return self._set("exception_processor", processor)
 
-    def build(self) -> ReactAgent:
-        from .react import ReactAgent
+    def listeners(self, *listeners: Any) -> ReactAgentBuilder:
+        """Objects with ``on_event(event)`` (and optionally an async ``aon_event``) that get
+        every run event of the agent (``graph_agent.events``); one that raises is logged."""
+        return self._add("listeners", listeners)
 
-        return ReactAgent(**self._options)
+    def build(self) -> ReactAgent:
+        return self._make(**self._options)

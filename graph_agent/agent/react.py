@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import queue
-import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from ..errors import AgentMaxIterationsError, GraphRecursionError, GraphUsageError
+from ..events import ModelDelta, ModelStart, RunEnd, RunEvent
 from ..graph import (
     Command,
     CompiledGraph,
@@ -28,12 +25,11 @@ from ..models import ChatModel
 from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
 from ._build import AgentSettings, assemble
-from ._parts import JUMP_TO, MESSAGES, TextSink, text_sink
+from ._parts import JUMP_TO, MESSAGES
+from .builder import ReactAgentBuilder
 
 if TYPE_CHECKING:
     from hooks import Hook, ModelInterceptor, ToolInterceptor
-
-    from .builder import ReactAgentBuilder
 
 __all__ = ["ReactAgent"]
 
@@ -48,8 +44,9 @@ class ReactAgent:
 
     Build it with ``ReactAgent.builder()...build()`` or with the same options as keywords.
     ``call`` returns the final ``AssistantMessage``, ``invoke`` the whole state, ``stream``
-    each node's output and ``stream_messages`` the answer's text as the model streams it;
-    ``acall``, ``ainvoke``, ``astream`` and ``astream_messages`` are the async twins.
+    each node's output, ``stream_events`` every run event (model deltas, tool calls, nodes,
+    checkpoints) and ``stream_messages`` the answer's text as the model streams it; the
+    ``a``-prefixed methods are the async twins. Sync and async runs use the same graph.
     """
 
     def __init__(
@@ -77,6 +74,7 @@ class ReactAgent:
         key_strategies: Mapping[str, KeyStrategyLike] | None = None,
         unknown_tool_strategy: Any = "respond",
         exception_processor: Any = None,
+        listeners: Iterable[Any] = (),
     ) -> None:
         settings = AgentSettings(
             name=name,
@@ -99,6 +97,7 @@ class ReactAgent:
             key_strategies=dict(key_strategies or {}),
             unknown_tool_strategy=unknown_tool_strategy,
             exception_processor=exception_processor,
+            listeners=list(listeners),
         )
         parts, hooks_in_order, strategies = assemble(settings)
         self.name: str = parts.name
@@ -112,17 +111,13 @@ class ReactAgent:
         per_round, fixed = _graph.iteration_steps(self.hooks)
         limit = fixed + per_round * max_iterations
         self._graph = _graph.build_graph(
-            parts, self.hooks, strategies, self.saver, limit, asynchronous=False
-        )
-        self._agraph = _graph.build_graph(
-            parts, self.hooks, strategies, self.saver, limit, asynchronous=True
+            parts, self.hooks, strategies, self.saver, limit, tuple(settings.listeners)
         )
 
     @staticmethod
     def builder() -> ReactAgentBuilder:
-        from .builder import ReactAgentBuilder
-
-        return ReactAgentBuilder()
+        """A builder with one method per option; ``build()`` makes the agent."""
+        return ReactAgentBuilder(ReactAgent)
 
     def __repr__(self) -> str:
         tools = [t.tool_definition.name for t in self.tools]
@@ -221,50 +216,36 @@ class ReactAgent:
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
+    def stream_events(self, input: AgentInput, config: ConfigLike = None) -> Iterator[RunEvent]:
+        """Every event of the run in order (``graph_agent.events``): nodes, the model's
+        deltas as it streams, each tool call's start and end, checkpoints, interrupts;
+        agents and graphs called from its tools with their ``namespace``. Closing the
+        stream early stops the run at its next step boundary; the thread stays resumable."""
+        try:
+            yield from self._graph.stream_events(self._input(input), config)
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+
     def stream_messages(self, input: AgentInput, config: ConfigLike = None) -> Iterator[str]:
-        """The model's text as it streams, across every model call of the run (the model's
-        ``stream`` is used). The run happens on a worker thread; errors surface here."""
-        chunks: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        graph_input = self._input(input)
-
-        sink = TextSink(self._parts, lambda text: chunks.put(("text", text)))
-
-        def run() -> None:
-            token = text_sink.set(sink)
-            try:
-                outcome = self._graph.run(graph_input, config)
-                unstreamed = _unstreamed_answer(outcome, sink)
-                if unstreamed:
-                    chunks.put(("text", unstreamed))
-                chunks.put(("done", None))
-            except BaseException as error:  # handed to the consumer
-                chunks.put(("error", error))
-            finally:
-                text_sink.reset(token)
-
-        context = contextvars.copy_context()
-        threading.Thread(target=context.run, args=(run,), daemon=True, name="agent-stream").start()
-        while True:
-            kind, value = chunks.get()
-            if kind == "text":
-                yield value
-            elif kind == "done":
-                return
-            elif isinstance(value, GraphRecursionError):
-                self._raise_limit_error(value, config)
-            else:
-                raise value
+        """The answer's text as the model streams it, across every model call of the run
+        (a view of ``stream_events``: this agent's own ``model_delta`` texts, then the final
+        answer when the model did not write it, e.g. a return-direct tool's result)."""
+        text = _TextView()
+        for event in self.stream_events(input, config):
+            piece = text.see(event)
+            if piece:
+                yield piece
 
     async def ainvoke(self, input: AgentInput, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: the model's ``acall``, tools' ``acall``; sync hooks in threads."""
         try:
-            return await self._agraph.ainvoke(self._input(input), config)
+            return await self._graph.ainvoke(self._input(input), config)
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
     async def acall(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
         try:
-            outcome = await self._agraph.arun(self._input(input), config)
+            outcome = await self._graph.arun(self._input(input), config)
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
         return self._answer(outcome, RunnableConfig.coerce(config).thread_id)
@@ -273,60 +254,34 @@ class ReactAgent:
         self, input: AgentInput, config: ConfigLike = None
     ) -> AsyncIterator[NodeOutput]:
         try:
-            async for output in self._agraph.astream(self._input(input), config):
+            async for output in self._graph.astream(self._input(input), config):
                 yield output
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+
+    async def astream_events(
+        self, input: AgentInput, config: ConfigLike = None
+    ) -> AsyncIterator[RunEvent]:
+        """Async ``stream_events`` (the model's ``astream``)."""
+        try:
+            async for event in self._graph.astream_events(self._input(input), config):
+                yield event
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
     async def astream_messages(
         self, input: AgentInput, config: ConfigLike = None
     ) -> AsyncIterator[str]:
-        """Async ``stream_messages`` (the model's ``astream``)."""
-        chunks: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
-
-        def put(text: str) -> None:
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                chunks.put_nowait(("text", text))
-            else:
-                loop.call_soon_threadsafe(chunks.put_nowait, ("text", text))
-
-        sink = TextSink(self._parts, put)
-
-        async def run() -> None:
-            token = text_sink.set(sink)
-            try:
-                outcome = await self._agraph.arun(self._input(input), config)
-                unstreamed = _unstreamed_answer(outcome, sink)
-                if unstreamed:
-                    chunks.put_nowait(("text", unstreamed))
-                chunks.put_nowait(("done", None))
-            except BaseException as error:
-                chunks.put_nowait(("error", error))
-                if isinstance(error, asyncio.CancelledError):
-                    raise
-            finally:
-                text_sink.reset(token)
-
-        task = asyncio.ensure_future(run())
+        """Async ``stream_messages``."""
+        text = _TextView()
+        events = self.astream_events(input, config)
         try:
-            while True:
-                kind, value = await chunks.get()
-                if kind == "text":
-                    yield value
-                elif kind == "done":
-                    return
-                elif isinstance(value, GraphRecursionError):
-                    self._raise_limit_error(value, config)
-                else:
-                    raise value
+            async for event in events:
+                piece = text.see(event)
+                if piece:
+                    yield piece
         finally:
-            if not task.done():
-                task.cancel()
+            await events.aclose()  # type: ignore[attr-defined]
 
     # -- threads -----------------------------------------------------------------------------
 
@@ -349,16 +304,30 @@ class ReactAgent:
     async def aupdate_state(
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
-        return await self._agraph.aupdate_state(config, values, as_node)
+        return await self._graph.aupdate_state(config, values, as_node)
 
 
-def _unstreamed_answer(outcome: RunOutcome, sink: TextSink) -> str:
-    """The final answer's text when the model did not stream it (a return-direct tool's
-    result, a hook's closing message); '' otherwise or when the run paused."""
-    if outcome.next:
+class _TextView:
+    """Turns run events into the answer's text: the deltas of this agent's own model calls
+    (namespace ``()``; an agent called from a tool streams into its own events only), and
+    the final answer when no model call streamed it."""
+
+    __slots__ = ("streamed",)
+
+    def __init__(self) -> None:
+        self.streamed = ""  # the text of the latest model call
+
+    def see(self, event: RunEvent) -> str:
+        if event.namespace:
+            return ""
+        if isinstance(event, ModelStart):
+            self.streamed = ""
+        elif isinstance(event, ModelDelta):
+            self.streamed += event.text
+            return event.text
+        elif isinstance(event, RunEnd) and not event.interrupts:
+            messages = event.values.get(MESSAGES) or ()
+            last = messages[-1] if messages else None
+            if isinstance(last, AssistantMessage) and last.text and last.text != self.streamed:
+                return last.text
         return ""
-    messages = outcome.values.get(MESSAGES) or ()
-    last = messages[-1] if messages else None
-    if isinstance(last, AssistantMessage) and last.text and last.text != sink.streamed:
-        return last.text
-    return ""

@@ -26,7 +26,7 @@ from ._effects import (
     RunStopped,
     SubgraphEntry,
 )
-from ._merge import DeltaTracker, merge_updates
+from ._merge import DeltaTracker, combined, merge_updates
 from ._spec import GraphSpec
 from ._tasks import BASE_KEY, PULL, PUSH, Task, TaskResult, decode_resume, read_frame
 from .config import RunnableConfig
@@ -218,7 +218,9 @@ class GraphRun(Cursor):
             if self.stream:
                 public = OverAllState(spec.public(merged))
                 ns = self.scope.namespace
-                yield EmitEffect([NodeOutput(n, u, public, ns) for n, u in updates])
+                yield EmitEffect(
+                    [NodeOutput(n, combined(u, spec.strategies), public, ns) for n, u in updates]
+                )
             if pauses:
                 self._announce(pauses)
                 return

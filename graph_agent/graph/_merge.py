@@ -85,6 +85,41 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+def combined(given: Any, strategies: Mapping[str, KeyStrategyLike]) -> Any:
+    """What a node wrote, as one dict: the parts of an ``Updates`` combined by the key
+    strategies (APPEND items joined, MERGE entries merged, a callable strategy folding the
+    writes, REPLACE and ``Overwrite``: the last write). Anything else is returned as is."""
+    if type(given) is not Updates:
+        return given
+    out: dict[str, Any] = {}
+    for part in given.parts:
+        for key, value in (part or {}).items():
+            if key not in out:
+                out[key] = value
+                continue
+            strategy = strategies.get(key, _REPLACE)
+            old = out[key]
+            if type(value) is Overwrite or strategy is _REPLACE:
+                out[key] = value
+            elif type(old) is Overwrite:
+                joined = combined(Updates({key: old.value}, {key: value}), strategies)
+                out[key] = Overwrite(joined[key])
+            elif strategy is _APPEND:
+                out[key] = [*_items(old), *_items(value)]
+            elif strategy is _MERGE:
+                out[key] = {**old, **value}
+            else:
+                try:
+                    out[key] = strategy(old, value)
+                except Exception:  # shown as written; the merge itself reports failures
+                    out[key] = value
+    return out
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 def merge_updates(
     values: Mapping[str, Any],
     updates: Sequence[tuple[str, Any]],

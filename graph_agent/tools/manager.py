@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._context import NodeInterrupt, TaskScope, current_task
 from .._pool import run_all
 from ..errors import ToolExecutionException, ToolResolutionError, UnknownToolError
+from ..events import ToolEnd, ToolStart
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
 from .callback import ToolCallback
@@ -287,18 +290,19 @@ class ToolCallingManager:
     ) -> _Outcome:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         ran: list[ToolCallRequest] = []
-        started = time.perf_counter()
-        error: BaseException | None = None
-        try:
-            text = self._chain(by_name, ran)(request)
-            if request.tool is None:
-                error = LookupError(f"unknown tool '{call.name}'")
-        except UnknownToolError:
-            raise
-        except Exception as exc:
-            error = exc
-            text = self.exception_processor.process(_as_tool_exception(exc, call.name))
-        return self._outcome(ran[-1] if ran else request, text, error, started)
+        with _call_scope(call) as scope:
+            started = time.perf_counter()
+            error: BaseException | None = None
+            try:
+                text = self._chain(by_name, ran)(request)
+                if request.tool is None:
+                    error = LookupError(f"unknown tool '{call.name}'")
+            except UnknownToolError:
+                raise
+            except Exception as exc:
+                error = exc
+                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+            return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
 
     async def _arun_one(
         self,
@@ -308,18 +312,19 @@ class ToolCallingManager:
     ) -> _Outcome:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         ran: list[ToolCallRequest] = []
-        started = time.perf_counter()
-        error: BaseException | None = None
-        try:
-            text = await self._achain(by_name, ran)(request)
-            if request.tool is None:
-                error = LookupError(f"unknown tool '{call.name}'")
-        except UnknownToolError:
-            raise
-        except Exception as exc:
-            error = exc
-            text = self.exception_processor.process(_as_tool_exception(exc, call.name))
-        return self._outcome(ran[-1] if ran else request, text, error, started)
+        with _call_scope(call) as scope:
+            started = time.perf_counter()
+            error: BaseException | None = None
+            try:
+                text = await self._achain(by_name, ran)(request)
+                if request.tool is None:
+                    error = LookupError(f"unknown tool '{call.name}'")
+            except UnknownToolError:
+                raise
+            except Exception as exc:
+                error = exc
+                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+            return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
 
     @staticmethod
     def _outcome(
@@ -372,12 +377,7 @@ class ToolCallingManager:
         results: list[_Outcome | BaseException] = (
             run_all(calls) if parallel else [call() for call in calls]
         )
-        outcomes: list[_Outcome] = []
-        for item in results:  # every call has finished; the first failure in call order wins
-            if isinstance(item, BaseException):
-                raise item
-            outcomes.append(item)
-        return self._result(prompt, message, outcomes)
+        return self._result(prompt, message, _finished(results))
 
     async def aexecute_tool_calls(
         self,
@@ -401,10 +401,57 @@ class ToolCallingManager:
             finally:
                 for rest in coroutines[len(results) + 1 :]:
                     rest.close()
-        for item in results:
-            if isinstance(item, BaseException):
-                raise item
-        return self._result(prompt, message, results)  # type: ignore[arg-type]
+        return self._result(prompt, message, _finished(results))
+
+
+@contextlib.contextmanager
+def _call_scope(call: ToolCall) -> Iterator[TaskScope | None]:
+    """Inside a graph task: the call's own scope (its interrupts are numbered apart from its
+    siblings', so each parallel call is resumed with its own value), announced with a
+    ``tool_start`` event. Outside a graph: ``None``."""
+    task = current_task.get()
+    if task is None:
+        yield None
+        return
+    scope = task.child(call.id)
+    token = current_task.set(scope)
+    try:
+        scope.run.event(ToolStart, scope, call_id=call.id, name=call.name, arguments=call.arguments)
+        yield scope
+    finally:
+        current_task.reset(token)
+
+
+def _ended(scope: TaskScope | None, outcome: _Outcome) -> _Outcome:
+    if scope is not None:
+        record = outcome.record
+        scope.run.event(
+            ToolEnd,
+            scope,
+            call_id=record.tool_call_id,
+            name=record.name,
+            result=record.result,
+            error=record.error,
+            duration=record.duration,
+            return_direct=record.return_direct,
+        )
+    return outcome
+
+
+def _finished(results: Sequence[_Outcome | BaseException]) -> list[_Outcome]:
+    """The outcomes of calls that have all ended. The first failure in call order is raised;
+    without one, the interrupts of every call that paused are raised together, so each
+    gets its own resume value."""
+    failure = next(
+        (r for r in results if isinstance(r, BaseException) and not isinstance(r, NodeInterrupt)),
+        None,
+    )
+    if failure is not None:
+        raise failure
+    paused = [r for r in results if isinstance(r, NodeInterrupt)]
+    if paused:
+        raise paused[0] if len(paused) == 1 else NodeInterrupt.combine(paused)
+    return list(results)  # type: ignore[arg-type]
 
 
 def _as_tool_exception(exc: Exception, tool_name: str) -> ToolExecutionException:

@@ -389,7 +389,7 @@ def test_a_refusal_reaches_the_model_as_the_tool_result(run: Runner) -> None:
     tool_message = model.prompts[1].messages[-1]
     assert isinstance(tool_message, ToolResponseMessage)
     assert tool_message.responses[0].response_data == "The user rejected this tool call: too much"
-    assert state["rejected_tool_calls"] is None  # consumed by the tool node
+    assert "rejected_tool_calls" not in state  # private to the agent, and consumed
     assert state["messages"][-1].text == "Finished."
 
 
