@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -14,3 +15,11 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis server for the whole session (see tests/redis_servers.py)."""
     with redis_server(tmp_path_factory.mktemp("redis")) as port:
         yield f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis-fake"])
+def durable(request: pytest.FixtureRequest) -> Any:
+    """The savers the runtime's state tests run on: in memory, a SQLite file, Redis."""
+    from tests.checkpoint.conftest import SAVERS
+
+    return SAVERS[request.param](request)

@@ -126,15 +126,14 @@ class _ModelCall:
         return task, task.run.bus.streaming
 
     def _delta(self, task: TaskScope, chunk: ChatResponse) -> ChatResponse:
+        """One ``model_delta`` for the chunk's text, one per tool-call fragment."""
         output = chunk.results[0].output if chunk.results else None
-        if output is not None and (output.text or output.tool_calls):
-            task.run.event(
-                ModelDelta,
-                task,
-                model=self.name,
-                text=output.text,
-                tool_call_delta=output.tool_calls[0] if output.tool_calls else None,
-            )
+        if output is None:
+            return chunk
+        if output.text:
+            task.run.event(ModelDelta, task, model=self.name, text=output.text)
+        for fragment in output.tool_calls:
+            task.run.event(ModelDelta, task, model=self.name, tool_call_delta=fragment)
         return chunk
 
     def _end(self, task: TaskScope | None, response: ChatResponse, started: float) -> ChatResponse:

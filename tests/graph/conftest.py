@@ -55,11 +55,3 @@ def chain(n: int, saver: MemorySaver | None = None, **compile_kw: Any) -> Compil
 @pytest.fixture
 def saver() -> MemorySaver:
     return MemorySaver()
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis-fake"])
-def durable(request: pytest.FixtureRequest) -> Any:
-    """The savers the runtime's state tests run on: in memory, a SQLite file, Redis."""
-    from tests.checkpoint.conftest import SAVERS
-
-    return SAVERS[request.param](request)
