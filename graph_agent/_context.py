@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = [
+    "NOTHING_KEPT",
     "EventBus",
     "Listener",
     "NodeInterrupt",
@@ -186,6 +187,7 @@ class TaskScope:
         "_counts",
         "_lock",
         "can_interrupt",
+        "kept",
         "key",
         "node",
         "resume",
@@ -203,6 +205,7 @@ class TaskScope:
         can_interrupt: bool,
         resuming: bool = False,
         key: str = "",
+        kept: dict[str, Any] | None = None,
     ) -> None:
         self.run = run
         self.node = node
@@ -211,6 +214,9 @@ class TaskScope:
         self.can_interrupt = can_interrupt
         self.resuming = resuming
         self.key = key
+        # What this task kept for a re-run (see ``keep``), shared with its child scopes and
+        # its retried attempts; stored with the thread when the task fails or pauses.
+        self.kept: dict[str, Any] = {} if kept is None else kept
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()  # a node's own worker threads may call interrupt()
 
@@ -228,7 +234,26 @@ class TaskScope:
             self.can_interrupt,
             self.resuming,
             f"{self.key}/{key}",
+            self.kept,
         )
+
+    def _kept_key(self) -> str:
+        return derive_id(self.task_id, "kept", self.key)
+
+    def keep(self, value: Any) -> None:
+        """Keep ``value`` (serializable) for this scope: if the task fails or pauses, a re-run
+        of it gets ``value`` back from ``recall()`` instead of doing that part again (a tool
+        call that finished beside one that failed or paused)."""
+        with self._lock:
+            self.kept[self._kept_key()] = value
+
+    def recall(self) -> Any:
+        """What an earlier run of this task kept for this scope, or ``NOTHING_KEPT``."""
+        key = self._kept_key()
+        with self._lock:
+            if key in self.kept:
+                return self.kept[key]
+        return self.resume.get(key, NOTHING_KEPT)
 
     def next_interrupt_id(self) -> str:
         """The id of the next ``interrupt()`` call in this scope: derived from the task id,
@@ -256,6 +281,8 @@ class NodeInterrupt(BaseException):
         """One interrupt holding every record of ``interrupts`` (in order)."""
         return cls([record for i in interrupts for record in i.records])
 
+
+NOTHING_KEPT: Any = object()
 
 current_task: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(
     "graph_agent_current_task", default=None

@@ -237,8 +237,11 @@ class GraphRun(Cursor):
         only the rest), then raise the first failure, or pause."""
         finished = [r for r in results if r.finished]
         failed = [r for r in results if r.error is not None]
+        kept = {k: v for r in results if r.kept for k, v in r.kept.items()}
+        if kept:  # stored with the resume values: a re-run of the task gets them back
+            resume = {**resume, **kept}
         if failed:
-            if finished:
+            if finished or kept:
                 yield from self.write(
                     frontier, source="error", nodes=runnable, resume=resume,
                     finished=finished, base=base,

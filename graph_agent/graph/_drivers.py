@@ -77,9 +77,11 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
             ),
         )
     attempt = 1
+    kept: dict[str, Any] = {}
     while True:
         # a retried attempt may find what its failed attempt left (a subgraph's thread)
-        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming or attempt > 1)
+        resuming = task.resuming or attempt > 1
+        scope = TaskScope(run, node.name, task, resume, can_interrupt, resuming, kept=kept)
         token = current_task.set(scope)
         if run.bus is not None:
             run.event(NodeStart, scope)
@@ -93,11 +95,11 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
                     "with ainvoke()/astream()"
                 )
         except NodeInterrupt as interrupt:
-            return TaskResult(task, interrupt=interrupt.records)
+            return TaskResult(task, interrupt=interrupt.records, kept=kept)
         except Exception as exc:
             wait = _failed(task, scope, exc, attempt)
             if wait is None:
-                return TaskResult(task, error=exc)
+                return TaskResult(task, error=exc, kept=kept)
             attempt += 1
             time.sleep(wait)
             continue
@@ -114,9 +116,11 @@ async def _arun_task(
     """Run a node without blocking the loop (a sync-only node in a worker thread)."""
     node = task.node
     attempt = 1
+    kept: dict[str, Any] = {}
     while True:
         # a retried attempt may find what its failed attempt left (a subgraph's thread)
-        scope = TaskScope(run, node.name, task, resume, can_interrupt, task.resuming or attempt > 1)
+        resuming = task.resuming or attempt > 1
+        scope = TaskScope(run, node.name, task, resume, can_interrupt, resuming, kept=kept)
         token = current_task.set(scope)
         if run.bus is not None:
             run.event(NodeStart, scope)
@@ -128,11 +132,11 @@ async def _arun_task(
                 if inspect.isawaitable(out):  # a sync callable that returned an awaitable
                     out = await out
         except NodeInterrupt as interrupt:
-            return TaskResult(task, interrupt=interrupt.records)
+            return TaskResult(task, interrupt=interrupt.records, kept=kept)
         except Exception as exc:
             wait = _failed(task, scope, exc, attempt)
             if wait is None:
-                return TaskResult(task, error=exc)
+                return TaskResult(task, error=exc, kept=kept)
             attempt += 1
             await asyncio.sleep(wait)
             continue

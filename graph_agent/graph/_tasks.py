@@ -15,12 +15,13 @@ from typing import Any
 from .._context import derive_id
 from ._spec import NodeSpec
 from .config import RunnableConfig
-from .state import OverAllState
+from .state import OverAllState, Updates
 from .types import Command, Send
 
 PULL = "pull"
 PUSH = "push"
 SENDS_KEY = "__sends__"  # in pending_writes: the Sends a stopped step still has to run
+UPDATES_MARK = "updates"  # a stored write that is an ``Updates``
 BASE_KEY = "__base__"  # in pending_writes: [checkpoint id, step] the stopped step started from
 
 
@@ -65,7 +66,7 @@ class TaskResult:
     """What a task gave: ``update`` (a dict, ``None`` or a ``Command``), or the pause
     (``interrupt``: records), or ``error``."""
 
-    __slots__ = ("error", "interrupt", "task", "update")
+    __slots__ = ("error", "interrupt", "kept", "task", "update")
 
     def __init__(
         self,
@@ -73,11 +74,13 @@ class TaskResult:
         update: Any = None,
         interrupt: Sequence[dict[str, Any]] | None = None,
         error: BaseException | None = None,
+        kept: Mapping[str, Any] | None = None,
     ) -> None:
         self.task = task
         self.update = update
         self.interrupt = interrupt
         self.error = error
+        self.kept = kept  # what a stopped task kept for its re-run (``TaskScope.keep``)
 
     @property
     def finished(self) -> bool:
@@ -112,7 +115,11 @@ def pending_frame(finished: Sequence[TaskResult], sends: Sequence[Send]) -> dict
     frame: dict[str, Any] = {}
     for result in finished:
         update, goto = result.split()
-        frame[result.task.id] = [result.task.node.name, update, encode_goto(goto)]
+        entry = [result.task.node.name, update, encode_goto(goto)]
+        if type(update) is Updates:  # several writes, kept apart: they merge in order
+            entry[1:2] = [list(update.parts)]
+            entry.append(UPDATES_MARK)
+        frame[result.task.id] = entry
     if sends:
         frame[SENDS_KEY] = [[s.node, dict(s.arg)] for s in sends]
     return frame
@@ -128,7 +135,9 @@ def read_frame(
         if key == SENDS_KEY:
             sends = [Send(node, arg) for node, arg in value]
         else:
-            node, update, goto = value
+            node, update, goto, *mark = value
+            if mark == [UPDATES_MARK]:
+                update = Updates(*update)
             done[key] = (node, update, decode_goto(goto))
     return done, sends
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._context import NodeInterrupt, TaskScope, current_task
+from .._context import NOTHING_KEPT, NodeInterrupt, TaskScope, current_task
 from .._pool import run_all
 from ..errors import ToolExecutionException, ToolResolutionError, UnknownToolError
 from ..events import ToolEnd, ToolStart
@@ -291,6 +291,10 @@ class ToolCallingManager:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         ran: list[ToolCallRequest] = []
         with _call_scope(call) as scope:
+            earlier = _recalled(scope, request)
+            if earlier is not None:
+                return earlier
+            _started(scope, call)
             started = time.perf_counter()
             error: BaseException | None = None
             try:
@@ -313,6 +317,10 @@ class ToolCallingManager:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         ran: list[ToolCallRequest] = []
         with _call_scope(call) as scope:
+            earlier = _recalled(scope, request)
+            if earlier is not None:
+                return earlier
+            _started(scope, call)
             started = time.perf_counter()
             error: BaseException | None = None
             try:
@@ -407,8 +415,7 @@ class ToolCallingManager:
 @contextlib.contextmanager
 def _call_scope(call: ToolCall) -> Iterator[TaskScope | None]:
     """Inside a graph task: the call's own scope (its interrupts are numbered apart from its
-    siblings', so each parallel call is resumed with its own value), announced with a
-    ``tool_start`` event. Outside a graph: ``None``."""
+    siblings', so each parallel call is resumed with its own value). Outside: ``None``."""
     task = current_task.get()
     if task is None:
         yield None
@@ -416,15 +423,45 @@ def _call_scope(call: ToolCall) -> Iterator[TaskScope | None]:
     scope = task.child(call.id)
     token = current_task.set(scope)
     try:
-        scope.run.event(ToolStart, scope, call_id=call.id, name=call.name, arguments=call.arguments)
         yield scope
     finally:
         current_task.reset(token)
 
 
+def _started(scope: TaskScope | None, call: ToolCall) -> None:
+    if scope is not None:
+        scope.run.event(ToolStart, scope, call_id=call.id, name=call.name, arguments=call.arguments)
+
+
+def _recalled(scope: TaskScope | None, request: ToolCallRequest) -> _Outcome | None:
+    """The outcome this call had in an earlier run of the task (which stopped because a
+    sibling call failed or paused): a finished call never runs twice."""
+    if scope is None:
+        return None
+    kept = scope.recall()
+    if kept is NOTHING_KEPT:
+        return None
+    text, error, return_direct, extra_state = kept
+    call = request.tool_call
+    record = ToolExecutionRecord(
+        tool_call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        result=text,
+        error=None if error is None else ToolExecutionException(error, tool_name=call.name),
+        duration=0.0,
+        return_direct=return_direct,
+    )
+    response = ToolResponse(id=call.id, name=call.name, response_data=text)
+    return _Outcome(response, record, dict(extra_state))
+
+
 def _ended(scope: TaskScope | None, outcome: _Outcome) -> _Outcome:
+    """Keep the call's outcome for a re-run of its task, and announce it (``tool_end``)."""
     if scope is not None:
         record = outcome.record
+        error = None if record.error is None else f"{type(record.error).__name__}: {record.error}"
+        scope.keep([record.result, error, record.return_direct, outcome.extra_state])
         scope.run.event(
             ToolEnd,
             scope,

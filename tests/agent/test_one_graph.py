@@ -12,6 +12,7 @@ from graph_agent import (
     AssistantMessage,
     Command,
     GraphResumeError,
+    KeyStrategy,
     ReactAgent,
     RunnableConfig,
     ToolCall,
@@ -221,7 +222,6 @@ def test_an_interceptor_tool_clashing_with_an_agent_tool_is_a_build_error() -> N
 
 
 def test_parallel_tools_writing_extra_state_merge_in_call_order(run: Runner) -> None:
-    from graph_agent import KeyStrategy
 
     @tool
     def note(text: str, ctx: ToolContext) -> str:
@@ -315,3 +315,85 @@ def test_tool_call_arguments_reach_events_and_tools_unchanged() -> None:
     )
     starts = [e for e in agent.stream_events("hi") if e.kind == "tool_start"]
     assert [(e.call_id, e.name, e.arguments) for e in starts] == [("c1", "echo", call.arguments)]
+
+
+def _flaky_pair(saver: Any) -> tuple[ReactAgent, dict[str, int]]:
+    """Two parallel calls: ``book`` succeeds, ``pay`` fails on its first run."""
+    from graph_agent import DefaultToolExecutionExceptionProcessor
+
+    runs = {"book": 0, "pay": 0}
+
+    @tool
+    def book(room: str, ctx: ToolContext) -> str:
+        """Book a room."""
+        runs["book"] += 1
+        ctx.extra_state["booked"] = [room]
+        return f"booked {room}"
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        runs["pay"] += 1
+        if runs["pay"] == 1:
+            raise ConnectionError("payment service down")
+        return f"paid {amount}"
+
+    calls = tool_calls(("book", {"room": "101"}), ("pay", {"amount": 90}))
+    model = ScriptedChatModel([calls, "All set."])
+    agent = ReactAgent(
+        name="hotel",
+        model=model,
+        tools=[book, pay],
+        saver=saver,
+        key_strategies={"booked": KeyStrategy.APPEND},
+        exception_processor=DefaultToolExecutionExceptionProcessor(always_throw=True),
+    )
+    return agent, runs
+
+
+def test_a_tool_call_that_finished_beside_a_failing_one_never_runs_again(
+    run: Runner, durable: Any
+) -> None:
+    from graph_agent import ToolExecutionException
+
+    agent, runs = _flaky_pair(durable)
+    config = RunnableConfig(thread_id="flaky")
+    with pytest.raises(ToolExecutionException, match="payment service down"):
+        run.invoke(agent, "book and pay", config)
+    assert runs == {"book": 1, "pay": 1}
+    state = run.invoke(agent, None, config)  # retry: only the failed call runs again
+    assert runs == {"book": 1, "pay": 2}
+    assert state["booked"] == ["101"]
+    responses = state["messages"][2].responses
+    assert [r.response_data for r in responses] == ["booked 101", "paid 90"]
+    assert state["messages"][-1].text == "All set."
+
+
+def test_a_tool_call_that_finished_beside_a_paused_one_never_runs_again(
+    run: Runner, durable: Any
+) -> None:
+    from graph_agent import interrupt
+
+    sent: list[str] = []
+
+    @tool
+    def send(text: str) -> str:
+        """Send a message."""
+        sent.append(text)
+        return "sent"
+
+    @tool
+    def confirm(what: str) -> str:
+        """Ask the user."""
+        return f"{what}: {interrupt(what)}"
+
+    calls = tool_calls(("send", {"text": "hello"}), ("confirm", {"what": "go on?"}))
+    model = ScriptedChatModel([calls, "ok"])
+    agent = ReactAgent(name="a", model=model, tools=[send, confirm], saver=durable)
+    config = RunnableConfig(thread_id="pause")
+    run.invoke(agent, "go", config)
+    assert sent == ["hello"]
+    run.invoke(agent, Command(resume="yes"), config)
+    assert sent == ["hello"]
+    results = model.prompts[1].messages[-1].responses
+    assert [r.response_data for r in results] == ["sent", "go on?: yes"]

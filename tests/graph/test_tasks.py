@@ -15,6 +15,7 @@ from graph_agent import (
     GraphResumeError,
     KeyStrategy,
     StateGraph,
+    Updates,
     interrupt,
 )
 
@@ -126,6 +127,27 @@ def test_async_failure_keeps_finished_siblings(durable):
     final = asyncio.run(main())
     assert final["log"] == ["in", "ok1", "flaky", "ok2", "after"]
     assert ran.count("flaky") == 2 and ran.count("after") == 1
+
+
+def test_a_kept_write_of_several_updates_survives_a_siblings_failure(durable):
+    attempts: list[int] = []
+    graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
+    graph.add_node("many", lambda s: Updates({"log": ["m1"], "last": "m1"}, {"log": ["m2"]}))
+
+    def flaky(state: Any) -> dict[str, Any]:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("down")
+        return {"log": ["flaky"]}
+
+    graph.add_node("flaky", flaky)
+    graph.add_edge(START, "many").add_edge(START, "flaky").add_edge(["many", "flaky"], END)
+    app = graph.compile(saver=durable)
+    config = {"thread_id": "u"}
+    with pytest.raises(ConnectionError):
+        app.invoke({"log": []}, config)
+    final = app.invoke(None, config)
+    assert final["log"] == ["m1", "m2", "flaky"] and final["last"] == "m1"
 
 
 def test_an_empty_input_whose_first_node_fails_can_be_retried(durable):
