@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from checkpoint import BaseCheckpointSaver
@@ -11,12 +11,13 @@ if TYPE_CHECKING:
     from ..graph import KeyStrategyLike
     from ..models import ChatModel
     from ..tools import ToolCallbackResolver, ToolProvider
-    from .react import ReactAgent
 
 __all__ = ["ReactAgentBuilder"]
 
+Agent = TypeVar("Agent")
 
-class ReactAgentBuilder:
+
+class ReactAgentBuilder(Generic[Agent]):
     """Collects options and ``build()``s a ``ReactAgent``; every method returns the builder.
     Get one with ``ReactAgent.builder()``.
 
@@ -24,101 +25,101 @@ class ReactAgentBuilder:
     everything at once and raises ``AgentBuildError`` listing every problem.
     """
 
-    def __init__(self, make: Callable[..., ReactAgent]) -> None:
+    def __init__(self, make: Callable[..., Agent]) -> None:
         self._make = make  # the agent class: the builder passes it the options as keywords
         self._options: dict[str, Any] = {}
 
-    def _set(self, key: str, value: Any) -> ReactAgentBuilder:
+    def _set(self, key: str, value: Any) -> ReactAgentBuilder[Agent]:
         self._options[key] = value
         return self
 
-    def _add(self, key: str, values: tuple[Any, ...]) -> ReactAgentBuilder:
+    def _add(self, key: str, values: tuple[Any, ...]) -> ReactAgentBuilder[Agent]:
         self._options.setdefault(key, []).extend(values)
         return self
 
-    def name(self, name: str) -> ReactAgentBuilder:
+    def name(self, name: str) -> ReactAgentBuilder[Agent]:
         return self._set("name", name)
 
-    def model(self, model: ChatModel) -> ReactAgentBuilder:
+    def model(self, model: ChatModel) -> ReactAgentBuilder[Agent]:
         return self._set("model", model)
 
-    def tools(self, *tools: Any) -> ReactAgentBuilder:
+    def tools(self, *tools: Any) -> ReactAgentBuilder[Agent]:
         """``@tool`` functions, other ``ToolCallback``s, or objects with ``@tool`` methods."""
         return self._add("tools", tools)
 
-    def method_tools(self, *objects: Any) -> ReactAgentBuilder:
+    def method_tools(self, *objects: Any) -> ReactAgentBuilder[Agent]:
         """Objects whose ``@tool`` methods become tools."""
         return self._add("method_tools", objects)
 
-    def tool_callback_providers(self, *providers: Any) -> ReactAgentBuilder:
+    def tool_callback_providers(self, *providers: Any) -> ReactAgentBuilder[Agent]:
         return self._add("tool_callback_providers", providers)
 
-    def tool_names(self, *names: str) -> ReactAgentBuilder:
+    def tool_names(self, *names: str) -> ReactAgentBuilder[Agent]:
         """Tools by name, resolved by ``resolver`` at ``build()``."""
         return self._add("tool_names", names)
 
-    def resolver(self, resolver: ToolCallbackResolver) -> ReactAgentBuilder:
+    def resolver(self, resolver: ToolCallbackResolver) -> ReactAgentBuilder[Agent]:
         return self._set("resolver", resolver)
 
-    def tool_providers(self, *providers: ToolProvider) -> ReactAgentBuilder:
+    def tool_providers(self, *providers: ToolProvider) -> ReactAgentBuilder[Agent]:
         """Dynamic tools, chosen before every model call from the conversation and state."""
         return self._add("tool_providers", providers)
 
-    def system_prompt(self, text: str) -> ReactAgentBuilder:
+    def system_prompt(self, text: str) -> ReactAgentBuilder[Agent]:
         return self._set("system_prompt", text)
 
-    def instruction(self, text: str) -> ReactAgentBuilder:
+    def instruction(self, text: str) -> ReactAgentBuilder[Agent]:
         """Instructions appended to the system prompt."""
         return self._set("instruction", text)
 
-    def description(self, text: str) -> ReactAgentBuilder:
+    def description(self, text: str) -> ReactAgentBuilder[Agent]:
         return self._set("description", text)
 
-    def saver(self, saver: BaseCheckpointSaver) -> ReactAgentBuilder:
+    def saver(self, saver: BaseCheckpointSaver) -> ReactAgentBuilder[Agent]:
         return self._set("saver", saver)
 
-    def hooks(self, *hooks: Any) -> ReactAgentBuilder:
+    def hooks(self, *hooks: Any) -> ReactAgentBuilder[Agent]:
         return self._add("hooks", hooks)
 
-    def interceptors(self, *interceptors: Any) -> ReactAgentBuilder:
+    def interceptors(self, *interceptors: Any) -> ReactAgentBuilder[Agent]:
         """``ModelInterceptor``s and ``ToolInterceptor``s; the first is outermost."""
         return self._add("interceptors", interceptors)
 
-    def tool_context(self, context: Mapping[str, Any]) -> ReactAgentBuilder:
+    def tool_context(self, context: Mapping[str, Any]) -> ReactAgentBuilder[Agent]:
         """Entries every tool finds in its ``ToolContext``."""
         self._options.setdefault("tool_context", {}).update(context)
         return self
 
-    def store(self, store: Any) -> ReactAgentBuilder:
+    def store(self, store: Any) -> ReactAgentBuilder[Agent]:
         """Long-term memory reachable from tools as ``ToolContext.store``."""
         return self._set("store", store)
 
-    def max_iterations(self, count: int) -> ReactAgentBuilder:
+    def max_iterations(self, count: int) -> ReactAgentBuilder[Agent]:
         """Model calls allowed in one run before ``AgentMaxIterationsError``."""
         return self._set("max_iterations", count)
 
-    def parallel_tool_execution(self, enabled: bool = True) -> ReactAgentBuilder:
+    def parallel_tool_execution(self, enabled: bool = True) -> ReactAgentBuilder[Agent]:
         return self._set("parallel_tool_execution", enabled)
 
-    def output_key(self, key: str) -> ReactAgentBuilder:
+    def output_key(self, key: str) -> ReactAgentBuilder[Agent]:
         """A state key that receives the final answer's text."""
         return self._set("output_key", key)
 
-    def key_strategies(self, strategies: Mapping[str, KeyStrategyLike]) -> ReactAgentBuilder:
+    def key_strategies(self, strategies: Mapping[str, KeyStrategyLike]) -> ReactAgentBuilder[Agent]:
         self._options.setdefault("key_strategies", {}).update(strategies)
         return self
 
-    def unknown_tool_strategy(self, strategy: Any) -> ReactAgentBuilder:
+    def unknown_tool_strategy(self, strategy: Any) -> ReactAgentBuilder[Agent]:
         return self._set("unknown_tool_strategy", strategy)
 
-    def exception_processor(self, processor: Any) -> ReactAgentBuilder:
+    def exception_processor(self, processor: Any) -> ReactAgentBuilder[Agent]:
         """How tool failures reach the model (``DefaultToolExecutionExceptionProcessor``)."""
         return self._set("exception_processor", processor)
 
-    def listeners(self, *listeners: Any) -> ReactAgentBuilder:
+    def listeners(self, *listeners: Any) -> ReactAgentBuilder[Agent]:
         """Objects with ``on_event(event)`` (and optionally an async ``aon_event``) that get
         every run event of the agent (``graph_agent.events``); one that raises is logged."""
         return self._add("listeners", listeners)
 
-    def build(self) -> ReactAgent:
+    def build(self) -> Agent:
         return self._make(**self._options)

@@ -115,7 +115,7 @@ class ReactAgent:
         )
 
     @staticmethod
-    def builder() -> ReactAgentBuilder:
+    def builder() -> ReactAgentBuilder[ReactAgent]:
         """A builder with one method per option; ``build()`` makes the agent."""
         return ReactAgentBuilder(ReactAgent)
 
