@@ -25,6 +25,7 @@ __all__ = [
     "TaskScope",
     "current_task",
     "derive_id",
+    "kept_id",
 ]
 
 _log = logging.getLogger("graph_agent.events")
@@ -237,23 +238,21 @@ class TaskScope:
             self.kept,
         )
 
-    def _kept_key(self) -> str:
-        return derive_id(self.task_id, "kept", self.key)
-
     def keep(self, value: Any) -> None:
         """Keep ``value`` (serializable) for this scope: if the task fails or pauses, a re-run
         of it gets ``value`` back from ``recall()`` instead of doing that part again (a tool
         call that finished beside one that failed or paused)."""
         with self._lock:
-            self.kept[self._kept_key()] = value
+            self.kept[self.key] = value
 
     def recall(self) -> Any:
         """What an earlier run of this task kept for this scope, or ``NOTHING_KEPT``."""
-        key = self._kept_key()
         with self._lock:
-            if key in self.kept:
-                return self.kept[key]
-        return self.resume.get(key, NOTHING_KEPT)
+            if self.key in self.kept:
+                return self.kept[self.key]
+        if not self.resume:
+            return NOTHING_KEPT
+        return self.resume.get(kept_id(self.task_id, self.key), NOTHING_KEPT)
 
     def next_interrupt_id(self) -> str:
         """The id of the next ``interrupt()`` call in this scope: derived from the task id,
@@ -262,6 +261,11 @@ class TaskScope:
             index = self._counts.get(self.key, 0)
             self._counts[self.key] = index + 1
         return derive_id(self.task_id, self.key, index)
+
+
+def kept_id(task_id: str, key: str) -> str:
+    """Where a value a task kept for scope ``key`` is stored among the resume values."""
+    return f"{task_id}/kept{key}"
 
 
 class NodeInterrupt(BaseException):

@@ -19,7 +19,7 @@ from typing import Any
 
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
-from .._context import RunScope, TaskScope, current_task
+from .._context import RunScope, TaskScope, current_task, kept_id
 from .._pool import run_all
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
@@ -53,6 +53,11 @@ def _failed(task: Task, scope: TaskScope, error: Exception, attempt: int) -> flo
     if policy is None or not policy.should_retry(error, attempt):
         return None
     return policy.delay(attempt)
+
+
+def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a stopped task kept, keyed as it is stored with the resume values."""
+    return {kept_id(task.id, key): value for key, value in kept.items()} if kept else None
 
 
 def _ended(task: Task, scope: TaskScope, update: Any) -> TaskResult:
@@ -95,11 +100,11 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
                     "with ainvoke()/astream()"
                 )
         except NodeInterrupt as interrupt:
-            return TaskResult(task, interrupt=interrupt.records, kept=kept)
+            return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
         except Exception as exc:
             wait = _failed(task, scope, exc, attempt)
             if wait is None:
-                return TaskResult(task, error=exc, kept=kept)
+                return TaskResult(task, error=exc, kept=_stored(task, kept))
             attempt += 1
             time.sleep(wait)
             continue
@@ -132,11 +137,11 @@ async def _arun_task(
                 if inspect.isawaitable(out):  # a sync callable that returned an awaitable
                     out = await out
         except NodeInterrupt as interrupt:
-            return TaskResult(task, interrupt=interrupt.records, kept=kept)
+            return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
         except Exception as exc:
             wait = _failed(task, scope, exc, attempt)
             if wait is None:
-                return TaskResult(task, error=exc, kept=kept)
+                return TaskResult(task, error=exc, kept=_stored(task, kept))
             attempt += 1
             await asyncio.sleep(wait)
             continue
