@@ -242,16 +242,13 @@ class TaskScope:
         """Keep ``value`` (serializable) for this scope: if the task fails or pauses, a re-run
         of it gets ``value`` back from ``recall()`` instead of doing that part again (a tool
         call that finished beside one that failed or paused)."""
-        with self._lock:
-            self.kept[self.key] = value
+        self.kept[self.key] = value  # one dict item: atomic, whatever thread keeps it
 
     def recall(self) -> Any:
         """What an earlier run of this task kept for this scope, or ``NOTHING_KEPT``."""
-        with self._lock:
-            if self.key in self.kept:
-                return self.kept[self.key]
-        if not self.resume:
-            return NOTHING_KEPT
+        value = self.kept.get(self.key, NOTHING_KEPT)
+        if value is not NOTHING_KEPT or not self.resume:
+            return value
         return self.resume.get(kept_id(self.task_id, self.key), NOTHING_KEPT)
 
     def next_interrupt_id(self) -> str:

@@ -224,7 +224,7 @@ def model_logic(parts: AgentParts) -> Logic:
             offered_sink.reset(token)
         offered = sink.tools if sink.tools is not None else list(request.options.tool_callbacks)
         message = response.result.output
-        if message.tool_calls:
+        if message.tool_calls and parts.model_interceptors:
             parts.offered.remember(config.thread_id, offered)
         return parts.answer_update(state, message, offered)
 

@@ -60,8 +60,7 @@ class OfferedByThread:
                 self._threads.popitem(last=False)
 
     def get(self, thread_id: str) -> Mapping[str, ToolCallback]:
-        with self._lock:
-            return self._threads.get(thread_id, {})
+        return self._threads.get(thread_id, {})  # a read of one item needs no lock
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +97,8 @@ class AgentParts:
         if names is None:
             return tools
         by_name = {t.tool_definition.name: t for t in tools}
-        seen = self.offered.get(config.thread_id)
+        # Only model interceptors offer other tools than the agent's own.
+        seen = self.offered.get(config.thread_id) if self.model_interceptors else {}
         found = (seen.get(n) or by_name.get(n) or self.interceptor_tools.get(n) for n in names)
         return [t for t in found if t is not None]
 

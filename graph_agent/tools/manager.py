@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import contextvars
 import dataclasses
 import functools
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._context import NOTHING_KEPT, NodeInterrupt, TaskScope, current_task
@@ -290,7 +290,7 @@ class ToolCallingManager:
     ) -> _Outcome:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         ran: list[ToolCallRequest] = []
-        with _call_scope(call) as scope:
+        with _CallScope(call) as scope:
             earlier = _recalled(scope, request)
             if earlier is not None:
                 return earlier
@@ -316,7 +316,7 @@ class ToolCallingManager:
     ) -> _Outcome:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         ran: list[ToolCallRequest] = []
-        with _call_scope(call) as scope:
+        with _CallScope(call) as scope:
             earlier = _recalled(scope, request)
             if earlier is not None:
                 return earlier
@@ -412,24 +412,31 @@ class ToolCallingManager:
         return self._result(prompt, message, _finished(results))
 
 
-@contextlib.contextmanager
-def _call_scope(call: ToolCall) -> Iterator[TaskScope | None]:
+class _CallScope:
     """Inside a graph task: the call's own scope (its interrupts are numbered apart from its
     siblings', so each parallel call is resumed with its own value). Outside: ``None``."""
-    task = current_task.get()
-    if task is None:
-        yield None
-        return
-    scope = task.child(call.id)
-    token = current_task.set(scope)
-    try:
-        yield scope
-    finally:
-        current_task.reset(token)
+
+    __slots__ = ("call", "token")
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.token: contextvars.Token[TaskScope | None] | None = None
+
+    def __enter__(self) -> TaskScope | None:
+        task = current_task.get()
+        if task is None:
+            return None
+        scope = task.child(self.call.id)
+        self.token = current_task.set(scope)
+        return scope
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            current_task.reset(self.token)
 
 
 def _started(scope: TaskScope | None, call: ToolCall) -> None:
-    if scope is not None:
+    if scope is not None and scope.run.bus is not None:
         scope.run.event(ToolStart, scope, call_id=call.id, name=call.name, arguments=call.arguments)
 
 
@@ -462,6 +469,8 @@ def _ended(scope: TaskScope | None, outcome: _Outcome) -> _Outcome:
         record = outcome.record
         error = None if record.error is None else f"{type(record.error).__name__}: {record.error}"
         scope.keep([record.result, error, record.return_direct, outcome.extra_state])
+        if scope.run.bus is None:
+            return outcome
         scope.run.event(
             ToolEnd,
             scope,
