@@ -36,16 +36,27 @@ def submit(fn: Callable[..., T], *args: Any) -> Future[T]:
 
 def run_all(calls: Sequence[Callable[[], T]]) -> list[T | BaseException]:
     """Run the calls concurrently (the first on this thread) and wait for every one; each
-    result is the call's value or the exception it raised, in the calls' order."""
-    futures = [submit(call) for call in calls[1:]]
+    result is the call's value or the exception it raised, in the calls' order.
+
+    A waiting thread never blocks on a call that has not started: it takes the call back
+    from the pool's queue and runs it itself. So nested graphs and agents (a node that
+    invokes a graph whose step runs parallel nodes, at any depth) cannot deadlock the
+    shared pool; when the pool is busy the nested calls simply run on the caller's thread.
+    """
+    contexts = [contextvars.copy_context() for _ in calls[1:]]
+    pool = thread_pool()
+    futures = [pool.submit(ctx.run, call) for ctx, call in zip(contexts, calls[1:])]
     results: list[T | BaseException] = []
     try:
         results.append(calls[0]())
     except BaseException as exc:
         results.append(exc)
-    for future in futures:
+    for future, ctx, call in zip(futures, contexts, calls[1:]):
         try:
-            results.append(future.result())
+            if future.cancel():  # not started yet: run it here instead of waiting for a worker
+                results.append(ctx.run(call))
+            else:
+                results.append(future.result())
         except BaseException as exc:
             results.append(exc)
     return results
