@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -43,20 +44,30 @@ def run_all(calls: Sequence[Callable[[], T]]) -> list[T | BaseException]:
     invokes a graph whose step runs parallel nodes, at any depth) cannot deadlock the
     shared pool; when the pool is busy the nested calls simply run on the caller's thread.
     """
-    contexts = [contextvars.copy_context() for _ in calls[1:]]
+    rest = calls[1:]
+    contexts = [contextvars.copy_context() for _ in rest]
     pool = thread_pool()
-    futures = [pool.submit(ctx.run, call) for ctx, call in zip(contexts, calls[1:])]
-    results: list[T | BaseException] = []
-    try:
-        results.append(calls[0]())
-    except BaseException as exc:
-        results.append(exc)
-    for future, ctx, call in zip(futures, contexts, calls[1:]):
-        try:
-            if future.cancel():  # not started yet: run it here instead of waiting for a worker
-                results.append(ctx.run(call))
-            else:
+    futures = [pool.submit(ctx.run, call) for ctx, call in zip(contexts, rest)]
+    results: list[T | BaseException] = [_outcome(calls[0])]
+    # Workers take calls from the front of the queue; this thread takes them back from the
+    # end, so short calls are not handed from thread to thread when nobody needs to.
+    taken: dict[int, T | BaseException] = {}
+    for index in range(len(futures) - 1, -1, -1):
+        if futures[index].cancel():
+            taken[index] = _outcome(functools.partial(contexts[index].run, rest[index]))
+    for index, future in enumerate(futures):
+        if index in taken:
+            results.append(taken[index])
+        else:
+            try:
                 results.append(future.result())
-        except BaseException as exc:
-            results.append(exc)
+            except BaseException as exc:
+                results.append(exc)
     return results
+
+
+def _outcome(call: Callable[[], T]) -> T | BaseException:
+    try:
+        return call()
+    except BaseException as exc:
+        return exc
