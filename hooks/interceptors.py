@@ -113,13 +113,10 @@ def _to_async(handler: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
 
 
 def _run_sync(coroutine: Awaitable[Any]) -> Any:
-    from graph_agent._pool import submit
+    """An async-only interceptor in a sync run: on the run's one event loop."""
+    from graph_agent._runloop import run_coroutine_sync
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)  # type: ignore[arg-type]
-    return submit(asyncio.run, coroutine).result()
+    return run_coroutine_sync(coroutine)  # type: ignore[arg-type]
 
 
 async def _in_thread(

@@ -13,6 +13,7 @@ import networkx as nx
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 
 from .._context import EventBus, RunScope, current_task
+from .._runloop import RunLoopScope
 from ..errors import GraphUsageError
 from ..events import RunEvent
 from ._core import GraphRun
@@ -189,8 +190,9 @@ class CompiledGraph:
     def _run_sync(self, inputs: Input, config: ConfigLike, bus: EventBus | None) -> RunOutcome:
         self._check_sync("invoke")
         run, scope = self._start(inputs, config, False, bus)
-        for _ in drive(run.effects(), self.saver, scope):
-            pass
+        with RunLoopScope():
+            for _ in drive(run.effects(), self.saver, scope):
+                pass
         return RunOutcome.of(run)
 
     async def arun(self, inputs: Input, config: ConfigLike = None) -> RunOutcome:
@@ -221,7 +223,8 @@ class CompiledGraph:
         run, scope = self._start(inputs, config, True)
         if subgraphs:
             scope.outputs = run.child_outputs.append
-        yield from drive(run.effects(), self.saver, scope)
+        with RunLoopScope():
+            yield from drive(run.effects(), self.saver, scope)
 
     async def ainvoke(self, inputs: Input, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: async nodes are awaited, sync ones run in worker threads."""

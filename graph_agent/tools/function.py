@@ -11,7 +11,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from .._pool import submit
+from .._runloop import run_coroutine_sync
 from ..errors import GraphUsageError, ToolExecutionException
 from ._schema import ToolInput, ToolParam, check_tool_name, describe, return_type_of
 from .context import ToolContext
@@ -66,7 +66,8 @@ class FunctionToolCallback(Generic[P, R]):
     function raises itself passes unchanged). Exceptions that are not ``Exception``
     (``KeyboardInterrupt``, cancellation) propagate untouched.
 
-    ``call`` runs an async function with ``asyncio.run`` (on a worker thread when the calling
+    ``call`` runs an async function to completion: inside a sync graph or agent run on that
+    run's one event loop, elsewhere with ``asyncio.run`` (on a worker thread when the calling
     thread already runs an event loop, which then waits); ``acall`` awaits it, and runs a
     sync function in a worker thread (``asyncio.to_thread``) so the loop is never blocked.
     """
@@ -400,11 +401,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 def _run_coroutine(coroutine: Any) -> Any:
-    """Run an async tool to completion from sync code: with ``asyncio.run``, or, when this
-    thread already runs an event loop, with its own loop on a worker thread (the caller chose
-    the sync API, so it waits; ``acall`` is the way not to block the loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    return submit(asyncio.run, coroutine).result()
+    """Run an async tool to completion from sync code: on the sync run's event loop (one
+    per run, so what the tool caches, like an ``httpx.AsyncClient``, works on every call),
+    or outside a run with ``asyncio.run``."""
+    return run_coroutine_sync(coroutine)
