@@ -9,7 +9,7 @@ import inspect
 import json
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from .._runloop import run_coroutine_sync
 from ..errors import GraphUsageError, ToolExecutionException
@@ -18,10 +18,13 @@ from .context import ToolContext
 from .convert import ResultConverterLike, ToolCallResultConverter, as_result_converter
 from .definition import ToolDefinition, ToolMetadata
 
-if TYPE_CHECKING:
-    from .method import MethodToolCallback
-
-__all__ = ["FunctionToolCallback", "FunctionToolCallbackBuilder", "ToolParam", "tool"]
+__all__ = [
+    "FunctionToolCallback",
+    "FunctionToolCallbackBuilder",
+    "MethodToolCallback",
+    "ToolParam",
+    "tool",
+]
 
 P = ParamSpec("P")
 P2 = ParamSpec("P2")
@@ -146,8 +149,6 @@ class FunctionToolCallback(Generic[P, R]):
 
     def __get__(self, obj: object | None, objtype: type[Any] | None = None) -> Any:
         """A ``@tool`` method read from an instance is a ``MethodToolCallback`` bound to it."""
-        from .method import MethodToolCallback
-
         binding = self._spec.binding
         if self._bound is not _UNBOUND or binding is _Binding.NONE:
             return self
@@ -405,3 +406,50 @@ def _run_coroutine(coroutine: Any) -> Any:
     per run, so what the tool caches, like an ``httpx.AsyncClient``, works on every call),
     or outside a run with ``asyncio.run``."""
     return run_coroutine_sync(coroutine)
+
+
+class MethodToolCallback(FunctionToolCallback[P, R]):
+    """A ``@tool`` method bound to ``tool_object``: the same tool (name, schema, metadata,
+    converter) with ``self`` supplied by the object. Callable as the bound method.
+
+    ``tool_method`` is the ``@tool``-decorated method (as read from the class), or a plain
+    function of the class, which is then made a tool with the defaults of ``@tool``. For a
+    ``@tool`` classmethod, ``tool_object`` is the class. Two callbacks are equal when they wrap
+    the same method of the same object, like bound methods.
+    """
+
+    def __init__(
+        self, tool_object: object, tool_method: FunctionToolCallback[Any, Any] | Callable[..., Any]
+    ) -> None:
+        unbound = (
+            tool_method
+            if isinstance(tool_method, FunctionToolCallback)
+            else FunctionToolCallback(tool_method)
+        )
+        if unbound._bound is not _UNBOUND:
+            raise TypeError(f"{unbound!r} is already bound to an object")
+        if unbound._spec.binding is _Binding.NONE:
+            raise TypeError(
+                f"tool '{unbound.tool_definition.name}' is not a method (its first parameter "
+                "is not self, and it is no classmethod): use it as a FunctionToolCallback"
+            )
+        self._adopt(unbound._spec, tool_object)
+
+    @property
+    def tool_object(self) -> object:
+        """The object (or, for a classmethod, the class) the method is bound to."""
+        return self._bound
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MethodToolCallback):
+            return NotImplemented
+        return self._bound is other._bound and self._spec is other._spec
+
+    def __hash__(self) -> int:
+        return hash((id(self._bound), id(self._spec)))
+
+    def __repr__(self) -> str:
+        owner = type(self._bound).__qualname__
+        if isinstance(self._bound, type):
+            owner = self._bound.__qualname__
+        return f"MethodToolCallback(name={self.tool_definition.name!r}, object={owner})"

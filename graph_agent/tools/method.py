@@ -1,64 +1,17 @@
-"""Tools that are methods of an object: ``MethodToolCallback`` and ``ToolCallbacks``."""
+"""Collecting the tools that are methods of an object: ``ToolCallbacks``.
+
+``MethodToolCallback`` (a ``@tool`` method bound to an object) lives with
+``FunctionToolCallback``, which makes one when a tool method is read from an instance; it is
+importable from here too."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from .callback import ToolCallback
-from .function import _UNBOUND, FunctionToolCallback, _Binding
+from .function import FunctionToolCallback, MethodToolCallback
 
 __all__ = ["MethodToolCallback", "ToolCallbacks"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-class MethodToolCallback(FunctionToolCallback[P, R]):
-    """A ``@tool`` method bound to ``tool_object``: the same tool (name, schema, metadata,
-    converter) with ``self`` supplied by the object. Callable as the bound method.
-
-    ``tool_method`` is the ``@tool``-decorated method (as read from the class), or a plain
-    function of the class, which is then made a tool with the defaults of ``@tool``. For a
-    ``@tool`` classmethod, ``tool_object`` is the class. Two callbacks are equal when they wrap
-    the same method of the same object, like bound methods.
-    """
-
-    def __init__(
-        self, tool_object: object, tool_method: FunctionToolCallback[Any, Any] | Callable[..., Any]
-    ) -> None:
-        unbound = (
-            tool_method
-            if isinstance(tool_method, FunctionToolCallback)
-            else FunctionToolCallback(tool_method)
-        )
-        if unbound._bound is not _UNBOUND:
-            raise TypeError(f"{unbound!r} is already bound to an object")
-        if unbound._spec.binding is _Binding.NONE:
-            raise TypeError(
-                f"tool '{unbound.tool_definition.name}' is not a method (its first parameter "
-                "is not self, and it is no classmethod): use it as a FunctionToolCallback"
-            )
-        self._adopt(unbound._spec, tool_object)
-
-    @property
-    def tool_object(self) -> object:
-        """The object (or, for a classmethod, the class) the method is bound to."""
-        return self._bound
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MethodToolCallback):
-            return NotImplemented
-        return self._bound is other._bound and self._spec is other._spec
-
-    def __hash__(self) -> int:
-        return hash((id(self._bound), id(self._spec)))
-
-    def __repr__(self) -> str:
-        owner = type(self._bound).__qualname__
-        if isinstance(self._bound, type):
-            owner = self._bound.__qualname__
-        return f"MethodToolCallback(name={self.tool_definition.name!r}, object={owner})"
 
 
 class ToolCallbacks:
