@@ -127,3 +127,54 @@ def test_readme_quick_start_runs() -> None:
         "['hello, Ada', 'HELLO, ADA']",
         "['hello, Ada', 'HELLO, ADA', 'hello, Bob', 'HELLO, BOB']",
     ]
+
+
+RESEARCH = ROOT / "examples" / "research_subgraph.py"
+
+
+def _run_research(*args: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, str(RESEARCH), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_research_subgraph_pauses_in_the_child_and_a_second_process_resumes_it(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "desk.sqlite")
+    first = _run_research("--db", db).splitlines()
+    assert first[:5] == [
+        "ran desk.plan",
+        "ran research.search",
+        "ran research.search",
+        "ran research.search",
+        "ran research.digest",
+    ]
+    assert "paused in research.editor_review: Publish this digest?" in first
+    assert "  the research subgraph waits at ['editor_review']" in first
+    assert not any(line.startswith("REPORT") for line in first)
+    second = _run_research("--db", db, "--resume", "approved: short").splitlines()
+    # the child continued where it stopped: no search ran again
+    assert second[:4] == [
+        "resuming with 'approved: short'",
+        "ran research.editor_review",
+        "ran desk.research",
+        "ran desk.write",
+    ]
+    assert second[4].startswith("REPORT (approved: short): bats: Bats navigate")
+    assert second[4].index("bats:") < second[4].index("moths:") < second[4].index("owls:")
+
+
+def test_research_subgraph_runs_both_halves_by_default() -> None:
+    out = _run_research()
+    assert "paused in research.editor_review" in out
+    assert "REPORT (approved): bats:" in out

@@ -157,9 +157,9 @@ def test_streaming_text_chunks_and_node_outputs() -> None:
     assert section(out, "3.").splitlines()[1] == chunks
 
 
-# approval_workflow.py is a pure graph example (no model, nothing to run --live against):
-# it must take --help, but is exempt from offering --live.
-NO_MODEL = {"approval_workflow.py"}
+# approval_workflow.py and research_subgraph.py are pure graph examples (no model, nothing
+# to run --live against): they must take --help, but are exempt from offering --live.
+NO_MODEL = {"approval_workflow.py", "research_subgraph.py"}
 ALL_EXAMPLES = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name != "_models.py")
 
 
