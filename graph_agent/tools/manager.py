@@ -7,7 +7,7 @@ import contextvars
 import dataclasses
 import functools
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._context import NOTHING_KEPT, NodeInterrupt, TaskScope, current_task
@@ -282,14 +282,18 @@ class ToolCallingManager:
             handler = functools.partial(_aintercept, interceptor, handler=handler)
         return handler
 
-    def _run_one(
+    def _call_steps(
         self,
         call: ToolCall,
         by_name: Mapping[str, ToolCallback],
         context: ToolContext,
-    ) -> _Outcome:
+        ran: list[ToolCallRequest],
+    ) -> Generator[ToolCallRequest, str, _Outcome]:
+        """One tool call, written once: it yields the request for the interceptor chain to
+        run (sync or async, see ``_run_one``/``_arun_one``) and gets the text back, or the
+        chain's exception thrown in. ``ran`` receives the request as it finally reached the
+        tool (an interceptor may rewrite it)."""
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
-        ran: list[ToolCallRequest] = []
         with _CallScope(call) as scope:
             earlier = _recalled(scope, request)
             if earlier is not None:
@@ -298,7 +302,7 @@ class ToolCallingManager:
             started = time.perf_counter()
             error: BaseException | None = None
             try:
-                text = self._chain(by_name, ran)(request)
+                text = yield request
                 if request.tool is None:
                     error = LookupError(f"unknown tool '{call.name}'")
             except UnknownToolError:
@@ -308,31 +312,41 @@ class ToolCallingManager:
                 text = self.exception_processor.process(_as_tool_exception(exc, call.name))
             return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
 
+    def _run_one(
+        self,
+        call: ToolCall,
+        by_name: Mapping[str, ToolCallback],
+        context: ToolContext,
+    ) -> _Outcome:
+        ran: list[ToolCallRequest] = []
+        steps = self._call_steps(call, by_name, context, ran)
+        try:
+            request = next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            text = self._chain(by_name, ran)(request)
+        except BaseException as exc:  # the steps decide what becomes of it
+            return _last(steps, error=exc)
+        return _last(steps, text=text)
+
     async def _arun_one(
         self,
         call: ToolCall,
         by_name: Mapping[str, ToolCallback],
         context: ToolContext,
     ) -> _Outcome:
-        request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         ran: list[ToolCallRequest] = []
-        with _CallScope(call) as scope:
-            earlier = _recalled(scope, request)
-            if earlier is not None:
-                return earlier
-            _started(scope, call)
-            started = time.perf_counter()
-            error: BaseException | None = None
-            try:
-                text = await self._achain(by_name, ran)(request)
-                if request.tool is None:
-                    error = LookupError(f"unknown tool '{call.name}'")
-            except UnknownToolError:
-                raise
-            except Exception as exc:
-                error = exc
-                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
-            return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
+        steps = self._call_steps(call, by_name, context, ran)
+        try:
+            request = next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            text = await self._achain(by_name, ran)(request)
+        except BaseException as exc:
+            return _last(steps, error=exc)
+        return _last(steps, text=text)
 
     @staticmethod
     def _outcome(
@@ -438,6 +452,23 @@ class _CallScope:
 def _started(scope: TaskScope | None, call: ToolCall) -> None:
     if scope is not None and scope.run.bus is not None:
         scope.run.event(ToolStart, scope, call_id=call.id, name=call.name, arguments=call.arguments)
+
+
+def _last(
+    steps: Generator[ToolCallRequest, str, _Outcome],
+    *,
+    text: str = "",
+    error: BaseException | None = None,
+) -> _Outcome:
+    """Finish a call's steps with the chain's text, or its exception."""
+    try:
+        if error is not None:
+            steps.throw(error)
+        else:
+            steps.send(text)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    raise RuntimeError("a tool call's steps did not finish")  # pragma: no cover
 
 
 def _recalled(scope: TaskScope | None, request: ToolCallRequest) -> _Outcome | None:
