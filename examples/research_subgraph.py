@@ -4,8 +4,10 @@ The parent graph plans a report, runs a ``research`` subgraph, then writes the r
 the subgraph, ``plan_searches`` sends one ``search`` task per topic (``Send``: they run in
 parallel, and their findings merge in topic order), ``digest`` reduces them, and
 ``editor_review`` calls ``interrupt()``: the whole run pauses, checkpointed to SQLite, until
-an editor answers. The answer can come from another process: the child graph continues where
-it stopped (the searches do not run again), and the parent writes the report.
+an editor answers; the first half prints the pending interrupt with its namespace (the path
+to the subgraph it is in, ``("research:<task id>",)``). The answer can come from another
+process: the child graph continues where it stopped (the searches do not run again), and the
+parent writes the report.
 Offline and deterministic: ``search`` reads a small local library instead of the web.
 
     python examples/research_subgraph.py                       # both halves, one process
@@ -116,6 +118,8 @@ def start(app: CompiledGraph, config: RunnableConfig) -> None:
     for pending in snapshot.interrupts:
         where = "/".join(part.split(":")[0] for part in pending.namespace)
         print(f"paused in {where}.{pending.node}: {pending.value['question']}")
+        print(f"  namespace: {pending.namespace}")  # ("research:<task id>",)
+        print(f"  interrupt id: {pending.id}")
         print(f"  digest: {pending.value['digest']}")
     for child in snapshot.subgraphs:
         print(f"  the research subgraph waits at {list(child.next)}")
@@ -145,6 +149,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with SqliteSaver(args.db) as saver:
         app = build(saver)
+        current = app.get_state(config)
+        paused = current is not None and bool(current.interrupts)
+        if args.resume is None and paused:
+            parser.error(
+                f"thread {THREAD!r} in {args.db} waits for the editor: add --resume ANSWER"
+            )
+        if args.resume is not None and not paused:
+            parser.error(
+                f"thread {THREAD!r} in {args.db} is not paused: run without --resume first"
+            )
         if args.resume is None:
             start(app, config)
         else:

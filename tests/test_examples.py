@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -132,10 +133,10 @@ def test_readme_quick_start_runs() -> None:
 RESEARCH = ROOT / "examples" / "research_subgraph.py"
 
 
-def _run_research(*args: str) -> str:
+def _research(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(RESEARCH), *args],
         cwd=ROOT,
         env=env,
@@ -143,7 +144,12 @@ def _run_research(*args: str) -> str:
         text=True,
         timeout=60,
     )
+
+
+def _run_research(*args: str) -> str:
+    result = _research(*args)
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
     return result.stdout
 
 
@@ -160,6 +166,8 @@ def test_research_subgraph_pauses_in_the_child_and_a_second_process_resumes_it(
         "ran research.digest",
     ]
     assert "paused in research.editor_review: Publish this digest?" in first
+    (namespace,) = [line for line in first if line.startswith("  namespace: ")]
+    assert re.fullmatch(r"  namespace: \('research:[0-9a-f-]{36}',\)", namespace)
     assert "  the research subgraph waits at ['editor_review']" in first
     assert not any(line.startswith("REPORT") for line in first)
     second = _run_research("--db", db, "--resume", "approved: short").splitlines()
@@ -178,3 +186,15 @@ def test_research_subgraph_runs_both_halves_by_default() -> None:
     out = _run_research()
     assert "paused in research.editor_review" in out
     assert "REPORT (approved): bats:" in out
+
+
+def test_research_subgraph_says_which_half_to_run(tmp_path: Path) -> None:
+    db = str(tmp_path / "desk.sqlite")
+    early = _research("--db", db, "--resume", "approved")  # nothing paused yet
+    assert early.returncode == 2
+    assert "is not paused: run without --resume first" in early.stderr
+    assert _research("--db", db).returncode == 0
+    again = _research("--db", db)  # paused: starting over would need the editor first
+    assert again.returncode == 2
+    assert "waits for the editor: add --resume ANSWER" in again.stderr
+    assert "REPORT (yes):" in _run_research("--db", db, "--resume", "yes")
