@@ -54,12 +54,19 @@ class EventBus:
     waits until it has had them all. ``stop()`` asks the run to stop at the next step
     boundary (a closed event stream does that)."""
 
-    __slots__ = ("_lock", "_queues", "listeners", "loop", "stop_requested", "streaming")
+    __slots__ = ("_lock", "_queues", "_stop", "listeners", "loop", "parent", "streaming")
 
-    def __init__(self, listeners: tuple[Any, ...], *, streaming: bool = False) -> None:
+    def __init__(
+        self,
+        listeners: tuple[Any, ...],
+        *,
+        streaming: bool = False,
+        parent: EventBus | None = None,
+    ) -> None:
         self.listeners = listeners
         self.streaming = streaming  # somebody reads model deltas: models are streamed
-        self.stop_requested = False
+        self.parent = parent  # the bus of the run this one's run is nested in
+        self._stop = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self._queues: dict[int, asyncio.Queue[Any]] = {}
         self._lock = threading.Lock()
@@ -109,7 +116,12 @@ class EventBus:
             await queue.join()
 
     def stop(self) -> None:
-        self.stop_requested = True
+        self._stop = True
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether this run, or the run it is nested in, was asked to stop."""
+        return self._stop or (self.parent is not None and self.parent.stop_requested)
 
     def on_event(self, event: Any) -> None:
         """A bus is a listener too: a nested run's bus hands its events on to the outer one."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._context import RunScope, TaskScope, current_task
+from .._context import EventBus, RunScope, TaskScope, current_task
 from ..errors import GraphUsageError
 from ._core import GraphRun
 from ._drivers import adrive, drive
@@ -36,14 +36,24 @@ class SubgraphNode:
         spec: GraphSpec,
         input_keys: tuple[str, ...] | None,
         output_keys: tuple[str, ...] | None,
+        listeners: tuple[Any, ...] = (),
     ) -> None:
         self.name = name
         self.spec = spec
         self.input_keys = input_keys
         self.output_keys = output_keys
+        self.listeners = listeners  # the child graph's own (compile(listeners=...))
 
     def __repr__(self) -> str:
         return f"SubgraphNode({self.name!r}, nodes={list(self.spec.nodes)})"
+
+    def _bus(self, outer: EventBus | None) -> EventBus | None:
+        """The child's events go to its own listeners, then on to the parent's bus."""
+        if not self.listeners:
+            return outer
+        if outer is None:
+            return EventBus(self.listeners)
+        return EventBus((*self.listeners, outer), streaming=outer.streaming, parent=outer)
 
     def _start(
         self, state: OverAllState, config: RunnableConfig
@@ -58,7 +68,7 @@ class SubgraphNode:
             run_id=parent.run_id,
             thread_id=parent.thread_id,
             namespace=(*parent.namespace, part),
-            bus=parent.bus,
+            bus=self._bus(parent.bus),
             saver=parent.saver,
         )
         child_config = RunnableConfig(

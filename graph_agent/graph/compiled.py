@@ -154,7 +154,9 @@ class CompiledGraph:
             outer = caller.run.bus
             namespace = (*caller.run.namespace, f"{caller.node}:{caller.task_id}")
             listeners = (*self.listeners, outer) if self.listeners else ()
-            bus = EventBus(listeners, streaming=outer.streaming) if listeners else outer
+            bus = (
+                EventBus(listeners, streaming=outer.streaming, parent=outer) if listeners else outer
+            )
         elif bus is None and self.listeners:
             bus = EventBus(self.listeners)
         return RunScope(uuid.uuid4().hex, config.thread_id, namespace, bus, self.saver)

@@ -186,3 +186,35 @@ def test_async_listeners_get_every_event_in_order_before_the_run_returns():
     assert recorder.kinds == expected and recorder.sync == []
     app.invoke({"log": []})  # a sync run uses on_event
     assert recorder.sync == expected
+
+
+def test_closing_a_stream_also_stops_a_graph_with_listeners_run_from_a_node():
+    import time
+
+
+    class Quiet:
+        def on_event(self, event: RunEvent) -> None:
+            pass
+
+    inner_steps: list[int] = []
+    inner = StateGraph()
+    for i in range(5):
+
+        def step(state: Any, i: int = i) -> dict[str, Any]:
+            time.sleep(0.02)
+            inner_steps.append(i)
+            return {"i": i}
+
+        inner.add_node(f"s{i}", step)
+    inner.add_edge(START, "s0")
+    for i in range(4):
+        inner.add_edge(f"s{i}", f"s{i + 1}")
+    inner.add_edge("s4", END)
+    nested = inner.compile(listeners=[Quiet()])
+    outer = StateGraph()
+    outer.add_node("call", lambda s: {"done": nested.invoke({})["i"]})
+    outer.add_edge(START, "call").add_edge("call", END)
+    for event in outer.compile().stream_events({}):
+        if event.kind == "node_end" and event.node == "s0":
+            break  # the nested run's own bus hears the stop through its parent
+    assert len(inner_steps) < 5

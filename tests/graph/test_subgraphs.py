@@ -224,3 +224,26 @@ def test_async_state_of_paused_subgraphs_with_an_async_only_client():
 
     snapshot = asyncio.run(main())
     assert snapshot.subgraphs[0].next == ("review",)
+
+
+def test_a_subgraphs_own_listeners_see_its_events_and_the_parents_see_them_too():
+    class Kinds:
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, str | None]] = []
+
+        def on_event(self, event: Any) -> None:
+            if event.kind == "node_start":
+                self.seen.append((event.node, event.namespace[0][:4] if event.namespace else None))
+
+    inner, outer = Kinds(), Kinds()
+    child = StateGraph()
+    child.add_node("research", lambda s: {"notes": "n"})
+    child.add_edge(START, "research").add_edge("research", END)
+    parent = StateGraph()
+    parent.add_node("sub", child.compile(listeners=[inner]))
+    parent.add_edge(START, "sub").add_edge("sub", END)
+    parent.compile().invoke({})
+    assert inner.seen == [("research", "sub:")]
+    parent.compile(listeners=[outer]).invoke({})
+    assert outer.seen == [("sub", None), ("research", "sub:")]
+    assert inner.seen == [("research", "sub:")] * 2
