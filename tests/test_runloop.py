@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import http.server
 import threading
 from collections.abc import Iterator
@@ -11,12 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from graph_agent import ReactAgent, tool
+from graph_agent import END, START, ReactAgent, StateGraph, tool
 from graph_agent._runloop import RunLoopScope, run_coroutine_sync
 from graph_agent.models import ScriptedChatModel
 from hooks import ModelInterceptor
 
 from .agent.conftest import tool_calls
+from .test_executors import TIMEOUT, finishes
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
@@ -158,19 +160,87 @@ def test_a_coroutines_error_reaches_the_caller() -> None:
 
 
 def test_sync_code_inside_a_coroutine_on_the_runs_loop_does_not_wait_on_itself() -> None:
-    async def inner() -> str:
-        return "inner"
+    async def current() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
 
-    async def outer() -> str:
-        return run_coroutine_sync(inner())  # blocking, on the run's loop thread
+    async def outer() -> tuple[asyncio.AbstractEventLoop, asyncio.AbstractEventLoop]:
+        return asyncio.get_running_loop(), run_coroutine_sync(current())  # blocks this loop
 
     with RunLoopScope():
-        assert run_coroutine_sync(outer()) == "inner"
+        run_loop, inner_loop = finishes(lambda: run_coroutine_sync(outer()))
+        assert inner_loop is not run_loop  # a loop of its own, not the blocked one
+
+
+def test_a_keyboard_interrupt_in_a_coroutine_reaches_the_caller_and_the_loop_serves_on() -> None:
+    async def interrupted() -> None:
+        raise KeyboardInterrupt("stop")
+
+    async def fine() -> str:
+        return "ok"
+
+    def body() -> str:
+        with RunLoopScope():
+            with pytest.raises(KeyboardInterrupt, match="stop"):
+                run_coroutine_sync(interrupted())
+            return run_coroutine_sync(fine())
+
+    assert finishes(body) == "ok"
+
+
+def test_an_async_tool_that_calls_a_sync_agent_with_parallel_async_tools_finishes() -> None:
+    @tool
+    async def leaf(key: str) -> str:
+        """Answer with the key."""
+        await asyncio.sleep(0.01)
+        return key.upper()
+
+    @tool
+    async def ask_inner() -> str:
+        """Call another agent, synchronously, from async code (blocking the run's loop)."""
+        inner = ReactAgent(
+            name="inner",
+            model=ScriptedChatModel(
+                [tool_calls(("leaf", {"key": "a"}), ("leaf", {"key": "b"})), "AB"]
+            ),
+            tools=[leaf],
+        )
+        return inner.call("both").text
+
+    model = ScriptedChatModel([tool_calls(("ask_inner", {}), ("ask_inner", {})), "done"])
+    outer = ReactAgent(name="outer", model=model, tools=[ask_inner])
+    state = finishes(lambda: outer.invoke("go", {"thread_id": "t"}))
+    assert [r.response_data for r in state["messages"][2].responses] == ["AB", "AB"]
+
+
+def test_a_stream_closed_from_another_thread_still_closes_its_loop() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def current() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    def node(state: Any) -> dict[str, Any]:
+        loops.append(run_coroutine_sync(current()))
+        return {"x": state["x"] + 1}
+
+    graph = StateGraph()
+    graph.add_node("a", node).add_node("b", node)
+    graph.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+
+    def body() -> None:
+        stream = graph.compile().stream({"x": 0})
+        next(stream)  # the run's scope is open in this context, between steps
+        closer = threading.Thread(target=stream.close)  # another context: no token to reset
+        closer.start()
+        closer.join(TIMEOUT)
+        assert len(loops) == 1 and loops[0].is_closed()
+        with RunLoopScope():  # the closed scope still set in this context is not reused
+            assert run_coroutine_sync(current()) is not loops[0]
+        assert run_coroutine_sync(current()) is not loops[0]  # nor outside a scope
+
+    contextvars.copy_context().run(body)  # leaves the test's own context clean
 
 
 def test_the_callers_context_reaches_the_coroutine() -> None:
-    import contextvars
-
     var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
 
     async def read() -> str:

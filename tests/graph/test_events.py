@@ -191,7 +191,6 @@ def test_async_listeners_get_every_event_in_order_before_the_run_returns():
 def test_closing_a_stream_also_stops_a_graph_with_listeners_run_from_a_node():
     import time
 
-
     class Quiet:
         def on_event(self, event: RunEvent) -> None:
             pass
