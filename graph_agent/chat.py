@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._runloop import RunLoopScope
 from .errors import ToolCallLoopError
 from .messages import (
     AssistantMessage,
@@ -367,12 +368,13 @@ class ChatClientRequest:
         steps = self._exchange()
         sent: Any = None
         try:
-            while True:
-                step = steps.send(sent)
-                if step.response is None:
-                    sent = model.call(step.prompt)
-                else:
-                    sent = manager.execute_tool_calls(step.prompt, step.response)
+            with RunLoopScope():  # async-only tools of the exchange share one event loop
+                while True:
+                    step = steps.send(sent)
+                    if step.response is None:
+                        sent = model.call(step.prompt)
+                    else:
+                        sent = manager.execute_tool_calls(step.prompt, step.response)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -397,17 +399,18 @@ class ChatClientRequest:
         steps = self._exchange()
         sent: Any = None
         try:
-            while True:
-                step = steps.send(sent)
-                if step.response is None:
-                    chunks = []
-                    for chunk in model.stream(step.prompt):
-                        chunks.append(chunk)
-                        if chunk.text:
-                            yield chunk.text
-                    sent = ChatResponse.merge(chunks)
-                else:
-                    sent = manager.execute_tool_calls(step.prompt, step.response)
+            with RunLoopScope():
+                while True:
+                    step = steps.send(sent)
+                    if step.response is None:
+                        chunks = []
+                        for chunk in model.stream(step.prompt):
+                            chunks.append(chunk)
+                            if chunk.text:
+                                yield chunk.text
+                        sent = ChatResponse.merge(chunks)
+                    else:
+                        sent = manager.execute_tool_calls(step.prompt, step.response)
         except StopIteration as done:
             if _is_direct(done.value):
                 yield done.value.content()

@@ -288,3 +288,22 @@ def test_a_naively_cached_async_client_works_on_every_call_of_the_run(server_url
         "hello b",
         "hello c",
     ]
+
+
+def test_a_chat_clients_tool_rounds_share_one_loop() -> None:
+    from graph_agent import ChatClient
+
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    @tool
+    async def where() -> str:
+        """Which loop runs this call."""
+        loops.append(asyncio.get_running_loop())
+        return "here"
+
+    model = ScriptedChatModel([tool_calls(("where", {})), tool_calls(("where", {})), "done"])
+    assert ChatClient.create(model).prompt("go").tools(where).call().content() == "done"
+    assert len(loops) == 2 and loops[0] is loops[1] and loops[0].is_closed()
+    model = ScriptedChatModel([tool_calls(("where", {})), tool_calls(("where", {})), "again"])
+    assert "".join(ChatClient.create(model).prompt("go").tools(where).stream()) == "again"
+    assert loops[2] is loops[3] and loops[2] is not loops[0]
