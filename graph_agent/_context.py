@@ -26,6 +26,7 @@ __all__ = [
     "current_task",
     "derive_id",
     "kept_id",
+    "put_on_loop",
 ]
 
 _log = logging.getLogger("graph_agent.events")
@@ -100,14 +101,7 @@ class EventBus:
         if queue is None:
             queue = self._queues[id(listener)] = asyncio.Queue()
             loop.call_soon_threadsafe(lambda: loop.create_task(_deliver(listener, queue)))
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            queue.put_nowait(event)
-        else:  # a sync node or tool in a worker thread
-            loop.call_soon_threadsafe(queue.put_nowait, event)
+        put_on_loop(loop, queue, event)
 
     async def drain(self) -> None:
         """Wait until every async listener has had every event so far."""
@@ -126,6 +120,15 @@ class EventBus:
     def on_event(self, event: Any) -> None:
         """A bus is a listener too: a nested run's bus hands its events on to the outer one."""
         self.emit(event)
+
+
+def put_on_loop(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any], item: Any) -> None:
+    """Put ``item`` on ``queue``, which belongs to ``loop``: at once from the loop's own
+    thread, through the loop from any other (a sync node or tool in a worker thread)."""
+    if asyncio._get_running_loop() is loop:
+        queue.put_nowait(item)
+    else:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
 
 
 async def _deliver(listener: Any, queue: asyncio.Queue[Any]) -> None:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-from .._context import EventBus
+from .._context import EventBus, put_on_loop
 from ._effects import RunStopped
 
 _DONE = object()
@@ -91,14 +91,7 @@ async def async_event_stream(
 
     class _Reader:
         def on_event(self, event: Any) -> None:
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                events.put_nowait(event)
-            else:  # a sync node or tool in a worker thread
-                loop.call_soon_threadsafe(events.put_nowait, event)
+            put_on_loop(loop, events, event)
 
     bus = EventBus((*listeners, _Reader()), streaming=True)
 
