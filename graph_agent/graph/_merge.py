@@ -109,6 +109,7 @@ def combined(given: Any, strategies: Mapping[str, KeyStrategyLike]) -> Any:
             elif strategy is _MERGE:
                 out[key] = {**old, **value}
             else:
+                assert not isinstance(strategy, KeyStrategy)  # a callable, every member handled
                 try:
                     out[key] = strategy(old, value)
                 except Exception:  # shown as written; the merge itself reports failures
@@ -221,6 +222,7 @@ def _merge_one(
             merged[key] = {**old, **value} if old else dict(value)
             tracker.replace(key)
         else:
+            assert not isinstance(strategy, KeyStrategy)  # a callable, every member handled
             try:
                 merged[key] = strategy(merged.get(key), value)
             except Exception as exc:

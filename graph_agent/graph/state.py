@@ -72,21 +72,12 @@ class KeyStrategy(enum.Enum):
     ``REPLACE``: the new value wins (two writes in one super-step are an error).
     ``APPEND``: list concatenation; a single non-list item is appended.
     ``MERGE``: dict update. Any callable ``(old, new) -> merged`` may be used instead.
+    The engine applies them all in one place (``graph._merge``).
     """
 
     REPLACE = "replace"
     APPEND = "append"
     MERGE = "merge"
-
-    def __call__(self, old: Any, new: Any) -> Any:
-        if self is KeyStrategy.REPLACE:
-            return new
-        if self is KeyStrategy.APPEND:
-            items = list(new) if isinstance(new, (list, tuple)) else [new]
-            return items if old is None else [*old, *items]
-        if old is None:
-            return dict(new)
-        return {**old, **new}
 
 
 KeyStrategyLike: TypeAlias = KeyStrategy | Callable[[Any, Any], Any]
