@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
@@ -261,7 +261,7 @@ class ReactAgent:
 
     async def astream_events(
         self, input: AgentInput, config: ConfigLike = None
-    ) -> AsyncIterator[RunEvent]:
+    ) -> AsyncGenerator[RunEvent, None]:
         """Async ``stream_events`` (the model's ``astream``)."""
         try:
             async for event in self._graph.astream_events(self._input(input), config):
@@ -281,7 +281,7 @@ class ReactAgent:
                 if piece:
                     yield piece
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            await events.aclose()
 
     # -- threads -----------------------------------------------------------------------------
 
