@@ -335,8 +335,8 @@ def chunk_from_event(
         )
     choices = event.get("choices")
     results: tuple[Generation, ...] = ()
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        choice = choices[0]
+    choice = _first_choice(choices)
+    if choice is not None:
         # a few servers put the whole message where the delta belongs
         delta = _mapping(choice.get("delta")) or _mapping(choice.get("message"))
         raw_calls = delta.get("tool_calls")
@@ -346,6 +346,16 @@ def chunk_from_event(
         message = AssistantMessage(text=_text(delta.get("content")), tool_calls=tuple(calls))
         results = (Generation(message, _finish_reason(choice)),)
     return ChatResponse(results=results, metadata=_metadata(event))
+
+
+def _first_choice(choices: Any) -> Mapping[str, Any] | None:
+    """Choice 0 of a chunk (a chunk may carry another choice only, with ``n > 1``)."""
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if isinstance(choice, Mapping) and choice.get("index", 0) in (0, None):
+            return choice
+    return None
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from typing import Any
 
 from ..errors import ModelError
-from ._openai_wire import chunk_from_event, truncate
+from ._openai_wire import chunk_from_event, error_detail, truncate
 from .types import ChatResponse
 
 __all__ = ["SSEDecoder", "aiter_chunks", "iter_chunks"]
@@ -36,6 +36,8 @@ class SSEDecoder:
     def __init__(self) -> None:
         self._buffer = bytearray()
         self._data: list[str] = []
+        self._error: list[str] = []  # llama.cpp's "error:" field lines
+        self._kind = ""  # the "event:" field of the event being read
         self._started = False
 
     def feed(self, data: bytes) -> list[str]:
@@ -56,26 +58,48 @@ class SSEDecoder:
         if self._buffer:
             line = bytes(self._buffer).rstrip(b"\r")
             self._buffer.clear()
-            self._line(line)
-        data, self._data = self._data, []
-        return "\n".join(data) if data else None
+            event = self._line(line)  # a last "\r" ends the line, or the event
+            if event is not None:
+                return event
+        return self._dispatch()
 
     def _line(self, raw: bytes) -> str | None:
         line = raw.decode("utf-8", errors="replace")
         if not self._started:
             self._started = True
             line = line.removeprefix("\ufeff")
-        if not line:  # a blank line ends the event
-            if not self._data:
-                return None
-            data, self._data = self._data, []
-            return "\n".join(data)
+        if not line:  # a blank line ends the event; one with empty data is not dispatched
+            return self._dispatch()
         if line.startswith(":"):  # a comment (keep-alive)
             return None
         field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
         if field == "data":
-            self._data.append(value.removeprefix(" "))
-        return None  # event:, id:, retry: and unknown fields are ignored
+            self._data.append(value)
+        elif field == "error":
+            self._error.append(value)
+        elif field == "event":
+            self._kind = value
+        return None  # id:, retry: and unknown fields are ignored
+
+    def _dispatch(self) -> str | None:
+        data, error, kind = "\n".join(self._data), "\n".join(self._error), self._kind
+        self._data, self._error, self._kind = [], [], ""
+        if error or (kind == "error" and data):
+            return _as_error_event(error or data)
+        return data if data else None
+
+
+def _as_error_event(text: str) -> str:
+    """An error the server sent as an ``error:`` field or an ``event: error``, as the data
+    of an error event (``{"error": ...}``), keeping the server's message."""
+    try:
+        detail: Any = json.loads(text)
+    except (ValueError, RecursionError):
+        detail = {"message": text}
+    if not isinstance(detail, dict) or "error" not in detail:
+        detail = {"error": detail if isinstance(detail, (dict, str)) else {"message": text}}
+    return json.dumps(detail)
 
 
 class _Chunks:
@@ -90,19 +114,23 @@ class _Chunks:
         self.events += 1
         try:
             event: Any = json.loads(data)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: absurdly deep JSON
+            reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
             raise ModelError(
-                f"stream event {self.events} is not JSON: {error}",
+                f"stream event {self.events} is not JSON: {reason}",
                 status=self.status,
                 body=truncate(self.redact(data)),
             ) from None
         return chunk_from_event(event, status=self.status, body=data, redact=self.redact)
 
-    def unfinished(self, pending: str | None) -> Iterator[ChatResponse]:
+    def unfinished(self, pending: str | None, head: bytes = b"") -> Iterator[ChatResponse]:
         """What to do when the bytes end: finish at a last ``[DONE]`` that lacks its blank
-        line, else yield a complete last event and raise "ended before [DONE]"."""
+        line, else yield a complete last event and raise "ended before [DONE]". ``head``:
+        the first bytes, when no event came (a JSON error body sent as an event stream)."""
         if pending is not None and pending.strip() == _DONE:
             return
+        if self.events == 0 and pending is None and head:
+            self.not_a_stream(head)
         cut = ""
         if pending is not None:
             try:
@@ -118,6 +146,23 @@ class _Chunks:
             body=truncate(self.redact(pending)) if pending else None,
         )
 
+    def not_a_stream(self, head: bytes) -> None:
+        """Raise the server's own error when the "stream" is a JSON error body."""
+        text = head.decode("utf-8", "replace")
+        try:
+            detail = error_detail(json.loads(text))
+        except (ValueError, RecursionError):
+            return
+        if detail:
+            raise ModelError(
+                f"the server answered with an error instead of a stream: {self.redact(detail)}",
+                status=self.status,
+                body=truncate(self.redact(text)),
+            )
+
+
+_HEAD = 65536  # bytes kept to explain a stream that has no events
+
 
 def iter_chunks(
     data: Iterable[bytes], *, status: int | None = None, redact: Callable[[str], str] = str
@@ -127,24 +172,28 @@ def iter_chunks(
     ``status`` goes into any ``ModelError``; ``redact`` is applied to every text an error
     carries (the model passes one that masks its API key).
     """
-    decoder, chunks = SSEDecoder(), _Chunks(status, redact)
+    decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
     for raw in data:
+        if not chunks.events and len(head) < _HEAD:
+            head += raw
         for event in decoder.feed(raw):
             if event.strip() == _DONE:
                 return
             yield chunks.parse(event)
-    yield from chunks.unfinished(decoder.close())
+    yield from chunks.unfinished(decoder.close(), bytes(head))
 
 
 async def aiter_chunks(
     data: AsyncIterable[bytes], *, status: int | None = None, redact: Callable[[str], str] = str
 ) -> AsyncIterator[ChatResponse]:
     """The async twin of ``iter_chunks``."""
-    decoder, chunks = SSEDecoder(), _Chunks(status, redact)
+    decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
     async for raw in data:
+        if not chunks.events and len(head) < _HEAD:
+            head += raw
         for event in decoder.feed(raw):
             if event.strip() == _DONE:
                 return
             yield chunks.parse(event)
-    for chunk in chunks.unfinished(decoder.close()):
+    for chunk in chunks.unfinished(decoder.close(), bytes(head)):
         yield chunk

@@ -13,7 +13,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -37,6 +37,43 @@ _USER_AGENT = "graph-agent/0.1"
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def _checked_key(key: str | None) -> str | None:
+    """The API key without surrounding whitespace (a key read from a file often ends in a
+    newline); ``ModelError``, never showing the key, for one an HTTP header cannot carry."""
+    if key is None:
+        return None
+    key = key.strip()
+    for position, char in enumerate(key):
+        if not (" " < char < "\x7f"):
+            what = (
+                "a space or control character"
+                if char.isspace() or char < " "
+                else ("a character that is not ASCII")
+            )
+            raise ModelError(
+                f"the API key has {what} at position {position} (of {len(key)}); an HTTP "
+                "header can carry only printable ASCII: check the key (OPENAI_API_KEY or "
+                "api_key=) for a pasted quote, space or line break"
+            )
+    return key or None
+
+
+class _BearerAuth(httpx.Auth):
+    """Adds ``Authorization: Bearer <key>`` to each request; the one place the key is kept."""
+
+    __slots__ = ("_header",)
+
+    def __init__(self, key: str) -> None:
+        self._header = f"Bearer {key}"
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(***)"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header
+        yield request
 
 
 class OpenAIChatModel:
@@ -90,7 +127,11 @@ class OpenAIChatModel:
             or DEFAULT_MODEL
         )
         self.base_url: str = (base_url or _env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = api_key if api_key is not None else _env("OPENAI_API_KEY")
+        self._api_key = _checked_key(api_key if api_key is not None else _env("OPENAI_API_KEY"))
+        self._auth = _BearerAuth(self._api_key) if self._api_key else None
+        self._secrets = tuple(
+            secret for secret in (self._api_key, httpx.URL(self.base_url).password) if secret
+        )
         self.timeout = timeout
         self.max_retries = max_retries
         self.default_options = default_options
@@ -118,19 +159,21 @@ class OpenAIChatModel:
         return f"{self.base_url}/chat/completions"
 
     def _redact(self, text: str) -> str:
-        """``text`` with the API key masked (servers sometimes echo it)."""
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """``text`` with the API key and the base URL's password masked (servers sometimes
+        echo the key; the URL goes into logs and errors)."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     def _headers(self, stream: bool) -> dict[str, str]:
-        headers = {
+        """The request's headers; never the key, which ``_auth`` adds to the request itself
+        (so no local variable a traceback prints holds it)."""
+        return {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if stream else "application/json",
             "User-Agent": _USER_AGENT,
             **self.extra_headers,
         }
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
 
     # --- clients --------------------------------------------------------------------------
 
@@ -242,7 +285,11 @@ class OpenAIChatModel:
         response = self._send(body, stream=True)
         try:
             if _is_json(response):
-                yield self._parse(response.status_code, response.read().decode("utf-8", "replace"))
+                raw = response.read()
+                if not _looks_like_sse(raw):
+                    yield self._parse(response.status_code, raw.decode("utf-8", "replace"))
+                    return
+                yield from iter_chunks([raw], status=response.status_code, redact=self._redact)
                 return
             yield from iter_chunks(
                 response.iter_bytes(), status=response.status_code, redact=self._redact
@@ -257,7 +304,11 @@ class OpenAIChatModel:
         try:
             if _is_json(response):
                 raw = await response.aread()
-                yield self._parse(response.status_code, raw.decode("utf-8", "replace"))
+                if not _looks_like_sse(raw):
+                    yield self._parse(response.status_code, raw.decode("utf-8", "replace"))
+                    return
+                for chunk in iter_chunks([raw], status=response.status_code, redact=self._redact):
+                    yield chunk
                 return
             async for chunk in aiter_chunks(
                 response.aiter_bytes(), status=response.status_code, redact=self._redact
@@ -276,7 +327,7 @@ class OpenAIChatModel:
         for attempt in range(self.max_retries + 1):
             try:
                 request = client.build_request("POST", self.url, json=body, headers=headers)
-                response = client.send(request, stream=stream)
+                response = client.send(request, stream=stream, auth=self._auth)
             except httpx.TransportError as error:
                 if attempt < self.max_retries:
                     self._sleep(self._retry_delay(attempt, None, _describe(error)))
@@ -300,7 +351,7 @@ class OpenAIChatModel:
         for attempt in range(self.max_retries + 1):
             try:
                 request = client.build_request("POST", self.url, json=body, headers=headers)
-                response = await client.send(request, stream=stream)
+                response = await client.send(request, stream=stream, auth=self._auth)
             except httpx.TransportError as error:
                 if attempt < self.max_retries:
                     await self._async_sleep(self._retry_delay(attempt, None, _describe(error)))
@@ -364,6 +415,12 @@ class OpenAIChatModel:
 def _describe(error: BaseException) -> str:
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _looks_like_sse(raw: bytes) -> bool:
+    """A body labelled JSON that is an event stream (some proxies label streams so)."""
+    start = raw.lstrip()[:6]
+    return start.startswith((b"data:", b"event:", b":"))
 
 
 def _is_json(response: httpx.Response) -> bool:

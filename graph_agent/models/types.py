@@ -201,7 +201,13 @@ def _merge_fragment(
     calls: dict[int, dict[str, Any]], order: list[int], last_key: int | None, fragment: ToolCall
 ) -> int:
     if fragment.index is not None:
-        key = fragment.index
+        # The latest call at this index; a fragment with another id is a new call (Ollama
+        # gives every parallel call index 0 and its own id).
+        key = next((k for k in reversed(order) if calls[k]["index"] == fragment.index), None)
+        if key is None:
+            key = fragment.index if fragment.index not in calls else -1 - len(order)
+        elif fragment.id and calls[key]["id"] and fragment.id != calls[key]["id"]:
+            key = -1 - len(order)
     elif last_key is not None and (not fragment.id or fragment.id == calls[last_key]["id"]):
         key = last_key  # an empty or repeated id continues the current call
     else:

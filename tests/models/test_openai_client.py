@@ -325,9 +325,16 @@ def test_configuration_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert str(server.requests[0].url) == "http://localhost:11434/v1/chat/completions"
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert server.bodies[0]["model"] == "qwen2.5:7b"
-    explicit = OpenAIChatModel("gpt-4o", "https://other/v1", "sk-other")
+    other = Server()
+    explicit = OpenAIChatModel(
+        "gpt-4o",
+        "https://other/v1",
+        "sk-other",
+        http_client=httpx.Client(transport=httpx.MockTransport(other)),
+    )
     assert (explicit.model, explicit.base_url) == ("gpt-4o", "https://other/v1")
-    assert explicit._headers(False)["Authorization"] == "Bearer sk-other"
+    explicit.call(Prompt("hi"))
+    assert other.requests[0].headers["authorization"] == "Bearer sk-other"
 
 
 def test_defaults_without_environment() -> None:
@@ -718,3 +725,71 @@ def test_aclose_closes_the_sync_client_too(created: dict[str, list[Any]]) -> Non
     model.call(Prompt("a"))
     asyncio.run(model.aclose())
     assert created["sync"][0].is_closed
+
+
+# --- the key's secrecy -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written", [f"{KEY}\n", f"{KEY}\r\n", f"\t{KEY} ", f"{KEY}\t"])
+@pytest.mark.parametrize("asynchronous", MODES)
+def test_a_key_read_with_surrounding_whitespace_is_stripped(
+    written: str, asynchronous: bool
+) -> None:
+    server = Server()
+    model, _ = make(server, api_key=written)
+    both(model, asynchronous=asynchronous)
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    "bad, what",
+    [
+        ("sk-tëst-0123456789", "not ASCII"),
+        ("sk-test-01234\n56789", "a space or control character"),
+        ("sk-test 0123456789", "a space or control character"),
+        ("\u201csk-test-0123456789\u201d", "not ASCII"),
+    ],
+)
+def test_a_key_a_header_cannot_carry_is_a_clear_error_that_does_not_show_it(
+    bad: str, what: str
+) -> None:
+    with pytest.raises(ModelError) as caught:
+        OpenAIChatModel(api_key=bad)
+    message = str(caught.value)
+    assert what in message and "OPENAI_API_KEY" in message
+    assert "0123456789" not in message and "56789" not in message
+
+
+@pytest.mark.parametrize("asynchronous", MODES)
+def test_no_frame_of_a_failed_call_holds_the_key_in_a_local(asynchronous: bool) -> None:
+    """Tracebacks printed with their locals (pytest --showlocals, Sentry, rich) show
+    nothing of the key."""
+    server = Server(httpx.Response(400, json={"error": {"message": "bad request"}}))
+    model, _ = make(server, max_retries=0)
+    with pytest.raises(ModelError) as caught:
+        both(model, asynchronous=asynchronous)
+    frames = []
+    tb = caught.value.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    assert frames
+    for frame in frames:
+        for name, value in frame.f_locals.items():
+            shown = repr(value)
+            assert KEY not in shown, f"local {name!r} of {frame.f_code.co_name} shows the key"
+            if isinstance(value, dict):
+                assert all(KEY not in repr(v) for v in value.values()), name
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_base_url_password_is_masked_in_repr_logs_and_errors(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = Server(httpx.Response(401, json={"error": {"message": "no"}}))
+    model, _ = make(server, base_url="https://user:hunter2@proxy.example/v1", max_retries=0)
+    assert "hunter2" not in repr(model) and "***" in repr(model)
+    with caplog.at_level(logging.DEBUG, logger="graph_agent"), pytest.raises(ModelError) as caught:
+        model.call(Prompt("hi"))
+    assert "hunter2" not in str(caught.value)
+    assert "hunter2" not in caplog.text

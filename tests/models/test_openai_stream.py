@@ -504,3 +504,111 @@ def test_empty_stream_raises(asynchronous: bool) -> None:
     got, error = collect(model_for(b""), asynchronous)
     assert got == []
     assert "stream ended before [DONE] after 0 events" in str(error)
+
+
+# --- servers' quirks (issue 13) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streamer", STREAMERS)
+def test_ollama_parallel_calls_all_at_index_0_stay_separate(streamer: Any) -> None:
+    body = sse(
+        chunk({"tool_calls": [fragment(0, "call_a", "get_weather", '{"city": "Paris"}')]}),
+        chunk({"tool_calls": [fragment(0, "call_b", "get_weather", '{"city": "Rome"}')]}),
+        chunk({}, "tool_calls"),
+    )
+    merged = ChatResponse.merge(streamer(model_for(body)))
+    assert [(c.id, c.arguments) for c in merged.result.output.tool_calls] == [
+        ("call_a", '{"city": "Paris"}'),
+        ("call_b", '{"city": "Rome"}'),
+    ]
+
+
+def test_fragments_without_an_id_still_continue_the_call_at_their_index() -> None:
+    body = sse(
+        chunk({"tool_calls": [fragment(0, "call_a", "f", '{"x"')]}),
+        chunk({"tool_calls": [fragment(0, None, None, ": 1}")]}),
+        chunk({"tool_calls": [fragment(0, "call_b", "f", "{}")]}),
+    )
+    merged = ChatResponse.merge(stream_sync(model_for(body)))
+    assert [(c.id, c.arguments) for c in merged.result.output.tool_calls] == [
+        ("call_a", '{"x": 1}'),
+        ("call_b", "{}"),
+    ]
+
+
+@pytest.mark.parametrize("streamer", STREAMERS)
+def test_a_stream_of_several_choices_keeps_choice_0_only(streamer: Any) -> None:
+    def of(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": index, "delta": delta, "finish_reason": finish}
+        return {"id": "c", "model": "m", "choices": [choice]}
+
+    body = sse(
+        of(0, {"content": "Hello"}),
+        of(1, {"content": "Bonjour"}),
+        of(1, {"tool_calls": [fragment(0, "call_x", "f", "{}")]}),
+        of(0, {"content": " there"}),
+        of(1, {}, "tool_calls"),
+        of(0, {}, "stop"),
+    )
+    merged = ChatResponse.merge(streamer(model_for(body)))
+    assert merged.text == "Hello there"
+    assert merged.result.output.tool_calls == ()
+    assert merged.result.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("streamer", STREAMERS)
+def test_cr_only_line_endings_and_a_last_event_ending_in_cr(streamer: Any) -> None:
+    body = sse(chunk({"content": "a"}), chunk({"content": "b"}, "stop"), done=False)
+    cr_only = body.replace(b"\n", b"\r") + b"data: [DONE]\r\r"
+    assert "".join(c.text for c in streamer(model_for(cr_only))) == "ab"
+    last_cr = body.replace(b"\n", b"\r")[:-1]  # the last event ends in one \r, no [DONE]
+    decoder = SSEDecoder()
+    events = decoder.feed(last_cr)
+    assert len(events) == 1 and decoder.close() is not None  # the second event is not lost
+
+
+def test_an_empty_data_event_is_not_dispatched() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data:\n\ndata: \n\n: keep-alive\n\ndata: x\n\n") == ["x"]
+    body = b"data:\n\n" + sse(chunk({"content": "ok"}, "stop"))
+    assert [c.text for c in stream_sync(model_for(body))] == ["ok"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_deeply_nested_json_is_a_model_error_not_a_recursion_error(asynchronous: bool) -> None:
+    body = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
+    _, error = collect(model_for(body), asynchronous)
+    assert "nested too deeply" in str(error)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_llama_cpp_error_field_keeps_the_servers_message(asynchronous: bool) -> None:
+    body = b'error: {"code": 500, "message": "context size exceeded", "type": "server_error"}\n\n'
+    _, error = collect(model_for(body), asynchronous)
+    assert "context size exceeded" in str(error)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_error_event_keeps_the_servers_message(asynchronous: bool) -> None:
+    body = (
+        sse(chunk({"content": "par"}), done=False) + b"event: error\ndata: upstream timed out\n\n"
+    )
+    got, error = collect(model_for(body), asynchronous)
+    assert [c.text for c in got] == ["par"]
+    assert "upstream timed out" in str(error)
+
+
+@pytest.mark.parametrize("streamer", STREAMERS)
+def test_a_stream_labelled_json_is_read_as_a_stream(streamer: Any) -> None:
+    body = sse(chunk({"content": "It "}), chunk({"content": "works"}, "stop"))
+    chunks = streamer(model_for(body, content_type="application/json"))
+    assert "".join(c.text for c in chunks) == "It works"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_json_error_body_under_event_stream_keeps_the_servers_message(
+    asynchronous: bool,
+) -> None:
+    body = json.dumps({"error": {"message": "model not loaded", "code": "not_found"}}).encode()
+    _, error = collect(model_for(body), asynchronous)
+    assert "model not loaded" in str(error) and "instead of a stream" in str(error)
