@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
@@ -110,6 +111,17 @@ class _Chunks:
         self.redact = redact
         self.events = 0
 
+    def check_idle(self, idle: float | None, waited: float) -> None:
+        """``ModelError`` when the stream was waited on for ``idle`` seconds since its last
+        event (time the reader spent elsewhere does not count)."""
+        if idle is not None and waited > idle:
+            raise ModelError(
+                f"the stream brought no event for {idle:g} s after event {self.events} (only "
+                "keep-alive bytes): the server stalled; raise stream_idle_timeout if it is "
+                "just slow",
+                status=self.status,
+            )
+
     def parse(self, data: str) -> ChatResponse:
         self.events += 1
         try:
@@ -165,35 +177,55 @@ _HEAD = 65536  # bytes kept to explain a stream that has no events
 
 
 def iter_chunks(
-    data: Iterable[bytes], *, status: int | None = None, redact: Callable[[str], str] = str
+    data: Iterable[bytes],
+    *,
+    status: int | None = None,
+    redact: Callable[[str], str] = str,
+    idle: float | None = None,
 ) -> Iterator[ChatResponse]:
     """The ``ChatResponse`` chunks of a chat-completions event stream given as raw bytes.
 
     ``status`` goes into any ``ModelError``; ``redact`` is applied to every text an error
-    carries (the model passes one that masks its API key).
+    carries (the model passes one that masks its API key). With ``idle``, bytes that bring
+    no event for ``idle`` seconds (a server sending only keep-alive comments) are a
+    ``ModelError``.
     """
     decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
+    waited, mark = 0.0, time.monotonic()
     for raw in data:
         if not chunks.events and len(head) < _HEAD:
             head += raw
+        waited += time.monotonic() - mark
+        chunks.check_idle(idle, waited)
         for event in decoder.feed(raw):
             if event.strip() == _DONE:
                 return
+            waited = 0.0
             yield chunks.parse(event)
+        mark = time.monotonic()
     yield from chunks.unfinished(decoder.close(), bytes(head))
 
 
 async def aiter_chunks(
-    data: AsyncIterable[bytes], *, status: int | None = None, redact: Callable[[str], str] = str
+    data: AsyncIterable[bytes],
+    *,
+    status: int | None = None,
+    redact: Callable[[str], str] = str,
+    idle: float | None = None,
 ) -> AsyncIterator[ChatResponse]:
     """The async twin of ``iter_chunks``."""
     decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
+    waited, mark = 0.0, time.monotonic()
     async for raw in data:
         if not chunks.events and len(head) < _HEAD:
             head += raw
+        waited += time.monotonic() - mark
+        chunks.check_idle(idle, waited)
         for event in decoder.feed(raw):
             if event.strip() == _DONE:
                 return
+            waited = 0.0
             yield chunks.parse(event)
+        mark = time.monotonic()
     for chunk in chunks.unfinished(decoder.close(), bytes(head)):
         yield chunk

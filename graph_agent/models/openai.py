@@ -109,6 +109,7 @@ class OpenAIChatModel:
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout = 60.0,
+        stream_idle_timeout: float | None = 60.0,
         max_retries: int = 2,
         default_options: ChatOptions | None = None,
         extra_headers: Mapping[str, str] | None = None,
@@ -133,6 +134,9 @@ class OpenAIChatModel:
             secret for secret in (self._api_key, httpx.URL(self.base_url).password) if secret
         )
         self.timeout = timeout
+        if stream_idle_timeout is not None and stream_idle_timeout <= 0:
+            raise ValueError("stream_idle_timeout must be a positive number of seconds, or None")
+        self.stream_idle_timeout = stream_idle_timeout
         self.max_retries = max_retries
         self.default_options = default_options
         self.extra_headers = dict(extra_headers or {})
@@ -174,6 +178,18 @@ class OpenAIChatModel:
             "User-Agent": _USER_AGENT,
             **self.extra_headers,
         }
+
+    def _timeout_for(self, stream: bool) -> Any:
+        """A stream waits at most ``stream_idle_timeout`` for its next bytes; anything else
+        (and every request of a client passed in) uses the client's timeout."""
+        if not stream or self.stream_idle_timeout is None or self._http_client is not None:
+            return httpx.USE_CLIENT_DEFAULT
+        base = (
+            self.timeout if isinstance(self.timeout, httpx.Timeout) else httpx.Timeout(self.timeout)
+        )
+        return httpx.Timeout(
+            connect=base.connect, read=self.stream_idle_timeout, write=base.write, pool=base.pool
+        )
 
     # --- clients --------------------------------------------------------------------------
 
@@ -292,7 +308,10 @@ class OpenAIChatModel:
                 yield from iter_chunks([raw], status=response.status_code, redact=self._redact)
                 return
             yield from iter_chunks(
-                response.iter_bytes(), status=response.status_code, redact=self._redact
+                response.iter_bytes(),
+                status=response.status_code,
+                redact=self._redact,
+                idle=self.stream_idle_timeout,
             )
         except httpx.HTTPError as error:
             raise self._interrupted(error) from error
@@ -311,7 +330,10 @@ class OpenAIChatModel:
                     yield chunk
                 return
             async for chunk in aiter_chunks(
-                response.aiter_bytes(), status=response.status_code, redact=self._redact
+                response.aiter_bytes(),
+                status=response.status_code,
+                redact=self._redact,
+                idle=self.stream_idle_timeout,
             ):
                 yield chunk
         except httpx.HTTPError as error:
@@ -326,7 +348,9 @@ class OpenAIChatModel:
         logger.debug("POST %s (model=%s, stream=%s)", self._redact(self.url), body["model"], stream)
         for attempt in range(self.max_retries + 1):
             try:
-                request = client.build_request("POST", self.url, json=body, headers=headers)
+                request = client.build_request(
+                    "POST", self.url, json=body, headers=headers, timeout=self._timeout_for(stream)
+                )
                 response = client.send(request, stream=stream, auth=self._auth)
             except httpx.TransportError as error:
                 if attempt < self.max_retries:
@@ -350,7 +374,9 @@ class OpenAIChatModel:
         logger.debug("POST %s (model=%s, stream=%s)", self._redact(self.url), body["model"], stream)
         for attempt in range(self.max_retries + 1):
             try:
-                request = client.build_request("POST", self.url, json=body, headers=headers)
+                request = client.build_request(
+                    "POST", self.url, json=body, headers=headers, timeout=self._timeout_for(stream)
+                )
                 response = await client.send(request, stream=stream, auth=self._auth)
             except httpx.TransportError as error:
                 if attempt < self.max_retries:
