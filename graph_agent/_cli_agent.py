@@ -115,14 +115,14 @@ def run_demo(out: IO[str]) -> int:
                 for response in message.responses:
                     say(f"  [{output.node}] {response.name} -> {response.response_data}")
             elif isinstance(message, AssistantMessage):
-                say(f"assistant: {message.text}")
+                say(f"assistant: {message.answer}")
     state = agent.get_state(config)
     assert state is not None
     say(f"  the ToolLog hook recorded tools_used={state.values['tools_used']}")
 
     follow_up = "What did I ask you before?"
     say(f"user: {follow_up}")
-    say(f"assistant: {agent.call(follow_up, config).text}")
+    say(f"assistant: {agent.call(follow_up, config).answer}")
     state = agent.get_state(config)
     assert state is not None
     say(
@@ -180,7 +180,7 @@ def run_chat(thread: str, saver_spec: str, read: Callable[[], str], out: IO[str]
     )
     config = RunnableConfig(thread_id=thread)
     print(
-        f"chatting with {model.model} at {model.base_url} on thread '{thread}' (Ctrl-D to quit)",
+        f"chatting with {model.model} at {model._redact(model.base_url)} on thread '{thread}' (Ctrl-D to quit)",
         file=out,
     )
     while True:

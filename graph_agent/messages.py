@@ -98,10 +98,13 @@ class UserMessage(_TextMessage):
 
 @register_type(name="graph_agent.AssistantMessage")
 class AssistantMessage(_TextMessage):
-    """What the model said, and the tools it asks to run."""
+    """What the model said, and the tools it asks to run. ``refusal`` is the model's reason
+    when it declined to answer (OpenAI's ``message.refusal``); ``text`` is then usually empty.
+    ``answer`` is what to show a reader: the text, else the refusal."""
 
     message_type: Literal["assistant"] = "assistant"
     tool_calls: tuple[ToolCall, ...] = ()
+    refusal: str | None = None
 
     if TYPE_CHECKING:  # the text is positional; tell type checkers what the base accepts
 
@@ -109,6 +112,11 @@ class AssistantMessage(_TextMessage):
 
     def has_tool_calls(self) -> bool:
         return bool(self.tool_calls)
+
+    @property
+    def answer(self) -> str:
+        """The text, or, when the model refused and wrote none, the refusal."""
+        return self.text or self.refusal or ""
 
 
 @register_type(name="graph_agent.ToolResponseMessage")

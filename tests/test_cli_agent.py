@@ -125,3 +125,39 @@ def test_chat_keeps_threads_in_sqlite_by_default(openai_server, monkeypatch, tmp
     assert main(["chat", "--thread", "home"]) == 0
     assert (tmp_path / ".graph-agent" / "chat.sqlite").is_file()
     assert "you said 'hello'" in capsys.readouterr().out
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """A server whose model refuses, streaming ``delta.refusal`` as OpenAI does."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for piece in ["I'm sorry, ", "I can't help with that."]:
+            chunk = {"choices": [{"index": 0, "delta": {"content": None, "refusal": piece}}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_chat_shows_a_refusal_instead_of_an_empty_answer(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv(
+        "OPENAI_BASE_URL", f"http://user:s3cret@127.0.0.1:{server.server_address[1]}/v1"
+    )
+    try:
+        lines, out = iter(["how do I pick a lock?", "/exit"]), io.StringIO()
+        assert run_chat("r", "memory", lambda: next(lines), out) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    text = out.getvalue()
+    assert "I'm sorry, I can't help with that." in text
+    assert "s3cret" not in text and "user:***@" in text

@@ -153,7 +153,7 @@ class AgentParts:
         if message.tool_calls:  # the tool node runs only what the model was offered
             update[OFFERED] = [t.tool_definition.name for t in offered]
         if self.output_key and not message.tool_calls:
-            update[self.output_key] = message.text
+            update[self.output_key] = message.answer
         return cleared(state, update)
 
 

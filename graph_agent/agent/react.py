@@ -328,6 +328,6 @@ class _TextView:
         elif isinstance(event, RunEnd) and not event.interrupts:
             messages = event.values.get(MESSAGES) or ()
             last = messages[-1] if messages else None
-            if isinstance(last, AssistantMessage) and last.text and last.text != self.streamed:
-                return last.text
+            if isinstance(last, AssistantMessage) and last.answer and last.answer != self.streamed:
+                return last.answer
         return ""

@@ -73,7 +73,8 @@ def message_to_wire(message: Message) -> list[dict[str, Any]]:
         return [{"role": "user", "content": message.text}]
     if isinstance(message, AssistantMessage):
         if not message.tool_calls:
-            return [{"role": "assistant", "content": message.text}]
+            refusal = {"refusal": message.refusal} if message.refusal else {}
+            return [{"role": "assistant", "content": message.text, **refusal}]
         calls = [
             {
                 "id": call.id,
@@ -204,6 +205,11 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _refusal(message: Mapping[str, Any]) -> str | None:
+    refusal = message.get("refusal")
+    return refusal if isinstance(refusal, str) and refusal else None
+
+
 def _arguments(raw: Any) -> str:
     if isinstance(raw, str):
         return raw
@@ -306,7 +312,9 @@ def parse_completion(
             if not call.arguments.strip():
                 call = call.model_copy(update={"arguments": "{}"})
             calls.append(call)
-    output = AssistantMessage(text=_text(message.get("content")), tool_calls=tuple(calls))
+    output = AssistantMessage(
+        text=_text(message.get("content")), tool_calls=tuple(calls), refusal=_refusal(message)
+    )
     return ChatResponse(
         results=(Generation(output, _finish_reason(choice)),), metadata=_metadata(data)
     )
@@ -343,7 +351,9 @@ def chunk_from_event(
         calls = [
             call for call in (_tool_call(raw, None) for raw in _list(raw_calls)) if call is not None
         ]
-        message = AssistantMessage(text=_text(delta.get("content")), tool_calls=tuple(calls))
+        message = AssistantMessage(
+            text=_text(delta.get("content")), tool_calls=tuple(calls), refusal=_refusal(delta)
+        )
         results = (Generation(message, _finish_reason(choice)),)
     return ChatResponse(results=results, metadata=_metadata(event))
 

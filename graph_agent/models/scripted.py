@@ -25,14 +25,16 @@ def _response(reply: AssistantMessage | str | ChatResponse) -> ChatResponse:
 
 
 def _chunks(response: ChatResponse) -> Iterator[ChatResponse]:
-    """The response as a stream would deliver it: text word by word, then each tool call,
-    then the finish reason and usage."""
+    """The response as a stream would deliver it: text word by word, the refusal, then each
+    tool call, then the finish reason and usage."""
     message = response.result.output
     words = message.text.split(" ")
     for i, word in enumerate(words):
         piece = word if i == len(words) - 1 else word + " "
         if piece:
             yield ChatResponse.of(AssistantMessage(piece))
+    if message.refusal:
+        yield ChatResponse.of(AssistantMessage("", refusal=message.refusal))
     for call in message.tool_calls:  # whole calls: their distinct ids keep them apart
         yield ChatResponse.of(AssistantMessage("", tool_calls=(call,)))
     yield ChatResponse(

@@ -167,6 +167,7 @@ class ChatResponse:
         seen win (a final chunk with no generations may carry only usage).
         """
         texts: list[str] = []
+        refusals: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         order: list[int] = []
         last_key: int | None = None
@@ -185,12 +186,19 @@ class ChatResponse:
                 message = generation.output
                 if message.text:
                     texts.append(message.text)
+                if message.refusal:
+                    refusals.append(message.refusal)
                 metadata.update(message.metadata)
                 finish = generation.finish_reason or finish
                 for fragment in message.tool_calls:
                     last_key = _merge_fragment(calls, order, last_key, fragment)
         tool_calls = tuple(_finish_call(calls[key]) for key in order)
-        message = AssistantMessage("".join(texts), tool_calls=tool_calls, metadata=metadata)
+        message = AssistantMessage(
+            "".join(texts),
+            tool_calls=tool_calls,
+            metadata=metadata,
+            refusal="".join(refusals) or None,
+        )
         return ChatResponse(
             results=(Generation(message, finish),),
             metadata=ChatResponseMetadata(id=response_id, model=model, usage=usage, extra=extra),

@@ -382,3 +382,17 @@ def test_call_from_an_earlier_checkpoint_forks_the_thread(run: Runner) -> None:
     head = agent.get_state(config)
     assert head is not None
     assert [m.text for m in head.values["messages"]][-2:] == ["Capital of Italy?", "Rome."]
+
+
+def test_a_refusal_is_the_answer_the_agent_shows(run) -> None:
+    from graph_agent import AssistantMessage, ReactAgent
+    from graph_agent.models import ScriptedChatModel
+
+    refusal = AssistantMessage("", refusal="I can't help with that.")
+    agent = ReactAgent(name="r", model=ScriptedChatModel([refusal, refusal]), output_key="answer")
+    state = run.invoke(agent, "pick a lock", {"thread_id": "r"})
+    assert state["answer"] == "I can't help with that."
+    assert state["messages"][-1].refusal == "I can't help with that."
+    assert "".join(run.stream_messages(agent, "again", {"thread_id": "r"})) == (
+        "I can't help with that."
+    )

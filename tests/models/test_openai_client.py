@@ -793,3 +793,30 @@ def test_a_base_url_password_is_masked_in_repr_logs_and_errors(
         model.call(Prompt("hi"))
     assert "hunter2" not in str(caught.value)
     assert "hunter2" not in caplog.text
+
+
+# --- refusals ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asynchronous", MODES)
+def test_a_refusal_is_kept_on_the_message(asynchronous: bool) -> None:
+    refused = completion(None)
+    refused["choices"][0]["message"]["refusal"] = "I can't help with that."
+    server = Server(httpx.Response(200, json=refused))
+    model, _ = make(server)
+    message = both(model, asynchronous=asynchronous).result.output
+    assert message.text == "" and message.refusal == "I can't help with that."
+    assert message.answer == "I can't help with that."
+    later = Prompt([UserMessage("hi"), message, UserMessage("why?")])
+    both(model, later, asynchronous=asynchronous)
+    sent = server.bodies[-1]["messages"][1]
+    assert sent == {"role": "assistant", "content": "", "refusal": "I can't help with that."}
+
+
+def test_refusal_deltas_are_merged() -> None:
+    chunks = [
+        ChatResponse.of(AssistantMessage("", refusal="I can't ")),
+        ChatResponse.of(AssistantMessage("", refusal="do that.")),
+    ]
+    merged = ChatResponse.merge(chunks).result.output
+    assert merged.refusal == "I can't do that." and merged.answer == "I can't do that."
