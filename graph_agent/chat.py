@@ -255,26 +255,22 @@ class ChatClientRequest:
         names: list[str] = list(self._tool_names)
         context: dict[str, Any] = {}
         enabled = True
-        parallel = None
         if isinstance(base, ToolCallingChatOptions):
             callbacks.extend(base.tool_callbacks)
             names = [*base.tool_names, *names]
             context.update(base.tool_context)
             enabled = base.internal_tool_execution_enabled
-            parallel = base.parallel_tool_calls
         callbacks.extend(as_tool_callbacks(self._tools))
         context.update(self._tool_context)
+        shared = {
+            field.name: getattr(base, field.name) for field in dataclasses.fields(ChatOptions)
+        }
         return ToolCallingChatOptions(
-            model=base.model,
-            temperature=base.temperature,
-            max_tokens=base.max_tokens,
-            top_p=base.top_p,
-            stop=base.stop,
+            **shared,
             tool_callbacks=tuple(callbacks),
             tool_names=tuple(names),
             tool_context=context,
             internal_tool_execution_enabled=enabled,
-            parallel_tool_calls=parallel,
         )
 
     def _start(self) -> tuple[Prompt, list[Message], ToolCallingChatOptions]:

@@ -132,7 +132,6 @@ class AgentParts:
         return ToolCallingChatOptions(
             tool_callbacks=tuple(tools),
             tool_context=dict(self.tool_context),
-            parallel_tool_calls=None,
         )
 
     def tool_context_for(self, state: OverAllState, config: RunnableConfig) -> ToolContext:

@@ -3,7 +3,9 @@
 Pure functions over plain JSON values (no HTTP here), shared by ``OpenAIChatModel`` and the
 stream parser. Parsing is lenient about what a compatible server leaves out (a missing
 ``usage``, ``null`` content, a tool call without ``index``) and strict about what cannot be
-a response at all: those raise ``ModelError``.
+a response at all: those raise ``ModelError``. The readers take values from ``json.loads``,
+so a JSON object is checked with ``isinstance(value, dict)``: on the per-chunk path that is
+several times cheaper than asking the ``Mapping`` ABC.
 """
 
 from __future__ import annotations
@@ -121,6 +123,22 @@ def _pick(name: str, *sources: ChatOptions | None) -> Any:
     return None
 
 
+_SCALAR_OPTIONS = ("temperature", "top_p", "seed", "reasoning_effort", "user")
+_TOOL_CHOICE_WORDS = ("auto", "none", "required")
+
+
+def _tool_choice(choice: str, callbacks: Sequence[Any]) -> Any:
+    if choice in _TOOL_CHOICE_WORDS:
+        return choice
+    names = [callback.tool_definition.name for callback in callbacks]
+    if choice not in names:
+        raise ValueError(
+            f"ChatOptions.tool_choice={choice!r} names no offered tool (offered: "
+            f"{', '.join(names)}); use 'auto', 'none', 'required' or one of those names"
+        )
+    return {"type": "function", "function": {"name": choice}}
+
+
 def build_body(
     prompt: Prompt,
     *,
@@ -132,19 +150,30 @@ def build_body(
     """The JSON body of a ``POST /chat/completions`` for ``prompt``.
 
     Each option comes from the prompt's options, else from ``default_options``; unset
-    options are left out so the server's defaults apply. Tools come from
+    options are left out so the server's defaults apply. ``max_completion_tokens``, when
+    set, is sent instead of ``max_tokens``. Tools come from
     ``ToolCallingChatOptions.tool_callbacks`` (``tool_names`` are for a resolver, not the
-    model); ``parallel_tool_calls`` is sent only together with tools. ``extra_body`` entries
-    are added first, so they never replace what this function sets.
+    model); ``tool_choice`` and ``parallel_tool_calls`` are sent only together with tools
+    (OpenAI refuses them alone). The model's ``extra_body`` entries are added first, so they
+    never replace what this function sets; the options' ``extra_body`` (the defaults', then
+    the prompt's) is merged last and may replace anything but ``messages`` and ``stream``.
     """
     sources = (prompt.options, default_options)
     body: dict[str, Any] = dict(extra_body or {})
     body["model"] = _pick("model", *sources) or model
     body["messages"] = [wire for message in prompt.messages for wire in message_to_wire(message)]
-    for name in ("temperature", "max_tokens", "top_p"):
+    for name in _SCALAR_OPTIONS:
         value = _pick(name, *sources)
         if value is not None:
             body[name] = value
+    most = _pick("max_completion_tokens", *sources)
+    if most is not None:
+        body["max_completion_tokens"] = most
+        body.pop("max_tokens", None)
+    else:
+        most = _pick("max_tokens", *sources)
+        if most is not None:
+            body["max_tokens"] = most
     stop = _pick("stop", *sources)
     if stop:
         body["stop"] = [stop] if isinstance(stop, str) else list(stop)
@@ -152,12 +181,18 @@ def build_body(
     callbacks: Sequence[Any] = _pick("tool_callbacks", *tool_sources) or ()
     if callbacks:
         body["tools"] = [_tool_to_wire(callback) for callback in callbacks]
-        parallel = _pick("parallel_tool_calls", *tool_sources)
+        choice = _pick("tool_choice", *sources)
+        if choice is not None:
+            body["tool_choice"] = _tool_choice(choice, callbacks)
+        parallel = _pick("parallel_tool_calls", *sources)
         if parallel is not None:
             body["parallel_tool_calls"] = parallel
+    for options in reversed(sources):
+        if options is not None and options.extra_body:
+            body.update(options.extra_body)
     if stream:
         body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
+        body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
     else:
         body.pop("stream", None)
     return body
@@ -167,7 +202,7 @@ def build_body(
 
 
 def _usage(raw: Any) -> Usage | None:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return None
 
     def count(key: str) -> int:
@@ -181,7 +216,7 @@ def _usage(raw: Any) -> Usage | None:
 def _metadata(data: Mapping[str, Any]) -> ChatResponseMetadata:
     raw_usage = data.get("usage")
     extra: dict[str, Any] = {}
-    if isinstance(raw_usage, Mapping):
+    if isinstance(raw_usage, dict):
         extra["usage"] = dict(raw_usage)  # with the provider's *_details, for who wants them
     if isinstance(data.get("system_fingerprint"), str):
         extra["system_fingerprint"] = data["system_fingerprint"]
@@ -200,7 +235,7 @@ def _text(content: Any) -> str:
         return "".join(
             part["text"]
             for part in content
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
         )
     return ""
 
@@ -219,10 +254,10 @@ def _arguments(raw: Any) -> str:
 
 
 def _tool_call(raw: Any, position: int | None) -> ToolCall | None:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return None
     function = raw.get("function")
-    function = function if isinstance(function, Mapping) else {}
+    function = function if isinstance(function, dict) else {}
     index = raw.get("index")
     if not isinstance(index, int) or isinstance(index, bool):
         index = position
@@ -236,7 +271,7 @@ def _tool_call(raw: Any, position: int | None) -> ToolCall | None:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:
@@ -254,12 +289,12 @@ def error_detail(data: Any) -> str | None:
     Knows ``{"error": {"message", "type", "code"}}`` (OpenAI, DashScope, llama.cpp, Ollama),
     ``{"error": "..."}``, ``{"object": "error", "message": ...}`` (vLLM) and ``{"detail"}``.
     """
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict):
         return None
     error = data.get("error")
     if isinstance(error, str) and error:
         return error
-    if isinstance(error, Mapping):
+    if isinstance(error, dict):
         message = error.get("message")
         text = message if isinstance(message, str) and message else json.dumps(error)
         code = error.get("code") or error.get("type")
@@ -288,17 +323,17 @@ def parse_completion(
             status=status,
             body=truncate(redact(body)),
         )
-    choices = data.get("choices") if isinstance(data, Mapping) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ModelError(
             "the response has no choices: not a chat completion",
             status=status,
             body=truncate(redact(body)),
         )
-    assert isinstance(data, Mapping)
+    assert isinstance(data, dict)
     choice = choices[0]
     message = choice.get("message")
-    if not isinstance(message, Mapping):
+    if not isinstance(message, dict):
         raise ModelError(
             "the response's first choice has no message",
             status=status,
@@ -330,7 +365,7 @@ def chunk_from_event(
     ``index``). A chunk with ``choices: []`` has no generations but keeps its usage. An
     error event raises ``ModelError``.
     """
-    if not isinstance(event, Mapping):
+    if not isinstance(event, dict):
         raise ModelError(
             "stream event is not a JSON object", status=status, body=truncate(redact(body))
         )
@@ -363,7 +398,7 @@ def _first_choice(choices: Any) -> Mapping[str, Any] | None:
     if not isinstance(choices, list):
         return None
     for choice in choices:
-        if isinstance(choice, Mapping) and choice.get("index", 0) in (0, None):
+        if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
             return choice
     return None
 

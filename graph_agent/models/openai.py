@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
@@ -60,20 +61,34 @@ def _checked_key(key: str | None) -> str | None:
     return key or None
 
 
-class _BearerAuth(httpx.Auth):
-    """Adds ``Authorization: Bearer <key>`` to each request; the one place the key is kept."""
+class _KeyAuth(httpx.Auth):
+    """Adds the key header to each request; the one place the key is kept.
 
-    __slots__ = ("_header",)
+    ``Authorization: Bearer <key>`` by default; ``api-key: <key>`` (Azure's deployment
+    endpoints) or any other header name sends the bare key.
+    """
 
-    def __init__(self, key: str) -> None:
-        self._header = f"Bearer {key}"
+    __slots__ = ("_name", "_value")
+
+    def __init__(self, key: str, header: str) -> None:
+        self._name = header
+        self._value = f"Bearer {key}" if header.lower() == "authorization" else key
 
     def __repr__(self) -> str:
-        return "_BearerAuth(***)"
+        return f"_KeyAuth({self._name}: ***)"
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = self._header
+        request.headers[self._name] = self._value
         yield request
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _completions_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, keeping a query (Azure's ``?api-version=``) at the end."""
+    path, mark, query = base_url.partition("?")
+    return f"{path.rstrip('/')}/chat/completions{mark}{query}"
 
 
 class OpenAIChatModel:
@@ -81,7 +96,8 @@ class OpenAIChatModel:
 
     ``model``, ``base_url`` and ``api_key`` default to the environment (``GRAPH_AGENT_MODEL``,
     ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), then to ``gpt-4o-mini`` and the OpenAI API. With
-    no key no ``Authorization`` header is sent (local servers need none).
+    no key no ``Authorization`` header is sent (local servers need none);
+    ``api_key_header="api-key"`` sends the bare key in that header instead (Azure).
 
     The model creates its ``httpx.Client`` / ``httpx.AsyncClient`` on first use and reuses
     it (connection pooling); ``close()`` / ``aclose()`` or ``with`` close the clients it
@@ -111,6 +127,7 @@ class OpenAIChatModel:
         timeout: float | httpx.Timeout = 60.0,
         stream_idle_timeout: float | None = 60.0,
         max_retries: int = 2,
+        api_key_header: str = "Authorization",
         default_options: ChatOptions | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
@@ -129,7 +146,10 @@ class OpenAIChatModel:
         )
         self.base_url: str = (base_url or _env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self._api_key = _checked_key(api_key if api_key is not None else _env("OPENAI_API_KEY"))
-        self._auth = _BearerAuth(self._api_key) if self._api_key else None
+        if not isinstance(api_key_header, str) or not _HEADER_NAME.fullmatch(api_key_header):
+            raise ValueError(f"api_key_header must be an HTTP header name; got {api_key_header!r}")
+        self._auth = _KeyAuth(self._api_key, api_key_header) if self._api_key else None
+        self._url = _completions_url(self.base_url)
         self._secrets = tuple(
             secret for secret in (self._api_key, httpx.URL(self.base_url).password) if secret
         )
@@ -159,8 +179,9 @@ class OpenAIChatModel:
 
     @property
     def url(self) -> str:
-        """Where requests go: ``{base_url}/chat/completions``."""
-        return f"{self.base_url}/chat/completions"
+        """Where requests go: ``{base_url}/chat/completions`` (a query in ``base_url`` stays
+        at the end)."""
+        return self._url
 
     def _redact(self, text: str) -> str:
         """``text`` with the API key and the base URL's password masked (servers sometimes

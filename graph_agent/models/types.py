@@ -29,19 +29,84 @@ __all__ = [
 ]
 
 
+_BODY_KEYS_OWNED = {
+    "messages": "the messages come from the Prompt",
+    "stream": "call stream()/astream() for a stream, call()/acall() for one answer",
+}
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ChatOptions:
-    """Per-call model options; ``None`` means the model's own default."""
+    """Per-call model options; ``None`` means the model's own default (the field is not sent).
+
+    ``max_completion_tokens`` is sent instead of ``max_tokens`` when set (OpenAI's reasoning
+    models refuse ``max_tokens``). ``tool_choice`` is ``"auto"``, ``"none"``, ``"required"``
+    or the name of one offered tool; it and ``parallel_tool_calls`` are sent only with tools.
+    ``extra_body`` is merged into the request body last, so it can set any field a provider
+    offers (and replace one this class sets); it cannot set ``messages`` or ``stream``.
+    """
 
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
     top_p: float | None = None
-    stop: tuple[str, ...] | None = None
+    stop: str | tuple[str, ...] | None = None
+    max_completion_tokens: int | None = None
+    tool_choice: str | None = None
+    parallel_tool_calls: bool | None = None
+    reasoning_effort: str | None = None
+    seed: int | None = None
+    user: str | None = None
+    extra_body: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        _check_options(self)
 
     def copy(self, **changes: Any) -> ChatOptions:
         """A copy with the given fields changed."""
         return dataclasses.replace(self, **changes)
+
+
+def _refuse(field: str, value: Any, expected: str) -> None:
+    raise ValueError(f"ChatOptions.{field} must be {expected}; got {value!r}")
+
+
+def _check_options(options: ChatOptions) -> None:
+    """Refuses a badly typed option where it is made, not at the server."""
+    for name in ("temperature", "top_p"):
+        value = getattr(options, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            _refuse(name, value, "a number or None")
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = getattr(options, name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            _refuse(name, value, "a positive int or None")
+    if options.seed is not None and (
+        isinstance(options.seed, bool) or not isinstance(options.seed, int)
+    ):
+        _refuse("seed", options.seed, "an int or None")
+    for name in ("model", "tool_choice", "reasoning_effort", "user"):
+        value = getattr(options, name)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            _refuse(name, value, "a non-empty str or None")
+    if options.parallel_tool_calls is not None and not isinstance(
+        options.parallel_tool_calls, bool
+    ):
+        _refuse("parallel_tool_calls", options.parallel_tool_calls, "True, False or None")
+    stop = options.stop
+    if stop is not None and not isinstance(stop, str):
+        if not isinstance(stop, Sequence) or not all(isinstance(s, str) for s in stop):
+            _refuse("stop", stop, "a str, a sequence of str, or None")
+        object.__setattr__(options, "stop", tuple(stop))
+    extra = options.extra_body
+    if extra is not None:
+        if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
+            _refuse("extra_body", extra, "a mapping of str keys or None")
+        for key, why in _BODY_KEYS_OWNED.items():
+            if key in extra:
+                raise ValueError(f"ChatOptions.extra_body cannot set {key!r}: {why}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,7 +122,6 @@ class ToolCallingChatOptions(ChatOptions):
     tool_names: tuple[str, ...] = ()
     tool_context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     internal_tool_execution_enabled: bool = True
-    parallel_tool_calls: bool | None = None
 
 
 @dataclasses.dataclass(slots=True)
