@@ -1,10 +1,11 @@
-"""The workloads of shared/bench/WORKLOADS.md (W1-W6), plus W7 and W8, on graph-agent's public API.
+"""The workloads of shared/bench/WORKLOADS.md (W1-W6), plus W7-W9, on graph-agent's public API.
 
 Each function runs in its own process (see run.py) and prints JSON lines with the same field
 names and correctness asserts as shared/bench/peer_langgraph.py, so the two compare as ratios.
 ``SIZES`` holds the workload sizes; ``--smoke`` shrinks them to seconds (no timing checks).
 W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out) are not in the shared spec; their
-LangGraph side is benchmarks/peer_extra.py, whose docstring describes them.
+LangGraph side is benchmarks/peer_extra.py, whose docstring describes them. W9 (the streaming
+parser's time per chunk, ours only) is in benchmarks/stream_parse.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import statistics
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
+
+import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 
 from checkpoint import MemorySaver, RedisSaver
 from graph_agent import (
@@ -51,11 +54,13 @@ SIZES: dict[str, int] = {
     "w7_invokes": 200,
     "w8_invokes": 50,
     "w8_width": 256,
+    "w9_repeats": 60,
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
     "w3_threads": 5, "w4_turns": 24, "w5_floor_pairs": 50, "w5_conversations": 2,
     "w5_threads": 5, "w6_invokes": 5, "w7_invokes": 3, "w8_invokes": 2, "w8_width": 16,
+    "w9_repeats": 2,
 }  # fmt: skip
 
 
@@ -573,4 +578,5 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W6": w6_fanout,
     "W7": w7_subgraph,
     "W8": w8_send,
+    "W9": lambda: stream_parse.w9_stream_parse(SIZES["w9_repeats"]),
 }

@@ -26,7 +26,8 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     records = {r["workload"]: r for r in map(json.loads, out.read_text().splitlines())}
     expected = {"W1_linear", "W2_react_mem", "W2_react_mem_handbuilt", "W3_resume", "W4_history",
-                "W4_history_handbuilt", "W6_fanout", "W7_subgraph", "W7_subgraph_mem", "W8_send"}  # fmt: skip
+                "W4_history_handbuilt", "W6_fanout", "W7_subgraph", "W7_subgraph_mem", "W8_send",
+                "W9_stream_parse", "W9_stream_parse_merge"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
