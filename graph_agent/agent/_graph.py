@@ -10,6 +10,7 @@ from checkpoint import BaseCheckpointSaver
 from ..graph import END, START, CompiledGraph, KeyStrategyLike, OverAllState, StateGraph
 from . import _nodes
 from ._parts import JUMP_TO, PRIVATE_KEYS, AgentParts
+from ._unanswered import answer_unfinished_calls
 
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition
@@ -116,7 +117,9 @@ def build_graph(
     link(TOOLS, None, after_tools_route)
     for index, name in enumerate(after_agent):
         link(name, all_hooks[name], after_agent[index + 1] if index + 1 < len(after_agent) else END)
-    return graph.compile(saver=saver, recursion_limit=recursion_limit, listeners=listeners)
+    compiled = graph.compile(saver=saver, recursion_limit=recursion_limit, listeners=listeners)
+    compiled._spec.before_input = answer_unfinished_calls
+    return compiled
 
 
 def iteration_steps(hooks: Sequence[Hook]) -> tuple[int, int]:

@@ -92,6 +92,8 @@ class GraphRun(Cursor):
                 f"thread '{self.config.thread_id}' is paused ({_describe(checkpoint)}); "
                 f"resume it with {how} before sending new input"
             )
+        if checkpoint is not None and self.spec.before_input is not None:
+            inputs = self.spec.before_input(self.values, inputs)
         self.merge([("__input__", inputs)])
         frontier = yield from self.successors([(START, None)], OverAllState(self.values))
         hits = self._before_hits(frontier[0], (self.head_id, self.step + 1))

@@ -166,6 +166,7 @@ class GraphSpec:
     """Everything the engine needs, fixed at ``compile()``."""
 
     __slots__ = (
+        "before_input",
         "branches",
         "default_recursion_limit",
         "edges",
@@ -193,6 +194,11 @@ class GraphSpec:
         private: frozenset[str] = frozenset(),
     ) -> None:
         self.private = private
+        # (stored values, new input) -> the input to merge: set by a graph's owner (the agent
+        # answers tool calls a stopped run left unanswered); None for plain graphs
+        self.before_input: (
+            Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None
+        ) = None
         self.nodes = dict(nodes)
         self.edges = list(edges)
         self.branches = dict(branches)

@@ -44,7 +44,10 @@ class StateUpdate(Cursor):
     def effects(self) -> Generator[Effect, Any, None]:
         checkpoint = yield from self.load()
         writer = self.as_node if self.as_node not in (None, START) else "__update__"
-        updates = [(writer, self.update)]
+        update = self.update
+        if checkpoint is not None and update is not None and self.spec.before_input is not None:
+            update = self.spec.before_input(self.values, update)
+        updates = [(writer, update)]
         self.merge(updates)
         if self.as_node is None and checkpoint is not None:  # the thread stays where it is
             self.new_checkpoint_id = yield from self._keep_place(checkpoint, writer, updates)
