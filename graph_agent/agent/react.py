@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -192,10 +193,27 @@ class ReactAgent:
             "its last step: agent.invoke(None, config) continues it"
         ) from error
 
+    def _on_thread(self, input: AgentInput, config: ConfigLike) -> ConfigLike:
+        """The run's config. Without a thread id the run gets a fresh thread of its own, so
+        it never sees another call's history; resuming (``None`` or ``Command``) needs the
+        paused run's thread id."""
+        if isinstance(config, RunnableConfig) or (
+            isinstance(config, Mapping) and "thread_id" in config
+        ):
+            return config
+        if input is None or isinstance(input, Command):
+            raise GraphUsageError(
+                f"agent '{self.name}': resuming (input None or Command) needs the paused run's "
+                "thread: pass config={'thread_id': ...}, the id the paused run was given"
+            )
+        fresh = f"{self.name}-{uuid.uuid4().hex}"
+        return {**config, "thread_id": fresh} if config else {"thread_id": fresh}
+
     # -- running -----------------------------------------------------------------------------
 
     def invoke(self, input: AgentInput, config: ConfigLike = None) -> OverAllState:
         """Run until the agent answers (or pauses); the thread's state afterwards."""
+        config = self._on_thread(input, config)
         try:
             return self._graph.invoke(self._input(input), config)
         except GraphRecursionError as error:
@@ -203,6 +221,7 @@ class ReactAgent:
 
     def call(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
         """Run until the agent answers; its final ``AssistantMessage``."""
+        config = self._on_thread(input, config)
         try:
             outcome = self._graph.run(self._input(input), config)
         except GraphRecursionError as error:
@@ -211,6 +230,7 @@ class ReactAgent:
 
     def stream(self, input: AgentInput, config: ConfigLike = None) -> Iterator[NodeOutput]:
         """Each node's output as the run goes (hooks, model, tools)."""
+        config = self._on_thread(input, config)
         try:
             yield from self._graph.stream(self._input(input), config)
         except GraphRecursionError as error:
@@ -221,6 +241,7 @@ class ReactAgent:
         deltas as it streams, each tool call's start and end, checkpoints, interrupts;
         agents and graphs called from its tools with their ``namespace``. Closing the
         stream early stops the run at its next step boundary; the thread stays resumable."""
+        config = self._on_thread(input, config)
         try:
             yield from self._graph.stream_events(self._input(input), config)
         except GraphRecursionError as error:
@@ -238,12 +259,14 @@ class ReactAgent:
 
     async def ainvoke(self, input: AgentInput, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: the model's ``acall``, tools' ``acall``; sync hooks in threads."""
+        config = self._on_thread(input, config)
         try:
             return await self._graph.ainvoke(self._input(input), config)
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
     async def acall(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
+        config = self._on_thread(input, config)
         try:
             outcome = await self._graph.arun(self._input(input), config)
         except GraphRecursionError as error:
@@ -253,6 +276,7 @@ class ReactAgent:
     async def astream(
         self, input: AgentInput, config: ConfigLike = None
     ) -> AsyncIterator[NodeOutput]:
+        config = self._on_thread(input, config)
         try:
             async for output in self._graph.astream(self._input(input), config):
                 yield output
@@ -263,6 +287,7 @@ class ReactAgent:
         self, input: AgentInput, config: ConfigLike = None
     ) -> AsyncGenerator[RunEvent, None]:
         """Async ``stream_events`` (the model's ``astream``)."""
+        config = self._on_thread(input, config)
         try:
             async for event in self._graph.astream_events(self._input(input), config):
                 yield event
