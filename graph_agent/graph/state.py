@@ -9,11 +9,24 @@ from typing import Any, TypeAlias
 __all__ = ["KeyStrategy", "KeyStrategyLike", "OverAllState", "Overwrite", "Updates"]
 
 
+def _frozen(value: Any) -> Any:
+    """A list or dict handed out as a (shallow) copy: what a reader does to it cannot reach
+    the engine's, and the saver's, value. Other values as they are."""
+    kind = type(value)
+    if kind is list:
+        return list(value)
+    if kind is dict:
+        return dict(value)
+    return value
+
+
 class OverAllState(Mapping[str, Any]):
     """A read-only view of a graph's state: ``state["k"]``, ``state.get("k", d)``, ``state.value("k")``.
 
-    Nodes never change it; they return a dict of updates. The values themselves are shared
-    with the engine and the saver, so treat lists and dicts inside it as read-only too.
+    Nodes never change it; they return a dict of updates. Lists and dicts are handed out as
+    shallow copies, so what a node, hook, tool or caller does to ``state["messages"]`` never
+    changes the stored history (to replace a list, return ``Overwrite([...])`` for its key).
+    The items themselves (messages are frozen) are shared.
     """
 
     __slots__ = ("_data",)
@@ -22,7 +35,7 @@ class OverAllState(Mapping[str, Any]):
         self._data: Mapping[str, Any] = {} if data is None else data
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        return _frozen(self._data[key])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -34,24 +47,24 @@ class OverAllState(Mapping[str, Any]):
         return key in self._data
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._data.get(key, default)
+        return _frozen(self._data.get(key, default))
 
     def value(self, key: str, default: Any = None) -> Any:
         """The value of ``key``, or ``default`` when the state has no such key."""
-        return self._data.get(key, default)
+        return _frozen(self._data.get(key, default))
 
     def keys(self) -> KeysView[str]:
         return self._data.keys()
 
     def items(self) -> ItemsView[str, Any]:
-        return self._data.items()
+        return {k: _frozen(v) for k, v in self._data.items()}.items()
 
     def values(self) -> ValuesView[Any]:
-        return self._data.values()
+        return {k: _frozen(v) for k, v in self._data.items()}.values()
 
     def data(self) -> dict[str, Any]:
-        """A shallow copy of the state as a plain dict."""
-        return dict(self._data)
+        """A copy of the state as a plain dict (lists and dicts copied too)."""
+        return {k: _frozen(v) for k, v in self._data.items()}
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, OverAllState):
