@@ -76,6 +76,11 @@ class Hook:
     def hook_name(self) -> str:
         return self.name or type(self).__name__
 
+    def tool_names_used(self) -> tuple[str, ...]:
+        """The tool names this hook acts on; the agent checks at ``build()`` that it has
+        each of them (a misspelt name would otherwise silently match no call)."""
+        return ()
+
     def implemented_positions(self) -> tuple[HookPosition, ...]:
         """The positions whose method this hook's class overrides."""
         return tuple(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,28 @@ def _interceptor_tools(
                 )
             found[name] = tool
     return found
+
+
+def _check_hook_tools(
+    s: AgentSettings, hooks: list[Hook], tools: list[ToolCallback], problems: list[str]
+) -> None:
+    """Every tool a hook names is one the agent has (HumanInTheLoopHook(["refnud"]) would
+    otherwise ask about nothing, and refund would run unapproved). Tools that only exist at
+    call time (``tool_providers``, a resolver, a model interceptor's) cannot be checked: then
+    nothing is."""
+    if s.tool_providers or s.resolver is not None:
+        return
+    known = {t.tool_definition.name for t in tools} | set(s.tool_names)
+    for hook in hooks:
+        for name in hook.tool_names_used():
+            if name in known:
+                continue
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(
+                f"hook '{hook.hook_name}' names tool '{name}', which the agent does not have "
+                f"(its tools: {', '.join(sorted(known)) or 'none'}){hint}"
+            )
 
 
 def _hooks(hooks: list[Any], problems: list[str]) -> list[Hook]:
@@ -216,6 +239,8 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
     except ValueError as error:
         problems.append(str(error))
     interceptor_tools = _interceptor_tools(model_interceptors, tools, problems)
+    if not model_interceptors:  # an interceptor may offer tools of its own per request
+        _check_hook_tools(s, hooks, tools, problems)
     for listener in s.listeners:
         if not callable(getattr(listener, "on_event", None)):
             problems.append(f"listeners: {listener!r} has no on_event(event) method")

@@ -234,6 +234,9 @@ class HumanInTheLoopHook(ModelHook):
         """The tools that need a decision."""
         return tuple(self.descriptions)
 
+    def tool_names_used(self) -> tuple[str, ...]:
+        return self.tool_names
+
     def describe(self, call: ToolCall) -> dict[str, Any]:
         """What a person is shown about one pending call (JSON-friendly)."""
         return {

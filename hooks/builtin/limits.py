@@ -166,6 +166,9 @@ class ToolCallLimitHook(ModelHook):
         default = "ToolCallLimitHook" if tool_name is None else f"ToolCallLimitHook[{tool_name}]"
         self.name = name or default
 
+    def tool_names_used(self) -> tuple[str, ...]:
+        return () if self.tool_name is None else (self.tool_name,)
+
     @property
     def _key(self) -> str:
         return ALL_TOOLS if self.tool_name is None else self.tool_name
