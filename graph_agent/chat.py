@@ -16,7 +16,7 @@ from .messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from .models.base import ChatModel
+from .models.base import ChatModel, acall_model, call_model
 from .models.types import ChatOptions, ChatResponse, Prompt, ToolCallingChatOptions
 from .tools.manager import (
     DefaultToolExecutionEligibilityPredicate,
@@ -368,7 +368,7 @@ class ChatClientRequest:
                 while True:
                     step = steps.send(sent)
                     if step.response is None:
-                        sent = model.call(step.prompt)
+                        sent = call_model(model, step.prompt)
                     else:
                         sent = manager.execute_tool_calls(step.prompt, step.response)
         except StopIteration as done:
@@ -383,7 +383,7 @@ class ChatClientRequest:
             while True:
                 step = steps.send(sent)
                 if step.response is None:
-                    sent = await model.acall(step.prompt)
+                    sent = await acall_model(model, step.prompt)
                 else:
                     sent = await manager.aexecute_tool_calls(step.prompt, step.response)
         except StopIteration as done:

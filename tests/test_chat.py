@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -17,7 +18,12 @@ from graph_agent.messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from graph_agent.models import ScriptedChatModel, ToolCallingChatOptions
+from graph_agent.models import (
+    ChatResponse,
+    Prompt,
+    ScriptedChatModel,
+    ToolCallingChatOptions,
+)
 from graph_agent.tools.manager import ToolCallingManager
 
 from .tools._fakes import FnTool
@@ -244,3 +250,40 @@ def test_duplicate_tools_are_sent_once_and_name_clashes_are_refused():
         ChatClient.create(model).prompt("q").tools(weather, _weather()).call()
     with pytest.raises(ValueError, match="max_tool_rounds"):
         ChatClient.create(model, max_tool_rounds=0)
+
+
+class _Exhausted:
+    """A model whose script ran out: next() on an empty iterator escapes it."""
+
+    def __init__(self) -> None:
+        self.answers: Iterator[str] = iter(())
+
+    def call(self, prompt: Prompt) -> ChatResponse:
+        return ChatResponse.of(AssistantMessage(next(self.answers)))
+
+    async def acall(self, prompt: Prompt) -> ChatResponse:
+        return self.call(prompt)
+
+    def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
+        yield self.call(prompt)
+
+    async def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        yield self.call(prompt)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_model_raising_stop_iteration_is_a_model_error_not_an_empty_answer(
+    asynchronous: bool,
+) -> None:
+    request = ChatClient.create(_Exhausted()).prompt("hi")
+    with pytest.raises(ModelError, match=r"_Exhausted\.call raised StopIteration"):
+        asyncio.run(request.acall()) if asynchronous else request.call()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_agents_model_raising_stop_iteration_is_a_model_error(asynchronous: bool) -> None:
+    from graph_agent import ReactAgent
+
+    agent = ReactAgent(name="a", model=_Exhausted())
+    with pytest.raises(ModelError, match="raised StopIteration instead of returning"):
+        asyncio.run(agent.acall("hi")) if asynchronous else agent.call("hi")

@@ -20,6 +20,7 @@ from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
 from ..messages import AssistantMessage
 from ..models import ChatResponse, Prompt
+from ..models.base import acall_model, call_model
 from ..tools import ToolCallback, ToolCallRequest, ToolContext
 from ._parts import (
     JUMP_TO,
@@ -155,7 +156,7 @@ class _ModelCall:
             stream = self.parts.model.stream(request.prompt)
             response = ChatResponse.merge(self._delta(task, chunk) for chunk in stream)
         else:
-            response = self.parts.model.call(request.prompt)
+            response = call_model(self.parts.model, request.prompt)
         return self._end(task, response, started)
 
     async def acall(self, request: ModelRequest) -> ChatResponse:
@@ -165,7 +166,7 @@ class _ModelCall:
             chunks = [self._delta(task, c) async for c in self.parts.model.astream(request.prompt)]
             response = ChatResponse.merge(chunks)
         else:
-            response = await self.parts.model.acall(request.prompt)
+            response = await acall_model(self.parts.model, request.prompt)
         return self._end(task, response, started)
 
 
