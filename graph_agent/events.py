@@ -123,13 +123,16 @@ class ModelDelta(RunEvent):
 
 @_frozen
 class ModelEnd(RunEvent):
-    """The model answered ``message`` (an ``AssistantMessage``) in ``duration`` seconds."""
+    """The model answered ``message`` (an ``AssistantMessage``) in ``duration`` seconds; or,
+    with ``error`` set, the call failed (``message`` is ``None``) and any text its deltas
+    streamed is not part of the answer (a retry interceptor may call the model again)."""
 
     kind: Literal["model_end"] = "model_end"
     model: str = ""
     message: Any = None
     usage: Any = None
     duration: float = 0.0
+    error: BaseException | None = None
 
 
 @_frozen

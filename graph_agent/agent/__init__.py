@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from .builder import ReactAgentBuilder
-from .react import ReactAgent
+from .react import WITHDRAWN, ReactAgent
 
-__all__ = ["ReactAgent", "ReactAgentBuilder"]
+__all__ = ["WITHDRAWN", "ReactAgent", "ReactAgentBuilder"]

@@ -149,24 +149,38 @@ class _ModelCall:
             )
         return response
 
+    def _failed(self, task: TaskScope | None, error: BaseException, started: float) -> None:
+        if task is not None:
+            task.run.event(
+                ModelEnd, task, model=self.name, error=error, duration=time.perf_counter() - started
+            )
+
     def __call__(self, request: ModelRequest) -> ChatResponse:
         task, streaming = self._start(request)
         started = time.perf_counter()
-        if task is not None and streaming:
-            stream = self.parts.model.stream(request.prompt)
-            response = ChatResponse.merge(self._delta(task, chunk) for chunk in stream)
-        else:
-            response = call_model(self.parts.model, request.prompt)
+        try:
+            if task is not None and streaming:
+                stream = self.parts.model.stream(request.prompt)
+                response = ChatResponse.merge(self._delta(task, chunk) for chunk in stream)
+            else:
+                response = call_model(self.parts.model, request.prompt)
+        except BaseException as error:
+            self._failed(task, error, started)
+            raise
         return self._end(task, response, started)
 
     async def acall(self, request: ModelRequest) -> ChatResponse:
         task, streaming = self._start(request)
         started = time.perf_counter()
-        if task is not None and streaming:
-            chunks = [self._delta(task, c) async for c in self.parts.model.astream(request.prompt)]
-            response = ChatResponse.merge(chunks)
-        else:
-            response = await acall_model(self.parts.model, request.prompt)
+        try:
+            if task is not None and streaming:
+                stream = self.parts.model.astream(request.prompt)
+                response = ChatResponse.merge([self._delta(task, c) async for c in stream])
+            else:
+                response = await acall_model(self.parts.model, request.prompt)
+        except BaseException as error:
+            self._failed(task, error, started)
+            raise
         return self._end(task, response, started)
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from ..errors import AgentMaxIterationsError, GraphRecursionError, GraphUsageError
-from ..events import ModelDelta, ModelStart, RunEnd, RunEvent
+from ..events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent
 from ..graph import (
     Command,
     CompiledGraph,
@@ -32,7 +32,11 @@ from .builder import ReactAgentBuilder
 if TYPE_CHECKING:
     from hooks import Hook, ModelInterceptor, ToolInterceptor
 
-__all__ = ["ReactAgent"]
+__all__ = ["WITHDRAWN", "ReactAgent"]
+
+WITHDRAWN = "\n[the model call failed; the text above is withdrawn]\n"
+"""What ``stream_messages`` yields after the text of a model call that then failed (a retry
+interceptor may call the model again): the text before it is not part of the answer."""
 
 ConfigLike = RunnableConfig | Mapping[str, Any] | None
 AgentInput = str | Message | Sequence[Message] | Mapping[str, Any] | Command | None
@@ -350,6 +354,9 @@ class _TextView:
         elif isinstance(event, ModelDelta):
             self.streamed += event.text
             return event.text
+        elif isinstance(event, ModelEnd) and event.error is not None and self.streamed:
+            self.streamed = ""
+            return WITHDRAWN  # what this failed call streamed is not part of the answer
         elif isinstance(event, RunEnd) and not event.interrupts:
             messages = event.values.get(MESSAGES) or ()
             last = messages[-1] if messages else None
