@@ -32,6 +32,7 @@ from ._parts import (
     last_message,
     offered_sink,
 )
+from ._usage import usage_dict
 
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition, ModelRequest
@@ -239,6 +240,10 @@ def model_logic(parts: AgentParts) -> Logic:
             offered_sink.reset(token)
         offered = sink.tools if sink.tools is not None else list(request.options.tool_callbacks)
         message = response.result.output
+        usage = response.metadata.usage
+        if usage is not None and "usage" not in message.metadata:
+            counted = {**message.metadata, "usage": usage_dict(usage)}
+            message = message.model_copy(update={"metadata": counted})
         if message.tool_calls and parts.model_interceptors:
             parts.offered.remember(config.thread_id, offered)
         return parts.answer_update(state, message, offered)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -27,6 +28,7 @@ from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
 from ._build import AgentSettings, assemble
 from ._parts import JUMP_TO, MESSAGES
+from ._usage import run_usage
 from .builder import ReactAgentBuilder
 
 if TYPE_CHECKING:
@@ -315,10 +317,12 @@ class ReactAgent:
     # -- threads -----------------------------------------------------------------------------
 
     def get_state(self, config: ConfigLike) -> StateSnapshot | None:
-        return self._graph.get_state(config)
+        """The thread's latest snapshot; ``metadata["usage"]`` totals the tokens of its latest
+        run (each model answer keeps its own in ``message.metadata["usage"]``)."""
+        return _with_usage(self._graph.get_state(config))
 
     async def aget_state(self, config: ConfigLike) -> StateSnapshot | None:
-        return await self._graph.aget_state(config)
+        return _with_usage(await self._graph.aget_state(config))
 
     def get_state_history(
         self, config: ConfigLike, *, limit: int | None = None
@@ -363,3 +367,10 @@ class _TextView:
             if isinstance(last, AssistantMessage) and last.answer and last.answer != self.streamed:
                 return last.answer
         return ""
+
+
+def _with_usage(snapshot: StateSnapshot | None) -> StateSnapshot | None:
+    if snapshot is None:
+        return None
+    usage = run_usage(snapshot.values.get(MESSAGES))
+    return dataclasses.replace(snapshot, metadata={**snapshot.metadata, "usage": usage})
