@@ -55,6 +55,11 @@ def _failed(task: Task, scope: TaskScope, error: Exception, attempt: int) -> flo
     return policy.delay(attempt)
 
 
+class _CancelledAfterKeeping(Exception):
+    """A task was cancelled after keeping work for its re-run: stored like a failure's, then
+    raised as ``CancelledError`` again."""
+
+
 def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a stopped task kept, keyed as it is stored with the resume values."""
     return {kept_id(task.id, key): value for key, value in kept.items()} if kept else None
@@ -138,6 +143,12 @@ async def _arun_task(
                     out = await out
         except NodeInterrupt as interrupt:
             return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
+        except asyncio.CancelledError:
+            if not kept:
+                raise
+            # what finished before the cancel (a sync tool's thread) is stored, then the
+            # cancellation goes on (adrive turns this back into CancelledError)
+            return TaskResult(task, error=_CancelledAfterKeeping(), kept=_stored(task, kept))
         except Exception as exc:
             wait = _failed(task, scope, exc, attempt)
             if wait is None:
@@ -296,6 +307,8 @@ async def adrive(
             effect = effects.throw(failure) if failure is not None else effects.send(send)
         except StopIteration:
             return
+        except _CancelledAfterKeeping:
+            raise asyncio.CancelledError from None
         failure = None
         try:
             if isinstance(effect, ExecuteEffect):

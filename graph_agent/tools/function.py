@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import inspect
@@ -14,6 +13,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from .._runloop import run_coroutine_sync
 from ..errors import GraphUsageError, ToolExecutionException
 from ._schema import ToolInput, ToolParam, check_tool_name, describe, return_type_of
+from ._threads import FinishedAfterCancel, in_thread
 from .context import ToolContext
 from .convert import ResultConverterLike, ToolCallResultConverter, as_result_converter
 from .definition import ToolDefinition, ToolMetadata
@@ -178,9 +178,16 @@ class FunctionToolCallback(Generic[P, R]):
             if self._spec.is_async:
                 result = await self._invoke(args, kwargs)
             else:
-                result = await asyncio.to_thread(self._invoke, args, kwargs)
+                result = await in_thread(self._invoke, args, kwargs)
         except ToolExecutionException:
             raise
+        except FinishedAfterCancel as stop:  # keep the finished thread's answer (see _threads)
+            if stop.error is None:
+                raise FinishedAfterCancel(text=self._convert(stop.result)) from None
+            failed = (
+                stop.error if not isinstance(stop.error, Exception) else self._failed(stop.error)
+            )
+            raise FinishedAfterCancel(error=failed) from None
         except Exception as exc:
             raise self._failed(exc) from exc
         return self._convert(result)

@@ -16,6 +16,7 @@ from ..errors import ToolExecutionException, ToolResolutionError, UnknownToolErr
 from ..events import ToolEnd, ToolStart
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
+from ._threads import FinishedAfterCancel
 from .callback import ToolCallback
 from .context import ToolContext
 from .definition import ToolDefinition
@@ -306,6 +307,11 @@ class ToolCallingManager:
                 if request.tool is None:
                     error = LookupError(f"unknown tool '{call.name}'")
             except UnknownToolError:
+                raise
+            except FinishedAfterCancel as stop:  # the run is cancelled, the tool had finished
+                error = stop.error
+                text = stop.text if stop.text is not None else f"{type(error).__name__}: {error}"
+                _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
                 raise
             except Exception as exc:
                 error = exc
