@@ -10,6 +10,7 @@ from .errors import (
     CheckpointConflictError,
     CheckpointError,
     CheckpointNotFoundError,
+    CheckpointPathError,
     SerializationError,
     UnserializableValueError,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "CheckpointDelta",
     "CheckpointError",
     "CheckpointNotFoundError",
+    "CheckpointPathError",
     "Item",
     "MemorySaver",
     "MemoryStore",

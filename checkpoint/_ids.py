@@ -1,4 +1,8 @@
-"""Checkpoint ids that sort by creation time."""
+"""Checkpoint ids: unique, and carrying the time they were made.
+
+Ids made in one process increase, but the clocks of two processes (or one clock stepped back)
+disagree, so no saver orders checkpoints by id: the order is the order of the writes.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ def new_checkpoint_id() -> str:
     """A 24-hex-digit id: 16 digits of strictly increasing nanoseconds, then 8 random digits.
 
     Ids made in one process sort in creation order; the random tail keeps ids made by
-    different processes in the same nanosecond apart.
+    different processes in the same nanosecond apart. Ids made by different processes do not
+    sort in creation order when their clocks disagree, which is why savers never use id order.
     """
     global _last_ns
     now = time.time_ns()

@@ -9,11 +9,13 @@ checkpoint needs its index, its values and its list prefixes, however long the t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from ._ids import created_at_of
-from .base import Checkpoint
+from .base import Checkpoint, CheckpointDelta
+from .serde import Serializer
 
 Index = dict[str, list[Any]]
 
@@ -35,6 +37,14 @@ def header_of(checkpoint: Checkpoint) -> dict[str, Any]:
         "parent": checkpoint.parent_id,
         "step": checkpoint.step,
         "next": list(checkpoint.next_nodes),
+        **engine_record_of(checkpoint),
+    }
+
+
+def engine_record_of(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The header's fields that may hold any value: metadata and the engine's record of a
+    paused step (``metadata``, ``interrupts``, ``resume``, ``pending``)."""
+    return {
         "metadata": dict(checkpoint.metadata),
         "interrupts": [dict(i) for i in checkpoint.interrupts],
         "resume": {k: list(v) for k, v in checkpoint.resume_values.items()},
@@ -59,3 +69,37 @@ def checkpoint_from(
         resume_values={k: tuple(v) for k, v in header["resume"].items()},
         pending_writes=header["pending"],
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class EncodedPut:
+    """What one ``put`` stores, as bytes: each replaced value, each appended item, the header."""
+
+    replaced: dict[str, bytes]
+    appended: dict[str, list[bytes]]
+    header: bytes
+
+    @property
+    def size(self) -> int:
+        """The bytes a durable saver stores for it (before its index)."""
+        return (
+            sum(map(len, self.replaced.values()))
+            + sum(len(blob) for blobs in self.appended.values() for blob in blobs)
+            + len(self.header)
+        )
+
+
+def encode_put(
+    serializer: Serializer, checkpoint: Checkpoint, delta: CheckpointDelta
+) -> EncodedPut:
+    """Serialize what a ``put`` stores, before anything is written.
+
+    Every saver encodes this way, so a value that cannot be stored fails with the same
+    ``UnserializableValueError`` (message, ``key``, ``path``) in each: replaced values first,
+    then appended items (the path starts at the item), then the header.
+    """
+    s = serializer
+    replaced = {k: s.dumps(v, key=k) for k, v in delta.replaced.items()}
+    appended = {k: [s.dumps(item, key=k) for item in items] for k, items in delta.appended.items()}
+    header = s.dumps(header_of(checkpoint), key="<checkpoint header>")
+    return EncodedPut(replaced, appended, header)

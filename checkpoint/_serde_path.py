@@ -24,6 +24,7 @@ LEAF_TYPES: frozenset[type] = frozenset(
     {
         type(None),
         bool,
+        int,
         float,
         str,
         bytes,
@@ -37,12 +38,10 @@ LEAF_TYPES: frozenset[type] = frozenset(
         Decimal,
     }
 )
-INT_MIN = -(2**63)
-INT_MAX = 2**64 - 1
 #: Deeper than this (containers on the walk; ext levels when packing/unpacking) is an error.
 MAX_DEPTH = 100
 
-Reason = Literal["type", "int_range", "cycle", "depth"]
+Reason = Literal["type", "cycle", "depth"]
 
 #: Given an object, the (path suffix such as ".field", child) pairs of a registered instance,
 #: or None when the object's type is not registered.
@@ -74,9 +73,6 @@ def _walk(
     if cls in LEAF_TYPES:
         return None
     # isinstance() narrows for mypy; the exact type check is what the packer applies.
-    if isinstance(value, int) and cls is int:
-        ok = INT_MIN <= value <= INT_MAX
-        return None if ok else Problem(path, value, "int_range")
     items: Iterable[tuple[str, object]] | None
     if isinstance(value, (list, tuple)) and cls in (list, tuple):
         items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
@@ -151,12 +147,7 @@ def unserializable_error(
     cls = type(problem.obj)
     name = qualified_name(cls)
     at = problem.path or "the value"
-    if problem.reason == "int_range":
-        detail = (
-            f"{at} is an int outside the range msgpack can store ({INT_MIN}..{INT_MAX}). "
-            "Store it as a str or Decimal instead."
-        )
-    elif problem.reason == "cycle":
+    if problem.reason == "cycle":
         detail = (
             f"{at} ({name}) is one of its own containers (a circular reference); "
             "checkpoint state must be a tree. Break the cycle or keep it out of the state."

@@ -20,7 +20,8 @@ class Checkpoint:
     resumes (empty when its run finished). ``interrupts``, ``resume_values`` and
     ``pending_writes`` are the engine's record of a paused step: why it paused, the resume
     values it was given, and the updates of the nodes that finished before the pause (so
-    they do not run again). Savers store them as they are. Ids sort by creation time.
+    they do not run again). Savers store them as they are. Ids are unique and carry the
+    writer's clock (``created_at``); savers never order checkpoints by them.
     """
 
     id: str
@@ -63,6 +64,13 @@ class BaseCheckpointSaver(abc.ABC):
     latest checkpoint (its head) is still ``checkpoint.parent_id`` (``None``: the thread
     must not exist yet); otherwise it raises ``CheckpointConflictError`` and writes nothing.
     ``check_head=False`` moves the head unconditionally (a fork from an old checkpoint).
+
+    Order without clocks: "latest" is the head the last ``put`` moved, ``list`` yields the
+    checkpoints in the reverse of the order they were written to the thread, and retention
+    drops the oldest writes and never the head; none of it looks at the time in an id. What
+    a caller does to the values it passed to ``put`` or got back must not change what is
+    stored, and a value the serializer cannot store fails at ``put`` with
+    ``UnserializableValueError``.
     """
 
     @abc.abstractmethod
@@ -84,7 +92,8 @@ class BaseCheckpointSaver(abc.ABC):
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> Iterator[Checkpoint]:
-        """The thread's checkpoints, newest first; ``before`` starts after that id."""
+        """The thread's checkpoints, newest write first; ``before`` starts after that
+        checkpoint (nothing if the thread does not hold it)."""
 
     @abc.abstractmethod
     def delete_thread(self, thread_id: str) -> None:

@@ -25,6 +25,21 @@ class UnserializableValueError(SerializationError, TypeError):
         self.type_name = type_name
 
 
+class CheckpointPathError(CheckpointError, FileNotFoundError):
+    """A saver was given a file path it cannot create: the directory it names does not exist.
+
+    ``path`` is the path as given. It is also a ``FileNotFoundError`` (``filename`` is set).
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.filename = path
+
+    def __str__(self) -> str:  # OSError would format errno and filename around the message
+        return str(self.args[0])
+
+
 class CheckpointNotFoundError(CheckpointError, LookupError):
     """A checkpoint id, or a thread, that the saver does not hold."""
 

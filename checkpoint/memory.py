@@ -1,76 +1,86 @@
-"""An in-process saver: the embedded default."""
+"""An in-process saver: the embedded default, for tests and one-process apps."""
 
 from __future__ import annotations
 
 import builtins
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 from ._delta import apply_deltas
+from ._frozen import COPY, IMMUTABLE, LIST, SHARE, hand_out, how_to_hand_out, is_frozen
+from ._index import encode_put, engine_record_of
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
-from .errors import CheckpointConflictError
+from .errors import CheckpointConflictError, SerializationError
 from .serde import Serializer
 
 __all__ = ["MemorySaver"]
 
+# Per key of a delta: how a replaced value is handed out; whether appended items all are shared.
+_Kinds = dict[str, Any]
+
 
 class _Record:
-    """One stored checkpoint: its header fields and its delta (objects, or msgpack bytes)."""
+    """One stored checkpoint: its header (as bytes) and its delta, made of objects only this
+    saver holds (values that cannot change are shared, the others are private copies)."""
 
     __slots__ = (
-        "blob",
         "created_at",
         "delta",
+        "header",
         "id",
-        "interrupts",
         "is_base",
-        "metadata",
         "next_nodes",
         "parent_id",
-        "pending_writes",
-        "resume_values",
         "size",
         "step",
     )
 
-    def __init__(self, checkpoint: Checkpoint) -> None:
+    def __init__(
+        self, checkpoint: Checkpoint, delta: CheckpointDelta, header: bytes, size: int
+    ) -> None:
         self.id = checkpoint.id
         self.parent_id = checkpoint.parent_id
         self.step = checkpoint.step
         self.next_nodes = checkpoint.next_nodes
-        self.created_at = checkpoint.created_at
-        self.metadata: Mapping[str, Any] = checkpoint.metadata
-        self.interrupts: tuple[Mapping[str, Any], ...] = checkpoint.interrupts
-        self.resume_values: Mapping[str, Sequence[Any]] = checkpoint.resume_values
-        self.pending_writes: Mapping[str, Any] = checkpoint.pending_writes
-        self.delta: CheckpointDelta | None = None
-        self.blob: bytes | None = None
-        self.size: int | None = None  # serialized bytes, computed once when asked
+        self.created_at: datetime = checkpoint.created_at
+        self.header = header  # [metadata, interrupts, resume values, pending writes]
+        self.delta = delta
+        self.size: int | None = size  # serialized bytes; None: compute when asked
         # A base record's delta holds the full values: rebuilding stops here.
         self.is_base = checkpoint.parent_id is None
 
 
 class _Thread:
-    __slots__ = ("children", "head", "head_values", "records")
+    __slots__ = ("children", "head", "head_how", "head_owned", "head_values", "records")
 
     def __init__(self) -> None:
-        self.records: dict[str, _Record] = {}  # insertion order is creation order
+        self.records: dict[str, _Record] = {}  # insertion order is the order of the writes
         self.children: dict[str, list[str]] = {}
         self.head: str | None = None
-        self.head_values: Mapping[str, Any] | None = None
+        # The head's values (private: never handed out), how to hand each out, and the keys
+        # whose list was made here (so it may be extended in place).
+        self.head_values: dict[str, Any] = {}
+        self.head_how: dict[str, int] = {}
+        self.head_owned: set[str] = set()
 
 
 class MemorySaver(BaseCheckpointSaver):
-    """Checkpoints kept in this process's memory, incrementally: each checkpoint holds only
-    its delta, and the latest state is cached, so a step costs the same however long the
-    thread, and a thread of N messages holds N messages, not every prefix of them.
+    """Checkpoints kept in this process's memory: for tests and one-process apps (use
+    ``SqliteSaver`` or ``RedisSaver`` for anything that must survive the process).
 
-    ``max_threads`` keeps only the most recently used threads; ``max_retained`` keeps only
-    the newest checkpoints of each thread (the oldest kept one is rebuilt as a full base).
-    ``copy=True`` stores msgpack bytes instead of the objects themselves: values are
-    isolated from later mutation and checked to be serializable, as a durable saver would.
+    Stored incrementally: each checkpoint holds only its delta, and the latest state is kept
+    whole, so a step costs the same however long the thread. It behaves like a durable saver:
+    a value the serializer cannot store fails at ``put`` with ``UnserializableValueError``,
+    and nothing a caller does to what it passed to ``put`` or got from ``get``/``list``
+    changes what is stored (unchangeable values are shared, the rest is copied).
+
+    ``max_threads`` keeps only the most recently used threads (a read or a write is a use);
+    ``max_retained`` keeps only the newest checkpoints of each thread (the oldest kept one is
+    rebuilt as a full base). ``copy=True`` hands out a full msgpack round trip of every
+    value on every read, frozen ones included, as a durable saver's read would.
     """
 
     def __init__(
@@ -82,7 +92,7 @@ class MemorySaver(BaseCheckpointSaver):
         serializer: Serializer | None = None,
     ) -> None:
         for name, limit in (("max_threads", max_threads), ("max_retained", max_retained)):
-            if limit is not None and (not isinstance(limit, int) or limit < 1):
+            if limit is not None and (type(limit) is not int or limit < 1):
                 raise ValueError(
                     f"MemorySaver({name}=...) must be a positive int or None, got {limit!r}"
                 )
@@ -110,11 +120,9 @@ class MemorySaver(BaseCheckpointSaver):
     ) -> None:
         if delta is None:
             delta = CheckpointDelta.full(checkpoint.values)
-        record = _Record(checkpoint)
-        if self.copy:
-            record.blob = self._encode(record, delta)  # fails before anything is stored
-        else:
-            record.delta = delta
+        header, size = self._encode(checkpoint, delta)  # an unstorable value fails here
+        private, kinds = self._private(delta)
+        record = _Record(checkpoint, private, header, size)
         with self._lock:
             thread = self._threads.get(checkpoint.thread_id)
             head = thread.head if thread is not None else None
@@ -122,54 +130,95 @@ class MemorySaver(BaseCheckpointSaver):
                 raise CheckpointConflictError.moved(
                     checkpoint.thread_id, checkpoint.parent_id, head
                 )
+            if record.parent_id is not None and (
+                thread is None or record.parent_id not in thread.records
+            ):  # the parent was pruned (or forgotten): keep the full values here
+                full = CheckpointDelta.full(checkpoint.values)
+                _, record.size = self._encode(checkpoint, full)
+                record.delta, kinds = self._private(full)
+                record.is_base = True
             if thread is None:
                 thread = self._threads[checkpoint.thread_id] = _Thread()
                 if self.max_threads is not None and len(self._threads) > self.max_threads:
                     self._threads.popitem(last=False)
             else:
                 self._threads.move_to_end(checkpoint.thread_id)
-            if record.parent_id is not None and record.parent_id not in thread.records:
-                record.is_base = True  # the parent was pruned: keep full values here
-                record.delta, record.blob = self._rebase_delta(thread, record, checkpoint.values)
+            thread.records.pop(record.id, None)  # written again: it is the newest write now
             thread.records[record.id] = record
             if record.parent_id is not None:
                 thread.children.setdefault(record.parent_id, []).append(record.id)
-            if self.copy:
-                thread.head_values = self._private_head(thread, head, record)
-            else:
-                thread.head_values = checkpoint.values
+            self._advance_head(thread, head, record, kinds)
             thread.head = record.id
             if self.max_retained is not None:
                 self._prune(thread, self.max_retained)
 
-    def _private_head(
-        self, thread: _Thread, old_head: str | None, record: _Record
-    ) -> dict[str, Any]:
-        """Copy mode: the new head's values as objects only this saver holds, advanced in
-        place from the old head's when the record extends it, so a write costs its delta."""
-        old = thread.head_values
-        if old is None or record.parent_id != old_head or record.is_base:
-            return self._materialize(thread, record)
-        values: dict[str, Any] = old  # type: ignore[assignment]  # private: never handed out
-        delta = self._delta(record)
-        values.update(delta.replaced)
+    def _encode(self, checkpoint: Checkpoint, delta: CheckpointDelta) -> tuple[bytes, int]:
+        """Check that ``put`` could store this as a durable saver would; return the header's
+        bytes and the size of everything. A value that cannot be stored raises the
+        ``UnserializableValueError`` every saver raises (same message, key and path)."""
+        s = self.serializer
+        try:
+            header = s.dumps(list(engine_record_of(checkpoint).values()))
+            body = s.dumps([dict(delta.replaced), {k: list(v) for k, v in delta.appended.items()}])
+        except SerializationError:
+            encoded = encode_put(s, checkpoint, delta)  # raises the durable savers' error
+            return s.dumps(list(engine_record_of(checkpoint).values())), encoded.size
+        return header, len(header) + len(body)
+
+    def _private(self, delta: CheckpointDelta) -> tuple[CheckpointDelta, _Kinds]:
+        """The delta made of objects the caller cannot reach (values that cannot change as
+        they are, the others copied), and how each key may be handed out: for a replaced
+        key, ``how_to_hand_out``; for an appended one, whether every new item is shared."""
+        s = self.serializer
+        replaced: dict[str, Any] = {}
+        kinds: _Kinds = {}
+        for key, value in delta.replaced.items():
+            kinds[key] = how = how_to_hand_out(value)
+            replaced[key] = hand_out(value, how, s)
+        appended: dict[str, list[Any]] = {}
         for key, items in delta.appended.items():
+            appended[key] = own = []
+            kinds[key] = True
+            for item in items:
+                if type(item) in IMMUTABLE or is_frozen(item):
+                    own.append(item)
+                else:
+                    own.append(hand_out(item, COPY, s))
+                    kinds[key] = False
+        return CheckpointDelta(appended=appended, replaced=replaced), kinds
+
+    def _advance_head(
+        self, thread: _Thread, old_head: str | None, record: _Record, kinds: _Kinds
+    ) -> None:
+        """Make the thread's kept head values those of ``record``: advanced in place by its
+        delta when it extends the old head, so a write costs its delta; rebuilt otherwise."""
+        if record.parent_id != old_head or record.is_base or old_head is None:
+            values = self._materialize(thread, record)
+            thread.head_values = values
+            thread.head_how = {k: how_to_hand_out(v) for k, v in values.items()}
+            thread.head_owned = set()  # a list may be a record's: copied on its first append
+            return
+        values, how, owned = thread.head_values, thread.head_how, thread.head_owned
+        for key, value in record.delta.replaced.items():
+            values[key] = value
+            how[key] = kinds[key]
+            owned.discard(key)
+        for key, items in record.delta.appended.items():
             current = values.get(key)
-            if isinstance(current, list):
-                current.extend(items)
+            was = how.get(key, LIST) if current is not None else LIST
+            if key in owned:
+                current.extend(items)  # type: ignore[union-attr]
             else:
                 values[key] = [*(current or ()), *items]
-        return values
-
-    def _rebase_delta(
-        self, thread: _Thread, record: _Record, values: Mapping[str, Any]
-    ) -> tuple[CheckpointDelta | None, bytes | None]:
-        full = CheckpointDelta.full(values)
-        if self.copy:
-            return None, self._encode(record, full)
-        return full, None
+                owned.add(key)
+            if was == LIST and kinds[key]:
+                how[key] = LIST
+            else:
+                how[key] = how_to_hand_out(values[key])
 
     def _prune(self, thread: _Thread, keep: int) -> None:
+        """Drop the oldest writes until ``keep`` checkpoints remain; the head, the last write,
+        always stays. A child of a dropped checkpoint becomes a full base."""
         while len(thread.records) > keep:
             oldest_id = next(iter(thread.records))
             if oldest_id == thread.head:
@@ -177,8 +226,7 @@ class MemorySaver(BaseCheckpointSaver):
             for child_id in thread.children.pop(oldest_id, ()):
                 child = thread.records.get(child_id)
                 if child is not None and not child.is_base:
-                    values = self._materialize(thread, child)
-                    child.delta, child.blob = self._rebase_delta(thread, child, values)
+                    child.delta = CheckpointDelta.full(self._materialize(thread, child))
                     child.is_base = True
                     child.size = None
             del thread.records[oldest_id]
@@ -190,6 +238,7 @@ class MemorySaver(BaseCheckpointSaver):
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        s = self.serializer
         with self._lock:
             thread = self._threads.get(thread_id)
             if thread is None:
@@ -199,23 +248,35 @@ class MemorySaver(BaseCheckpointSaver):
             record = thread.records.get(record_id) if record_id is not None else None
             if record is None:
                 return None
-            if record.id == thread.head and thread.head_values is not None:
-                values = thread.head_values
-                if self.copy:  # hand out a copy, as a durable saver's read would
-                    s = self.serializer
-                    values = s.loads_mapping(s.dumps_mapping(values))
+            if self.copy:
+                source = thread.head_values if record.id == thread.head else None
+                values = s.loads_mapping(
+                    s.dumps_mapping(source or self._materialize(thread, record))
+                )
+            elif record.id == thread.head:
+                how = thread.head_how
+                values = {
+                    k: v if how[k] == SHARE else list(v) if how[k] == LIST else hand_out(v, COPY, s)
+                    for k, v in thread.head_values.items()
+                }
             else:
-                values = self._materialize(thread, record)
+                values = {
+                    k: hand_out(v, how_to_hand_out(v), s)
+                    for k, v in self._materialize(thread, record).items()
+                }
             return self._checkpoint(thread_id, record, values)
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> Iterator[Checkpoint]:
+        """Newest first: the reverse of the order the checkpoints were written in (never the
+        order of their ids). ``before`` starts after that checkpoint; one this thread does not
+        hold (pruned, or never written) gives nothing."""
         with self._lock:
             thread = self._threads.get(thread_id)
             ids = list(reversed(thread.records)) if thread is not None else []
         if before is not None:
-            ids = [i for i in ids if i < before]
+            ids = ids[ids.index(before) + 1 :] if before in ids else []
         if limit is not None:
             ids = ids[:limit]
         for record_id in ids:
@@ -223,19 +284,18 @@ class MemorySaver(BaseCheckpointSaver):
             if checkpoint is not None:  # pruned meanwhile
                 yield checkpoint
 
-    def _materialize(self, thread: _Thread, record: _Record) -> dict[str, Any]:
+    def _chain(self, thread: _Thread, record: _Record) -> builtins.list[_Record]:
+        """``record`` and its ancestors back to the nearest full base, newest first."""
         chain = [record]
         while not chain[-1].is_base:
-            parent = thread.records[chain[-1].parent_id]  # type: ignore[index]
-            chain.append(parent)
-        return apply_deltas(self._delta(r) for r in reversed(chain))
+            chain.append(thread.records[chain[-1].parent_id])  # type: ignore[index]
+        return chain
+
+    def _materialize(self, thread: _Thread, record: _Record) -> dict[str, Any]:
+        return apply_deltas(r.delta for r in reversed(self._chain(thread, record)))
 
     def _checkpoint(self, thread_id: str, record: _Record, values: Mapping[str, Any]) -> Checkpoint:
-        metadata, interrupts, resume_values, pending_writes = (
-            self._decode_header(record.blob)
-            if record.blob is not None
-            else (record.metadata, record.interrupts, record.resume_values, record.pending_writes)
-        )
+        metadata, interrupts, resume, pending = self.serializer.loads(record.header)
         return Checkpoint(
             id=record.id,
             thread_id=thread_id,
@@ -245,63 +305,26 @@ class MemorySaver(BaseCheckpointSaver):
             values=values,
             created_at=record.created_at,
             metadata=metadata,
-            interrupts=interrupts,
-            resume_values=resume_values,
-            pending_writes=pending_writes,
+            interrupts=tuple(interrupts),
+            resume_values={k: tuple(v) for k, v in resume.items()},
+            pending_writes=pending,
         )
 
-    # -- encoding (copy mode) and accounting ----------------------------------------------
-
-    def _encode(self, record: _Record, delta: CheckpointDelta) -> bytes:
-        s = self.serializer
-        return s.dumps(
-            [
-                s.dumps_mapping(delta.appended),
-                s.dumps_mapping(delta.replaced),
-                s.dumps(dict(record.metadata), key="<checkpoint metadata>"),
-                s.dumps([dict(i) for i in record.interrupts], key="<interrupt values>"),
-                s.dumps(
-                    {k: list(v) for k, v in record.resume_values.items()}, key="<resume values>"
-                ),
-                s.dumps_mapping(record.pending_writes),
-            ]
-        )
-
-    def _delta(self, record: _Record) -> CheckpointDelta:
-        if record.delta is not None:
-            return record.delta
-        assert record.blob is not None
-        appended, replaced, *_ = self.serializer.loads(record.blob)
-        return CheckpointDelta(
-            appended=self.serializer.loads_mapping(appended),
-            replaced=self.serializer.loads_mapping(replaced),
-        )
-
-    def _decode_header(
-        self, blob: bytes
-    ) -> tuple[
-        dict[str, Any], tuple[dict[str, Any], ...], dict[str, tuple[Any, ...]], dict[str, Any]
-    ]:
-        s = self.serializer
-        _, _, metadata, interrupts, resume_values, pending_writes = s.loads(blob)
-        return (
-            s.loads(metadata),
-            tuple(s.loads(interrupts)),
-            {k: tuple(v) for k, v in s.loads(resume_values).items()},
-            s.loads_mapping(pending_writes),
-        )
+    # -- accounting --------------------------------------------------------------------------
 
     def stored_bytes(self, thread_id: str) -> int:
-        """Serialized bytes this saver holds for the thread (what a durable saver would store)."""
+        """Serialized bytes of the thread's checkpoints (what a durable saver would store)."""
+        s = self.serializer
         with self._lock:
             thread = self._threads.get(thread_id)
             if thread is None:
                 return 0
             total = 0
             for record in thread.records.values():
-                if record.size is None:
-                    blob = record.blob or self._encode(record, self._delta(record))
-                    record.size = len(blob)
+                if record.size is None:  # a rebuilt base
+                    delta = record.delta
+                    body = s.dumps([dict(delta.replaced), dict(delta.appended)])
+                    record.size = len(record.header) + len(body)
                 total += record.size
             return total
 
@@ -314,7 +337,7 @@ class MemorySaver(BaseCheckpointSaver):
                 return 0
             total = 0
             for record in thread.records.values():
-                delta = self._delta(record)
+                delta = record.delta
                 total += sum(len(items) for items in delta.appended.values())
                 total += sum(
                     len(v) if isinstance(v, (list, tuple)) else 1 for v in delta.replaced.values()

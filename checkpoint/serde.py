@@ -3,7 +3,9 @@
 Bytes read from a store can only ever produce plain data (None, bool, int, float, str, bytes,
 list, tuple, dict, set, frozenset, datetime, date, time, timedelta, UUID, Decimal) and instances
 of classes that were registered in the serializer's ``TypeRegistry``. Loading never imports a
-module or looks a name up anywhere but in that registry, so stored bytes cannot run code.
+module or looks a name up anywhere but in that registry, so stored bytes cannot run code. (A
+time zone key is looked up with ``zoneinfo.ZoneInfo``, which reads the system's tz database or
+the ``tzdata`` package, once it has matched the shape of an IANA key.)
 
 Values that are not natively msgpack travel as ext types whose payload is itself msgpack made
 by the same rules (so tuples of models of sets nest freely):
@@ -13,15 +15,21 @@ by the same rules (so tuples of models of sets nest freely):
        1  tuple                 [items...]
        2  set                   [members...]
        3  frozenset             [members...]
-       4  datetime              [y, mo, d, h, mi, s, us, fold, utc offset in us | nil]
+       4  datetime              [y, mo, d, h, mi, s, us, fold, utc offset in us | nil, zone?]
        5  date                  proleptic Gregorian ordinal (int)
-       6  time                  [h, mi, s, us, fold, utc offset in us | nil]
+       6  time                  [h, mi, s, us, fold, utc offset in us | nil, zone?]
        7  timedelta             [days, seconds, microseconds]
        8  UUID                  16 bytes
        9  Decimal               str(value)
       10  registered model      [registered name, {field name: value}, {extra: value} | nil]
       11  registered dataclass  [registered name, {init field name: value}]
       12  registered enum       [registered name, member value]
+      13  int beyond 64 bits    big-endian two's complement bytes
+
+``zone`` is present only when the value's tzinfo says more than its offset: the key (str) of a
+``zoneinfo.ZoneInfo``, or ``[name]`` for a ``datetime.timezone`` made with a name. Bytes
+without it (made before it existed) still load, with a fixed-offset tzinfo. A zone key that
+this machine's tz database does not know loads as that fixed offset, the same instant.
 
 msgpack's own timestamp ext (-1) is decoded to an aware UTC datetime; any other code is an error.
 """
@@ -32,11 +40,13 @@ import dataclasses
 import datetime as _dt
 import enum
 import inspect
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any, TypeVar, overload
 from uuid import UUID
+from zoneinfo import ZoneInfo
 
 import msgpack
 from pydantic import BaseModel, RootModel
@@ -50,6 +60,7 @@ T = TypeVar("T")
 
 _TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIME, _TIMEDELTA, _UUID, _DECIMAL = range(1, 10)
 _MODEL, _DATACLASS, _ENUM = 10, 11, 12
+_BIGINT = 13
 _KIND_NAMES = {_MODEL: "a pydantic model", _DATACLASS: "a dataclass", _ENUM: "an enum"}
 
 # pydantic >= 2.11 can validate by field name even when a field has an alias.
@@ -66,6 +77,7 @@ class _Entry:
     fields: tuple[str, ...]  # model fields / dataclass init fields; () for enums
     aliases: Mapping[str, str]  # field name -> validation key, only on pydantic < 2.11
     is_root: bool = False  # a pydantic RootModel: validated from its root value
+    field_set: frozenset[str] = frozenset()  # the fields, to compare with an instance's __dict__
 
 
 class TypeRegistry:
@@ -143,7 +155,9 @@ def _make_entry(cls: type, name: str) -> _Entry:
                 alias = info.validation_alias or info.alias
                 if isinstance(alias, str):
                     aliases[fname] = alias
-        return _Entry(cls, name, _MODEL, fields, aliases, issubclass(cls, RootModel))
+        return _Entry(
+            cls, name, _MODEL, fields, aliases, issubclass(cls, RootModel), frozenset(fields)
+        )
     if issubclass(cls, enum.Enum):
         return _Entry(cls, name, _ENUM, (), {})
     if dataclasses.is_dataclass(cls):
@@ -199,6 +213,11 @@ def _new_packer(default: Callable[[Any], Any]) -> Any:
     return msgpack.Packer(default=default, use_bin_type=True, strict_types=True, autoreset=True)
 
 
+def _ext(code: int, data: bytes) -> msgpack.ExtType:
+    """``msgpack.ExtType(code, data)`` without its argument checks (ours are always right)."""
+    return tuple.__new__(msgpack.ExtType, (code, data))
+
+
 def _offset_us(value: _dt.datetime | _dt.time) -> int | None:
     offset = value.utcoffset()
     return None if offset is None else offset // _dt.timedelta(microseconds=1)
@@ -210,16 +229,69 @@ def _tz(offset_us: int | None) -> _dt.timezone | None:
     return _dt.timezone(_dt.timedelta(microseconds=offset_us))
 
 
+# The shape of an IANA zone key ("Europe/Paris", "Etc/GMT+5", "America/Port-au-Prince").
+_ZONE_KEY = re.compile(r"[A-Za-z0-9_+\-]{1,64}(?:/[A-Za-z0-9_+\-]{1,64}){0,3}")
+
+
+def _zone(tz: _dt.tzinfo | None) -> list[Any]:
+    """What a tzinfo says besides its offset: ``[key]`` of a ZoneInfo, ``[[name]]`` of a
+    named ``timezone``; ``[]`` when the offset says it all."""
+    if isinstance(tz, ZoneInfo):
+        return [] if tz.key is None else [tz.key]
+    if type(tz) is _dt.timezone:
+        name = tz.tzname(None)
+        if name != _dt.timezone(tz.utcoffset(None)).tzname(None):
+            return [[name]]
+    return []
+
+
+def _tz_of(offset_us: int | None, zone: list[Any]) -> _dt.tzinfo | None:
+    """The tzinfo a stored offset and zone describe."""
+    if not zone:
+        return _tz(offset_us)
+    if len(zone) != 1:
+        raise SerializationError(f"corrupt time zone in checkpoint data: {zone!r}")
+    (spec,) = zone
+    if type(spec) is list and len(spec) == 1 and type(spec[0]) is str and offset_us is not None:
+        return _dt.timezone(_dt.timedelta(microseconds=offset_us), spec[0])
+    if type(spec) is not str or not _ZONE_KEY.fullmatch(spec):
+        raise SerializationError(f"corrupt time zone in checkpoint data: {spec!r}")
+    try:
+        return ZoneInfo(spec)
+    except (KeyError, ValueError, OSError):  # unknown here: keep the instant, as its offset
+        return _tz(offset_us)
+
+
+def _encode_datetime(v: _dt.datetime) -> tuple[int, object]:
+    fields = [v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, v.fold]
+    return _DATETIME, [*fields, _offset_us(v), *_zone(v.tzinfo)]
+
+
+def _encode_time(v: _dt.time) -> tuple[int, object]:
+    return _TIME, [
+        v.hour,
+        v.minute,
+        v.second,
+        v.microsecond,
+        v.fold,
+        _offset_us(v),
+        *_zone(v.tzinfo),
+    ]
+
+
+def _encode_int(v: int) -> tuple[int, object]:
+    """Only ints msgpack cannot store natively (beyond 64 bits) come here."""
+    return _BIGINT, v.to_bytes(v.bit_length() // 8 + 1, "big", signed=True)
+
+
 _ENCODERS: dict[type, Callable[[Any], tuple[int, object]]] = {
     tuple: lambda v: (_TUPLE, list(v)),
     set: lambda v: (_SET, list(v)),
     frozenset: lambda v: (_FROZENSET, list(v)),
-    _dt.datetime: lambda v: (
-        _DATETIME,
-        [v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, v.fold, _offset_us(v)],
-    ),
+    _dt.datetime: _encode_datetime,
     _dt.date: lambda v: (_DATE, v.toordinal()),
-    _dt.time: lambda v: (_TIME, [v.hour, v.minute, v.second, v.microsecond, v.fold, _offset_us(v)]),
+    _dt.time: _encode_time,
+    int: _encode_int,
     _dt.timedelta: lambda v: (_TIMEDELTA, [v.days, v.seconds, v.microseconds]),
     UUID: lambda v: (_UUID, v.bytes),
     Decimal: lambda v: (_DECIMAL, str(v)),
@@ -238,14 +310,20 @@ def _str(payload: object) -> str:
     return payload
 
 
+def _bytes(payload: object) -> bytes:
+    if type(payload) is not bytes:
+        raise SerializationError(f"corrupt ext payload: expected bytes, got {payload!r}")
+    return payload
+
+
 def _datetime(p: object) -> _dt.datetime:
-    y, mo, d, h, mi, s, us, fold, off = _list(p)
-    return _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_tz(off), fold=fold)
+    y, mo, d, h, mi, s, us, fold, off, *zone = _list(p)
+    return _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_tz_of(off, zone), fold=fold)
 
 
 def _time(p: object) -> _dt.time:
-    h, mi, s, us, fold, off = _list(p)
-    return _dt.time(h, mi, s, us, tzinfo=_tz(off), fold=fold)
+    h, mi, s, us, fold, off, *zone = _list(p)
+    return _dt.time(h, mi, s, us, tzinfo=_tz_of(off, zone), fold=fold)
 
 
 _DECODERS: dict[int, tuple[str, Callable[[Any], object]]] = {
@@ -258,6 +336,7 @@ _DECODERS: dict[int, tuple[str, Callable[[Any], object]]] = {
     _TIMEDELTA: ("timedelta", lambda p: _dt.timedelta(*_list(p))),
     _UUID: ("UUID", lambda p: UUID(bytes=p)),
     _DECIMAL: ("Decimal", lambda p: Decimal(_str(p))),
+    _BIGINT: ("int", lambda p: int.from_bytes(_bytes(p), "big", signed=True)),
 }
 
 
@@ -322,7 +401,7 @@ class Serializer:
         encode = _ENCODERS.get(cls)
         if encode is not None:
             code, payload = encode(obj)
-            return msgpack.ExtType(code, self._pack(payload))
+            return _ext(code, self._pack(payload))
         entry = self.registry._by_cls.get(cls)
         if entry is None:
             raise TypeError(f"{qualified_name(cls)} is not an allowed checkpoint type")
@@ -331,10 +410,12 @@ class Serializer:
         elif entry.kind == _MODEL:
             attrs = obj.__dict__
             extra = obj.__pydantic_extra__  # type: ignore[attr-defined]
-            body = [entry.name, {f: attrs[f] for f in entry.fields}, extra or None]
+            if attrs.keys() != entry.field_set:  # e.g. a cached_property's value is there too
+                attrs = {f: attrs[f] for f in entry.fields}
+            body = [entry.name, attrs, extra or None]
         else:
             body = [entry.name, {f: getattr(obj, f) for f in entry.fields}]
-        return msgpack.ExtType(entry.kind, self._pack(body))
+        return _ext(entry.kind, self._pack(body))
 
     def _children_of(self, obj: object) -> Iterable[tuple[str, object]] | None:
         entry = self.registry._by_cls.get(type(obj))

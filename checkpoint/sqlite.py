@@ -3,40 +3,41 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._index import LIST, VALUE, Index, checkpoint_from, header_of, list_ref, value_ref
+from ._index import (
+    LIST,
+    VALUE,
+    Index,
+    checkpoint_from,
+    encode_put,
+    list_ref,
+    value_ref,
+)
+from ._sqlite_open import Transaction, connect, hint_for
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, CheckpointError
 from .serde import Serializer
 
 __all__ = ["SqliteSaver"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS threads (
-    thread_id TEXT PRIMARY KEY, head TEXT NOT NULL, next_list INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS checkpoints (
-    thread_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL, parent_id TEXT, step INTEGER NOT NULL,
-    header BLOB NOT NULL, idx BLOB NOT NULL, PRIMARY KEY (thread_id, checkpoint_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS vals (
-    thread_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_id, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS lists (
-    thread_id TEXT NOT NULL, list_no INTEGER NOT NULL, length INTEGER NOT NULL,
-    PRIMARY KEY (thread_id, list_no)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS items (
-    thread_id TEXT NOT NULL, list_no INTEGER NOT NULL, pos INTEGER NOT NULL, value BLOB NOT NULL,
-    PRIMARY KEY (thread_id, list_no, pos)
-) WITHOUT ROWID;
-"""
+_COLUMNS = "checkpoint_id, parent_id, step, header, idx"
+_CHUNK = 500  # ids per IN (...) query, well below SQLite's limit on parameters
+Row = tuple[str, "str | None", int, bytes, bytes]
+
+
+class _Blobs:
+    """The stored bytes some checkpoints' values are made of, read in one transaction."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], bytes] = {}  # (checkpoint id, key) -> value
+        self.lists: dict[int, list[bytes]] = {}  # list number -> its items, as far as needed
 
 
 class SqliteSaver(BaseCheckpointSaver):
@@ -44,11 +45,18 @@ class SqliteSaver(BaseCheckpointSaver):
     transaction that stores its delta (new list items, changed values) and a small index,
     and moves the thread's head only if it is still the writer's parent
     (``CheckpointConflictError`` otherwise, with nothing written). Reading a checkpoint costs
-    a fixed number of queries however long the thread. Safe to share between threads and
-    processes; the async methods run in worker threads.
+    a fixed number of queries however long the thread, all in one read transaction, so a
+    read sees one consistent state even while another process writes and prunes the thread.
+    Safe to share between threads and processes; the async methods run in worker threads.
 
-    ``max_retained`` keeps only the newest checkpoints of each thread (the conversation
-    itself is kept: list items are shared by every checkpoint that reaches them).
+    "Latest", the order of ``list`` and retention follow the order in which checkpoints were
+    written to their thread (a number each write takes in its transaction), never the clock
+    in their ids. ``max_retained`` keeps only the newest checkpoints of each thread (the
+    conversation itself is kept: list items are shared by every checkpoint that reaches them).
+
+    Close it with ``close()`` / ``aclose()``, or use it as a (sync or async) context manager.
+    Errors name the file; a path whose directory does not exist raises
+    ``CheckpointPathError``.
     """
 
     def __init__(
@@ -60,22 +68,18 @@ class SqliteSaver(BaseCheckpointSaver):
         uri: bool = False,
         timeout: float = 30.0,
     ) -> None:
-        if max_retained is not None and (not isinstance(max_retained, int) or max_retained < 1):
+        self._closed = True  # until the connection is open (__del__ looks at it)
+        if max_retained is not None and (type(max_retained) is not int or max_retained < 1):
             raise ValueError(
                 f"SqliteSaver(max_retained=...) must be a positive int or None, got {max_retained!r}"
             )
         self.path = str(path)
         self.max_retained = max_retained
         self.serializer = serializer or Serializer()
+        self.timeout = timeout
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            self.path, uri=uri, timeout=timeout, check_same_thread=False, isolation_level=None
-        )
-        with self._lock:
-            if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+        self._conn = connect(self.path, uri=uri, timeout=timeout)
+        self._closed = False
 
     @classmethod
     def from_conn_string(cls, conn_string: str, **options: Any) -> SqliteSaver:
@@ -85,15 +89,65 @@ class SqliteSaver(BaseCheckpointSaver):
     def __repr__(self) -> str:
         return f"SqliteSaver({self.path!r}, max_retained={self.max_retained})"
 
+    # -- lifetime ----------------------------------------------------------------------------
+
     def close(self) -> None:
+        """Close the connection (idempotent). The saver cannot be used afterwards."""
         with self._lock:
-            self._conn.close()
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    async def aclose(self) -> None:
+        """``close()`` for async code."""
+        self.close()
 
     def __enter__(self) -> SqliteSaver:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> SqliteSaver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        try:
+            warnings.warn(
+                f"unclosed {self!r}: call close() (or aclose()), or use 'with SqliteSaver(...)'",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+        except ResourceWarning:  # warnings are errors here: let it be reported
+            raise
+        except Exception:  # the interpreter is shutting down: nothing to warn with
+            pass
+        finally:
+            self._conn.close()
+
+    @contextlib.contextmanager
+    def _using(self, doing: str) -> Iterator[None]:
+        """Turn a sqlite3 error into a ``CheckpointError`` that names the file and the fix."""
+        if self._closed:
+            raise CheckpointError(
+                f"{self!r} is closed, so it cannot be used for {doing}: open a new SqliteSaver"
+            )
+        try:
+            yield
+        except sqlite3.Error as exc:
+            if self._closed:
+                raise CheckpointError(f"{self!r} was closed while {doing}") from exc
+            raise CheckpointError(
+                f"{self!r} failed while {doing}: {type(exc).__name__}: {exc}; "
+                f"{hint_for(exc, self.timeout)}"
+            ) from exc
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -107,13 +161,14 @@ class SqliteSaver(BaseCheckpointSaver):
         s = self.serializer
         delta = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         # Serialize first: a value that cannot be stored fails before anything is written.
-        replaced = {k: s.dumps(v, key=k) for k, v in delta.replaced.items()}
-        appended = {
-            k: [s.dumps(item, key=k) for item in items] for k, items in delta.appended.items()
-        }
-        header = s.dumps(header_of(checkpoint), key="<checkpoint header>")
+        encoded = encode_put(s, checkpoint, delta)
+        replaced, appended = encoded.replaced, encoded.appended
         thread, cid = checkpoint.thread_id, checkpoint.id
-        with self._lock, self._transaction() as db:
+        with (
+            self._using(f"writing checkpoint {cid!r} of thread {thread!r}"),
+            self._lock,
+            Transaction(self._conn) as db,
+        ):
             row = db.execute(
                 "SELECT head, next_list FROM threads WHERE thread_id = ?", (thread,)
             ).fetchone()
@@ -150,9 +205,22 @@ class SqliteSaver(BaseCheckpointSaver):
                     (thread, list_no, length + len(blobs)),
                 )
                 index[key] = list_ref(list_no, length + len(blobs))
+            # The order of the writes to the thread: what "newest" means, whatever the clocks.
+            (seq,) = db.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM checkpoints WHERE thread_id = ?", (thread,)
+            ).fetchone()
             db.execute(
-                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?)",
-                (thread, cid, checkpoint.parent_id, checkpoint.step, header, s.dumps(index)),
+                "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, header, idx, "
+                "seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    thread,
+                    cid,
+                    checkpoint.parent_id,
+                    checkpoint.step,
+                    encoded.header,
+                    s.dumps(index),
+                    seq,
+                ),
             )
             db.execute(
                 "INSERT INTO threads VALUES (?, ?, ?) ON CONFLICT (thread_id) "
@@ -160,10 +228,7 @@ class SqliteSaver(BaseCheckpointSaver):
                 (thread, cid, next_list),
             )
             if self.max_retained is not None:
-                self._prune(db, thread, self.max_retained)
-
-    def _transaction(self) -> Any:
-        return _Transaction(self._conn)
+                self._prune(db, thread, cid, self.max_retained)
 
     def _index(self, db: sqlite3.Connection, thread: str, checkpoint_id: str) -> Index | None:
         row = db.execute(
@@ -210,16 +275,17 @@ class SqliteSaver(BaseCheckpointSaver):
             return next_list, len(items), next_list + 1
         return next_list, 0, next_list + 1
 
-    def _prune(self, db: sqlite3.Connection, thread: str, keep: int) -> None:
-        """Drop all but the newest ``keep`` checkpoints, then every value and list that no
-        kept checkpoint's index refers to."""
+    def _prune(self, db: sqlite3.Connection, thread: str, head: str, keep: int) -> None:
+        """Drop all but the newest ``keep`` checkpoints (by the order of the writes; never the
+        head), then every value and list that no kept checkpoint's index refers to."""
         old = [
             cid
             for (cid,) in db.execute(
                 "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? "
-                "ORDER BY checkpoint_id DESC LIMIT -1 OFFSET ?",
+                "ORDER BY seq DESC LIMIT -1 OFFSET ?",
                 (thread, keep),
             )
+            if cid != head
         ]
         if not old:
             return
@@ -254,14 +320,23 @@ class SqliteSaver(BaseCheckpointSaver):
         db.executemany("DELETE FROM lists WHERE thread_id = ? AND list_no = ?", stale_lists)
 
     def delete_thread(self, thread_id: str) -> None:
-        with self._lock, self._transaction() as db:
+        with (
+            self._using(f"deleting thread {thread_id!r}"),
+            self._lock,
+            Transaction(self._conn) as db,
+        ):
             for table in ("threads", "checkpoints", "vals", "lists", "items"):
                 db.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
 
-    # -- reading -----------------------------------------------------------------------------
+    # -- reading: each read is one read transaction, one snapshot of the file ----------------
+
+    @contextlib.contextmanager
+    def _read(self, doing: str) -> Iterator[None]:
+        with self._using(doing), self._lock, Transaction(self._conn, "BEGIN"):
+            yield
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        with self._lock:
+        with self._read(f"reading thread {thread_id!r}"):
             db = self._conn
             if checkpoint_id is None:
                 row = db.execute(
@@ -272,73 +347,105 @@ class SqliteSaver(BaseCheckpointSaver):
                 ).fetchone()
             else:
                 row = db.execute(
-                    "SELECT checkpoint_id, parent_id, step, header, idx FROM checkpoints "
-                    "WHERE thread_id = ? AND checkpoint_id = ?",
+                    f"SELECT {_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
                     (thread_id, checkpoint_id),
                 ).fetchone()
             if row is None:
                 return None
-            cid, parent_id, step, header_blob, index_blob = row
-            values = self._values(db, thread_id, self.serializer.loads(index_blob))
-        header = self.serializer.loads(header_blob)
-        return checkpoint_from(
-            {**header, "parent": parent_id, "step": step}, cid, thread_id, values
-        )
-
-    def _values(self, db: sqlite3.Connection, thread: str, index: Index) -> dict[str, Any]:
-        loads = self.serializer.loads
-        values: dict[str, Any] = {}
-        wanted = {(ref[1], key) for key, ref in index.items() if ref[0] == VALUE}
-        if wanted:
-            marks = ",".join("?" * len({c for c, _ in wanted}))
-            for cid, key, blob in db.execute(
-                f"SELECT checkpoint_id, key, value FROM vals WHERE thread_id = ? "
-                f"AND checkpoint_id IN ({marks})",
-                (thread, *{c for c, _ in wanted}),
-            ):
-                if (cid, key) in wanted:
-                    values[key] = loads(blob)
-        for key, ref in index.items():
-            if ref[0] == LIST:
-                values[key] = [
-                    loads(blob)
-                    for (blob,) in db.execute(
-                        "SELECT value FROM items WHERE thread_id = ? AND list_no = ? AND pos < ? "
-                        "ORDER BY pos",
-                        (thread, ref[1], ref[2]),
-                    )
-                ]
-        missing = set(index) - set(values)
-        if missing:
-            raise CheckpointError(
-                f"thread '{thread}' is missing stored values for {sorted(missing)}"
-            )
-        return values
+            indexes = [self.serializer.loads(row[4])]
+            blobs = self._blobs(db, thread_id, indexes)
+        return self._checkpoint(thread_id, row, indexes[0], blobs)
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> Iterator[Checkpoint]:
-        with self._lock:
-            ids: builtins.list[str] = [
-                cid
-                for (cid,) in self._conn.execute(
-                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_id < ? "
-                    "ORDER BY checkpoint_id DESC LIMIT ?",
-                    (
-                        thread_id,
-                        before if before is not None else "\U0010ffff",
-                        -1 if limit is None else limit,
-                    ),
+        """Newest first: the reverse of the order the checkpoints were written in (never the
+        order of their ids). ``before`` starts after that checkpoint; one this thread does not
+        hold (pruned, or never written) gives nothing. All of it is read in one transaction;
+        each checkpoint's values are decoded as it is yielded."""
+        with self._read(f"listing thread {thread_id!r}"):
+            db = self._conn
+            top: int | None = None
+            if before is not None:
+                found = db.execute(
+                    "SELECT seq FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+                    (thread_id, before),
+                ).fetchone()
+                top = found[0] if found is not None else 0
+            rows: builtins.list[Row] = db.execute(
+                f"SELECT {_COLUMNS} FROM checkpoints WHERE thread_id = ? AND seq < ? "
+                "ORDER BY seq DESC LIMIT ?",
+                (thread_id, 2**62 if top is None else top, -1 if limit is None else limit),
+            ).fetchall()
+            indexes = [self.serializer.loads(row[4]) for row in rows]
+            blobs = self._blobs(db, thread_id, indexes)
+        for row, index in zip(rows, indexes):
+            yield self._checkpoint(thread_id, row, index, blobs)
+
+    def _blobs(self, db: sqlite3.Connection, thread: str, indexes: Sequence[Index]) -> _Blobs:
+        """The bytes of every value and list item the checkpoints with these indexes hold:
+        one query for the values, one per list."""
+        blobs = _Blobs()
+        wanted = {
+            (ref[1], key) for index in indexes for key, ref in index.items() if ref[0] == VALUE
+        }
+        owners = sorted({cid for cid, _ in wanted})
+        for start in range(0, len(owners), _CHUNK):
+            chunk = owners[start : start + _CHUNK]
+            for cid, key, blob in db.execute(
+                f"SELECT checkpoint_id, key, value FROM vals WHERE thread_id = ? "
+                f"AND checkpoint_id IN ({','.join('?' * len(chunk))})",
+                (thread, *chunk),
+            ):
+                if (cid, key) in wanted:
+                    blobs.values[cid, key] = blob
+        lengths: dict[int, int] = {}
+        for index in indexes:
+            for ref in index.values():
+                if ref[0] == LIST:
+                    lengths[ref[1]] = max(lengths.get(ref[1], 0), ref[2])
+        for list_no, length in lengths.items():
+            blobs.lists[list_no] = [
+                blob
+                for (blob,) in db.execute(
+                    "SELECT value FROM items WHERE thread_id = ? AND list_no = ? AND pos < ? "
+                    "ORDER BY pos",
+                    (thread, list_no, length),
                 )
             ]
-        for cid in ids:
-            checkpoint = self.get(thread_id, cid)
-            if checkpoint is not None:
-                yield checkpoint
+        return blobs
+
+    def _checkpoint(self, thread: str, row: Row, index: Index, blobs: _Blobs) -> Checkpoint:
+        """The checkpoint a row describes, its values decoded from ``blobs``."""
+        cid, parent_id, step, header_blob, _ = row
+        loads = self.serializer.loads
+        values: dict[str, Any] = {}
+        missing = []
+        for key, ref in index.items():
+            if ref[0] == VALUE:
+                blob = blobs.values.get((ref[1], key))
+                if blob is None:
+                    missing.append(key)
+                else:
+                    values[key] = loads(blob)
+            else:
+                items = blobs.lists.get(ref[1], [])
+                if len(items) < ref[2]:
+                    missing.append(key)
+                else:
+                    values[key] = [loads(blob) for blob in items[: ref[2]]]
+        if missing:
+            raise CheckpointError(
+                f"{self!r}: checkpoint {cid!r} of thread {thread!r} is missing its stored "
+                f"values for {sorted(missing)}; the file was changed by something other than a "
+                "SqliteSaver, or is damaged. Delete the thread (delete_thread) or restore the file"
+            )
+        header = loads(header_blob)
+        return checkpoint_from({**header, "parent": parent_id, "step": step}, cid, thread, values)
 
     def stored_bytes(self, thread_id: str) -> int:
         """Bytes of serialized data stored for the thread (checkpoints, values, list items)."""
-        with self._lock:
+        with self._read(f"measuring thread {thread_id!r}"):
             total = 0
             for table, column in (
                 ("checkpoints", "length(header) + length(idx)"),
@@ -351,17 +458,3 @@ class SqliteSaver(BaseCheckpointSaver):
                 ).fetchone()
                 total += size
             return int(total)
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any error): one step, all or nothing."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        self.conn.execute("ROLLBACK" if kind is not None else "COMMIT")

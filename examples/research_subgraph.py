@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from checkpoint import SqliteSaver
+from checkpoint import BaseCheckpointSaver, MemorySaver, SqliteSaver
 from graph_agent import (
     END,
     START,
@@ -88,7 +88,7 @@ def write(state: OverAllState) -> dict[str, Any]:
     return {"report": f"REPORT ({state['verdict']}): {state['digest']}"}
 
 
-def build(saver: SqliteSaver) -> CompiledGraph:
+def build(saver: BaseCheckpointSaver) -> CompiledGraph:
     desk = StateGraph(key_strategies={"findings": KeyStrategy.APPEND})
     desk.add_node("plan", plan)
     desk.add_node("research", research_graph().compile(), output_keys=["digest", "verdict"])
@@ -98,7 +98,7 @@ def build(saver: SqliteSaver) -> CompiledGraph:
 
 
 def _drawable() -> CompiledGraph:
-    return build(SqliteSaver(":memory:"))
+    return build(MemorySaver())  # for drawing only: no file, nothing to close
 
 
 graph = _drawable()  # for `graph-agent graph examples/research_subgraph.py:graph`

@@ -18,8 +18,12 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis-fake"])
-def durable(request: pytest.FixtureRequest) -> Any:
+def durable(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The savers the runtime's state tests run on: in memory, a SQLite file, Redis."""
     from tests.checkpoint.conftest import SAVERS
 
-    return SAVERS[request.param](request)
+    saver = SAVERS[request.param](request)
+    yield saver
+    close = getattr(saver, "close", None)
+    if callable(close):
+        close()

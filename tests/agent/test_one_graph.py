@@ -185,12 +185,15 @@ def test_a_paused_thread_runs_a_declared_interceptor_tool_after_a_restart(
             tools = (*request.options.tool_callbacks, refund)
             return handler(request.replace(options=ToolCallingChatOptions(tool_callbacks=tools)))
 
+    savers: list[SqliteSaver] = []
+
     def agent_in_a_new_process() -> ReactAgent:
         model = ScriptedChatModel([tool_calls(("refund", {"order": "A-1"})), "Refunded."])
+        savers.append(SqliteSaver(tmp_path / "threads.sqlite"))
         return ReactAgent(
             name="shop",
             model=model,
-            saver=SqliteSaver(tmp_path / "threads.sqlite"),
+            saver=savers[-1],
             interceptors=[OfferRefunds()],
             hooks=[HumanInTheLoopHook(["refund"])],
         )
@@ -203,6 +206,8 @@ def test_a_paused_thread_runs_a_declared_interceptor_tool_after_a_restart(
     answer = run.call(restarted, Command(resume=ToolFeedback.approve()), config)
     assert ran == ["A-1"]
     assert answer.text == "Refunded."
+    for saver in savers:
+        saver.close()
 
 
 def test_an_interceptor_tool_clashing_with_an_agent_tool_is_a_build_error() -> None:

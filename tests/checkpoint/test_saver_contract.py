@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import datetime, time, timedelta, timezone
+from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from checkpoint import (
+    BaseCheckpointSaver,
     Checkpoint,
     CheckpointConflictError,
     CheckpointDelta,
+    SqliteSaver,
 )
 from checkpoint._ids import created_at_of, new_checkpoint_id
+
+from .conftest import SAVERS
+
+
+@pytest.fixture(params=sorted(SAVERS))
+def any_saver(request: pytest.FixtureRequest) -> Iterator[BaseCheckpointSaver]:
+    """conftest's savers, each closed after its test if it holds a connection of its own."""
+    saver = SAVERS[request.param](request)
+    yield saver
+    if isinstance(saver, SqliteSaver):
+        saver.close()
 
 
 def make(thread: str, parent: str | None, step: int, values: dict, **kw) -> Checkpoint:
@@ -149,3 +165,24 @@ def test_async_twins(any_saver):
 
     latest, listed, after = asyncio.run(main())
     assert latest.values["n"] == 2 and len(listed) == 2 and after is None
+
+
+def test_values_come_back_as_they_were_put(any_saver):
+    paris = ZoneInfo("Europe/Paris")
+    values = {
+        "when": datetime(2024, 3, 30, 12, tzinfo=paris),
+        "alarm": time(7, 30, tzinfo=paris),
+        "pairs": [(1, "a"), (2, (3, "b"))],
+        "nested": {"k": ((1,), [(), {"t": (4,)}])},
+        "big": [2**64, -(2**100)],
+        "misc": {"s": {1, 2}, "f": frozenset({"x"}), "d": Decimal("1.50"), "b": b"\x00"},
+    }
+    root = make("t", None, 0, values)
+    any_saver.put(root, CheckpointDelta(appended={"pairs": values["pairs"]}, replaced={
+        k: v for k, v in values.items() if k != "pairs"
+    }))  # fmt: skip
+    got = any_saver.get("t").values
+    assert dict(got) == values
+    assert got["when"].tzinfo.key == "Europe/Paris" and got["alarm"].tzinfo.key == "Europe/Paris"
+    assert (got["when"] + timedelta(days=1)).utcoffset() == timedelta(hours=2)
+    assert type(got["pairs"][1][1]) is tuple and type(got["nested"]["k"][1][1]["t"]) is tuple
