@@ -75,6 +75,19 @@ class Recorder:
         return httpx.Response(200, json=COMPLETION)
 
 
+def recording_model(recorder: Recorder, **settings: Any) -> OpenAIChatModel:
+    """A model whose requests (sync and async) reach ``recorder``."""
+    transport = httpx.MockTransport(recorder)
+    return OpenAIChatModel(
+        "gpt-4o-mini",
+        "https://api.example.com/v1",
+        api_key="sk-test",
+        http_client=httpx.Client(transport=transport),
+        async_http_client=httpx.AsyncClient(transport=transport),
+        **settings,
+    )
+
+
 def our_body(
     options: ChatOptions,
     *,
@@ -85,16 +98,7 @@ def our_body(
 ) -> dict[str, Any]:
     """The body our model posts for one user message with ``options``."""
     recorder = Recorder()
-    transport = httpx.MockTransport(recorder)
-    model = OpenAIChatModel(
-        "gpt-4o-mini",
-        "https://api.example.com/v1",
-        api_key="sk-test",
-        http_client=httpx.Client(transport=transport),
-        async_http_client=httpx.AsyncClient(transport=transport),
-        default_options=defaults,
-        **model_settings,
-    )
+    model = recording_model(recorder, default_options=defaults, **model_settings)
     prompt = Prompt("hi", options)
 
     async def run() -> None:
@@ -301,14 +305,7 @@ def test_a_stop_list_is_kept_as_a_tuple() -> None:
 @pytest.mark.parametrize("asynchronous", MODES)
 def test_chat_client_sends_the_options_with_its_tools(asynchronous: bool) -> None:
     recorder = Recorder()
-    transport = httpx.MockTransport(recorder)
-    model = OpenAIChatModel(
-        "gpt-4o-mini",
-        "https://api.example.com/v1",
-        api_key="sk-test",
-        http_client=httpx.Client(transport=transport),
-        async_http_client=httpx.AsyncClient(transport=transport),
-    )
+    model = recording_model(recorder)
     request = (
         ChatClient.create(model)
         .prompt("hi")
