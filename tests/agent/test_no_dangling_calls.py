@@ -44,6 +44,7 @@ class StrictServer:
     user message starting with "use " gets a call to that tool; anything else gets text."""
 
     def __init__(self) -> None:
+        self.models: list[OpenAIChatModel] = []
         self.refused: list[str] = []
         self.answered = 0
         server = self
@@ -98,6 +99,8 @@ class StrictServer:
                      "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}]}  # fmt: skip
 
     def close(self) -> None:
+        for model in self.models:
+            model.close()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -110,7 +113,9 @@ def server() -> Iterator[StrictServer]:
 
 
 def model(server: StrictServer) -> OpenAIChatModel:
-    return OpenAIChatModel("m", server.url, "sk-test", max_retries=0)
+    made = OpenAIChatModel("m", server.url, "sk-test", max_retries=0)
+    server.models.append(made)  # closed with the server; async runs close theirs in their loop
+    return made
 
 
 def config(thread: str = "t") -> dict[str, Any]:
@@ -183,6 +188,7 @@ def test_a_cancelled_task(server: StrictServer) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        await agent.model.aclose()  # type: ignore[attr-defined]
 
     asyncio.run(run())
     assert_next_turn_is_accepted(agent, server)
@@ -210,6 +216,7 @@ def test_an_abandoned_stream(server: StrictServer, view: str, asynchronous: bool
                 if asked_for_tools(item):
                     break
             await stream.aclose()
+            await agent.model.aclose()  # type: ignore[attr-defined]
 
         asyncio.run(run())
     else:
@@ -223,7 +230,12 @@ def test_an_abandoned_stream(server: StrictServer, view: str, asynchronous: bool
 
 def test_a_conflicting_writer(server: StrictServer, tmp_path: Path) -> None:
     path = tmp_path / "threads.db"
-    other = ReactAgent(name="a", model=model(server), saver=SqliteSaver(path))
+    with SqliteSaver(path) as mine, SqliteSaver(path) as theirs:
+        conflicting_writer(server, mine, theirs)
+
+
+def conflicting_writer(server: StrictServer, mine: SqliteSaver, theirs: SqliteSaver) -> None:
+    other = ReactAgent(name="a", model=model(server), saver=theirs)
 
     @tool
     def record() -> str:
@@ -231,7 +243,7 @@ def test_a_conflicting_writer(server: StrictServer, tmp_path: Path) -> None:
         other.update_state(config(), {"messages": [UserMessage("a note from elsewhere")]})
         return "recorded"
 
-    agent = ReactAgent(name="a", model=model(server), tools=[record], saver=SqliteSaver(path))
+    agent = ReactAgent(name="a", model=model(server), tools=[record], saver=mine)
     with pytest.raises(CheckpointConflictError):
         agent.call("use record", config())
     messages = agent.get_state(config()).values["messages"]
@@ -284,9 +296,10 @@ def test_a_killed_process(server: StrictServer, tmp_path: Path) -> None:
         """Moves money."""
         raise AssertionError("not run again by new input")
 
-    agent = ReactAgent(name="a", model=model(server), tools=[transfer], saver=SqliteSaver(path))
-    assert agent.get_state(config()).next == ("tools",)
-    assert_next_turn_is_accepted(agent, server)
+    with SqliteSaver(path) as saver:
+        agent = ReactAgent(name="a", model=model(server), tools=[transfer], saver=saver)
+        assert agent.get_state(config()).next == ("tools",)
+        assert_next_turn_is_accepted(agent, server)
 
 
 def test_update_state_with_tool_responses_first_keeps_them(server: StrictServer) -> None:
