@@ -40,9 +40,11 @@ def script() -> ScriptedChatModel:
 def test_each_answer_keeps_its_usage_and_the_run_totals_it(
     asynchronous: bool, tmp_path: object
 ) -> None:
-    agent = ReactAgent(
-        name="a", model=script(), tools=[lookup], saver=SqliteSaver(f"{tmp_path}/u.db")
-    )
+    with SqliteSaver(f"{tmp_path}/u.db") as saver:
+        counted_run(ReactAgent(name="a", model=script(), tools=[lookup], saver=saver), asynchronous)
+
+
+def counted_run(agent: ReactAgent, asynchronous: bool) -> None:
     config = {"thread_id": "t"}
     if asynchronous:
         asyncio.run(agent.acall("what is x?", config))

@@ -130,8 +130,11 @@ def stream(model: OpenAIChatModel, prompt: Prompt, asynchronous: bool) -> tuple[
     got: list[ChatResponse] = []
 
     async def run() -> None:
-        async for piece in model.astream(prompt):
-            got.append(piece)
+        try:
+            async for piece in model.astream(prompt):
+                got.append(piece)
+        finally:
+            await model.aclose()  # its async client lives on this loop
 
     try:
         if asynchronous:
@@ -528,7 +531,12 @@ def test_options_pass_a_server_enforcing_openai_rules(
     replayer.reply = Reply(ANSWER, "application/json", check=openai_rules)
     model = OpenAIChatModel("o4-mini", f"{replayer.url}/v1", KEY, max_retries=0)
     prompt = Prompt("hi", options)
-    answer = asyncio.run(model.acall(prompt)) if asynchronous else model.call(prompt)
+
+    async def once() -> ChatResponse:
+        async with model:
+            return await model.acall(prompt)
+
+    answer = asyncio.run(once()) if asynchronous else model.call(prompt)
     model.close()
     assert answer.text == "ok"
 

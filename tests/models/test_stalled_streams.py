@@ -76,8 +76,9 @@ def test_a_stalled_stream_fails_after_the_idle_deadline(
         if asynchronous:
 
             async def run() -> None:
-                async for chunk in model.astream(Prompt("hi")):
-                    got.append(chunk.text)
+                async with model:
+                    async for chunk in model.astream(Prompt("hi")):
+                        got.append(chunk.text)
 
             asyncio.run(run())
         else:
