@@ -5,13 +5,23 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test lint typecheck bench bench-compare clean
 
-$(VENV)/.installed: pyproject.toml
+# Editable installs in setuptools' "compat" mode: a .pth file puts the checkout on sys.path,
+# which type checkers read, so mypy or pyright run on a file anywhere finds graph_agent,
+# checkpoint and hooks (tests/test_editable_install.py). The default mode installs an
+# import hook instead, which only the interpreter sees: mypy then says "Cannot find
+# implementation or library stub". ("strict" mode would be seen too, but it links the files
+# that exist at install time: a module added later is missing until the next install.)
+# --config-settings needs pip 22.1 or later, hence the upgrade of an older pip first.
+EDITABLE := --config-settings editable_mode=compat
+
+$(VENV)/.installed: pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet 'pip>=22.1'
+	$(PY) -m pip install --quiet -e . $(EDITABLE)
 	@touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(PY) -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml Makefile
+	$(PY) -m pip install --quiet -e '.[dev]' $(EDITABLE)
 	@touch $@
 
 demo: $(VENV)/.installed

@@ -1,18 +1,12 @@
-"""``graph-agent demo`` and ``graph-agent chat``: an agent you can watch, and one you can talk to."""
+"""``graph-agent demo``: an agent you can watch, offline (``graph-agent chat`` is in ``_cli_chat``)."""
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Callable
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import IO, Any
 
-from checkpoint import BaseCheckpointSaver, MemorySaver
+from checkpoint import MemorySaver
 
-from ._cli_errors import CliError
 from .agent import ReactAgent
 from .graph import OverAllState, RunnableConfig
 from .messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
@@ -131,78 +125,3 @@ def run_demo(out: IO[str]) -> int:
     say("\nThe agent's graph (Mermaid):")
     out.write(agent.graph.draw_mermaid())
     return 0
-
-
-# -- chat ----------------------------------------------------------------------------------------
-
-
-@tool
-def current_time() -> str:
-    """The current date and time (UTC), ISO-8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def make_saver(spec: str) -> BaseCheckpointSaver:
-    """``memory``, ``sqlite:PATH`` or a ``redis://`` / ``rediss://`` / ``unix://`` URL."""
-    from checkpoint import RedisSaver, SqliteSaver
-
-    if spec == "memory":
-        return MemorySaver()
-    if spec.startswith("sqlite:"):
-        path = Path(spec.removeprefix("sqlite:")).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return SqliteSaver(path)
-    if spec.startswith(("redis://", "rediss://", "unix://")):
-        return RedisSaver.from_url(spec)
-    raise CliError(f"--saver must be memory, sqlite:PATH or a redis:// URL, got {spec!r}")
-
-
-def run_chat(thread: str, saver_spec: str, read: Callable[[], str], out: IO[str]) -> int:
-    """Talk to an OpenAI-compatible model from the environment on thread ``thread``."""
-    from .models import OpenAIChatModel
-
-    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-        raise CliError(
-            "no model configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL for another "
-            "OpenAI-compatible server, GRAPH_AGENT_MODEL for the model name); a local server "
-            "needs only OPENAI_BASE_URL, e.g. http://localhost:11434/v1"
-        )
-    saver = make_saver(saver_spec)
-    model = OpenAIChatModel()
-    agent = (
-        ReactAgent.builder()
-        .name("chat")
-        .model(model)
-        .tools(current_time)
-        .system_prompt("You are a helpful assistant.")
-        .saver(saver)
-        .build()
-    )
-    config = RunnableConfig(thread_id=thread)
-    print(
-        f"chatting with {model.model} at {model._redact(model.base_url)} on thread '{thread}' (Ctrl-D to quit)",
-        file=out,
-    )
-    while True:
-        try:
-            line = read()
-        except EOFError:
-            print(file=out)
-            return 0
-        if not line.strip():
-            continue
-        if line.strip() in ("/exit", "/quit"):
-            return 0
-        for chunk in agent.stream_messages(line, config):
-            out.write(chunk)
-            out.flush()
-        out.write("\n")
-
-
-def stdin_reader() -> str:
-    sys.stdout.write("> ")
-    sys.stdout.flush()
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")

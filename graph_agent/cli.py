@@ -5,7 +5,9 @@ talks to an OpenAI-compatible model from the environment; ``graph-agent graph TA
 prints the Mermaid diagram of a graph.
 
 Every error a user can cause (a bad TARGET, a module that fails to import, a graph that
-does not compile) is one message on stderr and exit code 2, never a traceback.
+does not compile) is one message on stderr and exit code 2, never a traceback. Once a chat
+runs, a failure is one line on stderr and the chat goes on (``_cli_chat``). No password of
+a URL the user gives (``--saver``, ``OPENAI_BASE_URL``) is printed, not even in a usage error.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from ._cli_errors import CliError
+from ._cli_failures import Masker, mask_url
 from .errors import GraphValidationError
 from .graph import CompiledGraph, StateGraph
 
@@ -231,13 +234,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from ._cli_agent import run_chat, stdin_reader
+    from ._cli_chat import run_chat, stdin_reader
 
-    return run_chat(args.thread, args.saver, stdin_reader, sys.stdout)
+    return run_chat(args.thread, args.saver, stdin_reader, sys.stdout, sys.stderr)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors mask URL passwords (``redis://:***@...``):
+    an unrecognized argument is echoed back as given."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(Masker()(message))
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Run the demo agent, chat with a model, or draw a graph.",
     )
@@ -268,15 +279,18 @@ def _parser() -> argparse.ArgumentParser:
         "chat",
         help="chat with an OpenAI-compatible model",
         description="An interactive chat on a thread, with the model from OPENAI_API_KEY, "
-        "OPENAI_BASE_URL and GRAPH_AGENT_MODEL.",
+        "OPENAI_BASE_URL and GRAPH_AGENT_MODEL. Tool calls show as they run; a failure "
+        "prints one line and the chat goes on; Ctrl-C cancels the answer being written; "
+        "/history shows the thread, /retry runs the last message again, /help lists the "
+        "commands; Ctrl-D (or Ctrl-C at the prompt) quits.",
     )
     chat.add_argument("--thread", default="chat", metavar="ID", help="the conversation to continue")
     chat.add_argument(
         "--saver",
         default=DEFAULT_CHAT_SAVER,
         metavar="memory|sqlite:PATH|redis://...",
-        help=f"where the conversation is kept (default: {DEFAULT_CHAT_SAVER}, so a thread "
-        "survives restarts)",
+        help=f"where the conversation is kept (default: {mask_url(DEFAULT_CHAT_SAVER)}, so a "
+        "thread survives restarts); a password in a URL is never printed",
     )
     chat.set_defaults(handler=_cmd_chat)
     return parser

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from graph_agent._cli_agent import make_saver, run_chat, run_demo
+from graph_agent._cli_agent import run_demo
+from graph_agent._cli_chat import make_saver, run_chat
 from graph_agent.cli import CliError, main
 
 
@@ -36,7 +37,9 @@ def test_chat_without_a_model_says_which_variables_to_set(monkeypatch, capsys):
 
 def test_saver_choices(tmp_path):
     assert type(make_saver("memory")).__name__ == "MemorySaver"
-    assert type(make_saver(f"sqlite:{tmp_path / 'chat.sqlite'}")).__name__ == "SqliteSaver"
+    sqlite = make_saver(f"sqlite:{tmp_path / 'chat.sqlite'}")
+    sqlite.close()
+    assert type(sqlite).__name__ == "SqliteSaver"
     assert type(make_saver("redis://127.0.0.1:1/0")).__name__ == "RedisSaver"  # connects lazily
     with pytest.raises(CliError, match="--saver must be memory"):
         make_saver("postgres://x")
