@@ -117,6 +117,7 @@ class RedisSaver(BaseCheckpointSaver):
         )
         self._async_factory: Callable[[], Any] | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._owns_clients = False  # from_url made them: close() closes them
 
     @classmethod
     def from_url(cls, url: str, *, cluster: bool = False, **options: Any) -> RedisSaver:
@@ -133,7 +134,42 @@ class RedisSaver(BaseCheckpointSaver):
         sync = redis.RedisCluster.from_url(url) if cluster else redis.Redis.from_url(url)
         saver = cls(sync, async_client=make_async(), **options)
         saver._async_factory = make_async  # its own async client follows the running loop
+        saver._owns_clients = True
         return saver
+
+    def close(self) -> None:
+        """Close the sync client ``from_url`` made (a client passed in stays open, as its
+        owner's). Safe to call twice."""
+        client, owned = self.client, self._owns_clients
+        if owned and client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close both clients ``from_url`` made (clients passed in stay open)."""
+        self.close()
+        client = self.async_client
+        if (
+            self._owns_clients
+            and client is not None
+            and self._async_loop
+            in (
+                None,
+                asyncio.get_running_loop(),
+            )
+        ):
+            await client.aclose()
+
+    def __enter__(self) -> RedisSaver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> RedisSaver:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         where = _safe_url(self.client if self.client is not None else self.async_client)

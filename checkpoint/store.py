@@ -188,13 +188,38 @@ class RedisStore(BaseStore):
         self.client = client
         self.key_prefix = key_prefix
         self.serializer = serializer or Serializer()
+        self._owns_client = False  # from_url made it: close() closes it
 
     @classmethod
     def from_url(cls, url: str, *, cluster: bool = False, **options: Any) -> RedisStore:
         import redis
 
         client = redis.RedisCluster.from_url(url) if cluster else redis.Redis.from_url(url)
-        return cls(client, **options)
+        store = cls(client, **options)
+        store._owns_client = True
+        return store
+
+    def close(self) -> None:
+        """Close the client ``from_url`` made (a client passed in stays open). Safe to call
+        twice."""
+        if self._owns_client:
+            self.client.close()
+
+    async def aclose(self) -> None:
+        """``close`` for async code (the store's client is a sync one)."""
+        self.close()
+
+    def __enter__(self) -> RedisStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> RedisStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"RedisStore(key_prefix={self.key_prefix!r})"
