@@ -7,10 +7,15 @@ from __future__ import annotations
 
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import (
+    CheckpointAuthError,
     CheckpointConflictError,
+    CheckpointDataError,
     CheckpointError,
     CheckpointNotFoundError,
     CheckpointPathError,
+    CheckpointTimeoutError,
+    CheckpointUnavailableError,
+    EvictionPolicyWarning,
     SerializationError,
     UnserializableValueError,
 )
@@ -24,11 +29,16 @@ __all__ = [
     "BaseCheckpointSaver",
     "BaseStore",
     "Checkpoint",
+    "CheckpointAuthError",
     "CheckpointConflictError",
+    "CheckpointDataError",
     "CheckpointDelta",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointPathError",
+    "CheckpointTimeoutError",
+    "CheckpointUnavailableError",
+    "EvictionPolicyWarning",
     "Item",
     "MemorySaver",
     "MemoryStore",

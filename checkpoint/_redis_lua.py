@@ -4,7 +4,12 @@ Keys of one thread (all share the thread's hash tag, so they live in one cluster
 KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list`` and
 ``len:<list>`` lengths), KEYS[3] cps (hash: id -> header), KEYS[4] idx (hash: id -> JSON index),
 KEYS[5] vals (hash: ``<id>\\n<key>`` -> value), KEYS[6] items (hash: ``<list>:<pos>`` -> item),
-KEYS[7] ids (sorted set of ids, all score 0: lexicographic = creation order).
+KEYS[7] ids (sorted set of ids scored by the order of their writes: meta's ``seq`` counter,
+never the time in an id; ids of an older layout have score 0 and sort first, by id).
+
+Stored data that is corrupt, truncated or partly evicted makes a script answer ``{'!', why}``
+(read) or ``{4, why}`` (write) instead of erroring or looping: every loop is bounded by what
+is stored (``HLEN`` of the items hash), never by a length read from the data alone.
 """
 
 from __future__ import annotations
@@ -13,17 +18,26 @@ from __future__ import annotations
 #       index this one extends, '' for none), n_values, (key, value)*,
 #       n_lists, (key, mode "a"ppend | "n"ew, count, item*)*
 # Returns {1} written, {0, head} the head moved, {2} the base is gone (pruned),
-#         {3, key} an append onto a key whose value is not a list (the client resends it whole).
+#         {3, key} an append onto a key whose value is not a list (the client resends it whole),
+#         {4, why} the thread's stored data is corrupt or partly gone (nothing written).
 WRITE = r"""
 local expected, check, id, header = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ttl, keep, base = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local head = redis.call('GET', KEYS[1])
+if not head and redis.call('EXISTS', KEYS[3], KEYS[7]) > 0 then
+  return {4, 'its head key is missing but its checkpoints are not (evicted or deleted by hand?)'}
+end
 if check == '1' and (head or '') ~= expected then return {0, head or ''} end
+local stored = redis.call('HLEN', KEYS[6])
 local idx = {}
 if base ~= '' then
   local raw = redis.call('HGET', KEYS[4], base)
   if not raw then return {2} end
-  idx = cjson.decode(raw)
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= 'table' then
+    return {4, 'the index of checkpoint ' .. base .. ' is not valid JSON'}
+  end
+  idx = decoded
 end
 local i = 8
 local n_values = tonumber(ARGV[i]); i = i + 1
@@ -35,6 +49,14 @@ for _ = 1, n_lists do
   local key, mode, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local ref = idx[key]
   if mode == 'a' and ref and ref[1] == 'v' then return {3, key} end
+  if mode == 'a' and ref and ref[1] == 'l' then
+    local tip = tonumber(redis.call('HGET', KEYS[2], 'len:' .. tostring(ref[2])) or '-1')
+    local length = tonumber(ref[3])
+    if not length or length < 0 or length > tip or length > stored then
+      return {4, "the list '" .. key .. "' of checkpoint " .. base .. ' claims '
+        .. tostring(ref[3]) .. ' items, more than are stored'}
+    end
+  end
   ops[#ops + 1] = {key, mode, count, i + 3}
   i = i + 3 + count
 end
@@ -84,35 +106,40 @@ for _, op in ipairs(ops) do
 end
 redis.call('HSET', KEYS[3], id, header)
 redis.call('HSET', KEYS[4], id, cjson.encode(idx))
-redis.call('ZADD', KEYS[7], 0, id)
+redis.call('ZADD', KEYS[7], redis.call('HINCRBY', KEYS[2], 'seq', 1), id)
 redis.call('SET', KEYS[1], id)
 if keep > 0 then
   local total = redis.call('ZCARD', KEYS[7])
   if total > keep then
     local old = redis.call('ZRANGE', KEYS[7], 0, total - keep - 1)
     local kept = redis.call('ZRANGE', KEYS[7], total - keep, -1)
-    local used_values, used_lists = {}, {}
+    local used_values, used_lists, readable = {}, {}, true
     for _, k in ipairs(kept) do
-      for key, ref in pairs(cjson.decode(redis.call('HGET', KEYS[4], k))) do
+      local ok, kept_idx = pcall(cjson.decode, redis.call('HGET', KEYS[4], k) or '')
+      if not ok or type(kept_idx) ~= 'table' then readable = false; break end
+      for key, ref in pairs(kept_idx) do
         if ref[1] == 'v' then used_values[ref[2] .. '\n' .. key] = true
         else used_lists[tostring(ref[2])] = true end
       end
     end
+    -- a kept checkpoint whose index cannot be read: prune nothing rather than guess
+    if not readable then old = {} end
     for _, c in ipairs(old) do
       redis.call('HDEL', KEYS[3], c)
       redis.call('HDEL', KEYS[4], c)
       redis.call('ZREM', KEYS[7], c)
     end
     -- every value no kept checkpoint reads goes, whenever it was written
-    local fields = redis.call('HKEYS', KEYS[5])
+    local fields = readable and redis.call('HKEYS', KEYS[5]) or {}
     for _, field in ipairs(fields) do
       if not used_values[field] then redis.call('HDEL', KEYS[5], field) end
     end
-    local meta = redis.call('HGETALL', KEYS[2])
+    local meta = readable and redis.call('HGETALL', KEYS[2]) or {}
     for m = 1, #meta, 2 do
       local list = string.match(meta[m], '^len:(%d+)$')
       if list and not used_lists[list] then
-        local length = tonumber(meta[m + 1])
+        -- positions past what is stored cannot exist: a planted length cannot make this loop
+        local length = math.min(tonumber(meta[m + 1]) or 0, redis.call('HLEN', KEYS[6]))
         for from = 0, length - 1, 500 do
           local fields = {}
           for p = from, math.min(from + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
@@ -130,30 +157,63 @@ return {1}
 """
 
 # ARGV: id ('' = the head), ttl to refresh ('0' = none).
-# Returns nil, or {id, header, (key, "v", value | key, "l", {item*})*}.
+# Returns nil, {id, header, (key, "v", value | key, "l", {item*})*}, or {'!', why} when the
+# thread's stored data is corrupt, truncated or partly gone.
 READ = r"""
 local id = ARGV[1]
 if id == '' then
   id = redis.call('GET', KEYS[1])
-  if not id then return nil end
+  if not id then
+    if redis.call('EXISTS', KEYS[3], KEYS[7]) > 0 then
+      return {'!', 'its head key is missing but its checkpoints are not (evicted or deleted by hand?)'}
+    end
+    return nil
+  end
 end
 local header = redis.call('HGET', KEYS[3], id)
-if not header then return nil end
+if not header then
+  if ARGV[1] == '' then return {'!', 'its head ' .. id .. ' has no stored header'} end
+  return nil
+end
+local raw = redis.call('HGET', KEYS[4], id)
+if not raw then return {'!', 'checkpoint ' .. id .. ' has no stored index'} end
+local ok, idx = pcall(cjson.decode, raw)
+if not ok or type(idx) ~= 'table' then
+  return {'!', 'the index of checkpoint ' .. id .. ' is not valid JSON'}
+end
+local stored = redis.call('HLEN', KEYS[6])
 local out = {id, header}
-for key, ref in pairs(cjson.decode(redis.call('HGET', KEYS[4], id))) do
+for key, ref in pairs(idx) do
+  if type(ref) ~= 'table' then return {'!', "the index entry of '" .. key .. "' is not valid"} end
   out[#out + 1] = key
   if ref[1] == 'v' then
+    local value = redis.call('HGET', KEYS[5], tostring(ref[2]) .. '\n' .. key)
+    if not value then return {'!', "the stored value of '" .. key .. "' is missing"} end
     out[#out + 1] = 'v'
-    out[#out + 1] = redis.call('HGET', KEYS[5], ref[2] .. '\n' .. key)
-  else
+    out[#out + 1] = value
+  elseif ref[1] == 'l' then
+    local list, length = tostring(ref[2]), tonumber(ref[3])
+    local tip = tonumber(redis.call('HGET', KEYS[2], 'len:' .. list) or '-1')
+    if not length or length < 0 or length > tip or length > stored then
+      return {'!', "the list '" .. key .. "' claims " .. tostring(ref[3])
+        .. ' items, more than are stored'}
+    end
     out[#out + 1] = 'l'
     local items = {}
-    for from = 0, ref[3] - 1, 500 do
+    for from = 0, length - 1, 500 do
       local fields = {}
-      for p = from, math.min(from + 499, ref[3] - 1) do fields[#fields + 1] = ref[2] .. ':' .. p end
-      for _, item in ipairs(redis.call('HMGET', KEYS[6], unpack(fields))) do items[#items + 1] = item end
+      for p = from, math.min(from + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
+      local got = redis.call('HMGET', KEYS[6], unpack(fields))
+      for p = 1, #fields do
+        if not got[p] then
+          return {'!', 'item ' .. (from + p - 1) .. " of the list '" .. key .. "' is missing"}
+        end
+        items[#items + 1] = got[p]
+      end
     end
     out[#out + 1] = items
+  else
+    return {'!', "the index entry of '" .. key .. "' is not valid"}
   end
 end
 local ttl = tonumber(ARGV[2])
@@ -161,4 +221,22 @@ if ttl > 0 then
   for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
 end
 return out
+"""
+
+# KEYS[1] ids. ARGV: before ('' = from the newest), limit ('' = all).
+# Returns the ids newest first (in write order), starting after ``before``; {} when the
+# thread never had ``before``.
+LIST = r"""
+local start = 0
+if ARGV[1] ~= '' then
+  local rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+  if not rank then return {} end
+  start = rank + 1
+end
+local stop = -1
+if ARGV[2] ~= '' then
+  if tonumber(ARGV[2]) <= 0 then return {} end
+  stop = start + tonumber(ARGV[2]) - 1
+end
+return redis.call('ZREVRANGE', KEYS[1], start, stop)
 """

@@ -40,6 +40,57 @@ class CheckpointPathError(CheckpointError, FileNotFoundError):
         return str(self.args[0])
 
 
+class CheckpointUnavailableError(CheckpointError, ConnectionError):
+    """A saver could not reach its server, or the server refused it (Redis down, a reset
+    connection, no answer in time, a wrong password, out of memory, a read-only replica).
+
+    ``where`` is the server (``host:port``, never the password), ``thread_id`` the thread
+    being read or written (``None`` for a command on no thread), ``operation`` what was
+    being done (``"read"``, ``"write"``, ``"delete"``, ``"list"``). It is also a
+    ``ConnectionError``. For a write, the step may or may not have been stored when the
+    error says so: reload the thread before doing it again.
+    """
+
+    def __init__(self, message: str, *, where: str, thread_id: str | None, operation: str) -> None:
+        super().__init__(message)
+        self.where = where
+        self.thread_id = thread_id
+        self.operation = operation
+
+    def __str__(self) -> str:  # OSError would format errno and strerror around the message
+        return str(self.args[0])
+
+
+class CheckpointTimeoutError(CheckpointUnavailableError, TimeoutError):
+    """The server did not answer within the saver's socket timeout (a stalled or
+    overloaded server, a cut network). Also a ``TimeoutError``."""
+
+
+class CheckpointAuthError(CheckpointUnavailableError, PermissionError):
+    """The server refused the saver's credentials or its ACL user (a wrong or missing
+    password, a user without the needed commands). Never retried. Also a
+    ``PermissionError``."""
+
+
+class CheckpointDataError(SerializationError):
+    """A thread's stored data is corrupt, truncated or partly gone (keys evicted by a
+    ``maxmemory-policy``, deleted by hand, or overwritten): the saver will not guess.
+
+    ``thread_id`` names the thread, ``checkpoint_id`` the checkpoint being read or extended
+    when known.
+    """
+
+    def __init__(self, message: str, *, thread_id: str, checkpoint_id: str | None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+
+
+class EvictionPolicyWarning(UserWarning):
+    """The Redis server's ``maxmemory-policy`` may evict a saver's keys, which would lose
+    checkpoints (see docs/redis.md, "Durability")."""
+
+
 class CheckpointNotFoundError(CheckpointError, LookupError):
     """A checkpoint id, or a thread, that the saver does not hold."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import inspect
 import random
 import time
@@ -12,11 +13,23 @@ from typing import Any, TypeVar
 
 from . import _redis_lua
 from ._index import checkpoint_from, header_of
+from ._redis_errors import is_transient, translate, where_of
+from ._redis_eviction import on_memory_info
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
-from .errors import CheckpointConflictError, CheckpointError
+from .errors import (
+    CheckpointConflictError,
+    CheckpointDataError,
+    CheckpointError,
+    SerializationError,
+)
 from .serde import Serializer
 
-__all__ = ["RedisSaver"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_SOCKET_TIMEOUT", "RedisSaver"]
+
+DEFAULT_SOCKET_TIMEOUT = 5.0
+"""Seconds ``RedisSaver.from_url`` lets a command wait for its reply."""
+DEFAULT_CONNECT_TIMEOUT = 5.0
+"""Seconds ``RedisSaver.from_url`` lets a connection take to open."""
 
 T = TypeVar("T")
 _PARTS = ("head", "meta", "cps", "idx", "vals", "items", "ids")
@@ -28,23 +41,6 @@ def _thread_tag(thread_id: str) -> str:
     if "{" in thread_id or "}" in thread_id:
         return "{" + thread_id.encode().hex()
     return thread_id
-
-
-def _safe_url(client: Any) -> str:
-    """Where the client connects, without credentials."""
-    if hasattr(client, "get_default_node"):
-        try:
-            node = client.get_default_node()
-            return f"cluster at {node.host}:{node.port}"
-        except Exception:
-            return "cluster"
-    try:
-        kwargs = client.get_connection_kwargs()
-    except Exception:
-        return type(client).__name__
-    if kwargs.get("path"):
-        return f"unix://{kwargs['path']}"
-    return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
 
 
 class RedisSaver(BaseCheckpointSaver):
@@ -62,8 +58,14 @@ class RedisSaver(BaseCheckpointSaver):
 
     ``client`` is a ``redis.Redis`` / ``redis.RedisCluster`` (sync methods; async ones run
     in worker threads) or a ``redis.asyncio`` client (async methods only); ``from_url``
-    makes both. Connection errors on reads are retried with backoff; a failed write raises
-    ``CheckpointError`` and, the script being atomic, either happened whole or not at all.
+    makes both, with bounded socket timeouts. A lost or refused connection is retried with
+    backoff (``read_retries`` times for a read, ``write_retries`` for a write: the write
+    script is idempotent); a timeout or refused credentials are not. What still fails raises
+    ``CheckpointUnavailableError`` (``CheckpointTimeoutError``, ``CheckpointAuthError``)
+    naming the server, never its password, and the thread. A write either happened whole or
+    not at all. Stored data that is corrupt or partly evicted raises ``CheckpointDataError``
+    naming the thread. On first use the saver checks the server's ``maxmemory-policy`` and
+    warns (``EvictionPolicyWarning``) when it may evict checkpoints.
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class RedisSaver(BaseCheckpointSaver):
         max_retained: int | None = None,
         serializer: Serializer | None = None,
         read_retries: int = 3,
+        write_retries: int = 3,
         backoff: float = 0.05,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -105,6 +108,7 @@ class RedisSaver(BaseCheckpointSaver):
         self.max_retained = max_retained
         self.serializer = serializer or Serializer()
         self.read_retries = read_retries
+        self.write_retries = write_retries
         self.backoff = backoff
         self._sleep = sleep
         self._write = client.register_script(_redis_lua.WRITE) if client is not None else None
@@ -115,23 +119,60 @@ class RedisSaver(BaseCheckpointSaver):
         self._aread = (
             async_client.register_script(_redis_lua.READ) if async_client is not None else None
         )
+        self._list = client.register_script(_redis_lua.LIST) if client is not None else None
+        self._alist = (
+            async_client.register_script(_redis_lua.LIST) if async_client is not None else None
+        )
+        self._policy_checked: set[int] = set()  # ids of the clients whose policy was checked
         self._async_factory: Callable[[], Any] | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
         self._owns_clients = False  # from_url made them: close() closes them
 
     @classmethod
-    def from_url(cls, url: str, *, cluster: bool = False, **options: Any) -> RedisSaver:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        cluster: bool = False,
+        socket_timeout: float | None = DEFAULT_SOCKET_TIMEOUT,
+        socket_connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
+        **options: Any,
+    ) -> RedisSaver:
         """A saver for ``redis://``, ``rediss://`` (TLS) or ``unix://`` URLs, with AUTH in the
-        URL if needed; ``cluster=True`` for a Redis Cluster. Makes a sync and an async client."""
+        URL if needed; ``cluster=True`` for a Redis Cluster. Makes a sync and an async client.
+
+        ``socket_timeout`` bounds how long one command waits for Redis (a stalled server
+        fails a read or write with ``CheckpointTimeoutError`` after that long), and
+        ``socket_connect_timeout`` how long a connection takes to open; ``None`` waits for
+        ever. The URL's own ``?socket_timeout=`` wins. A single-node client does not retry
+        on its own: the saver retries (``read_retries``, ``write_retries``); a cluster
+        client keeps redis-py's retries, which follow failovers. ``options`` go to
+        ``RedisSaver(...)``.
+        """
         import redis
         import redis.asyncio
+        from redis.asyncio.retry import Retry as AsyncRetry
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
+        timeouts: dict[str, Any] = {
+            "socket_timeout": socket_timeout,
+            "socket_connect_timeout": socket_connect_timeout,
+        }
         make_async: Callable[[], Any] = (
-            (lambda: redis.asyncio.RedisCluster.from_url(url))
+            (lambda: redis.asyncio.RedisCluster.from_url(url, **timeouts))
             if cluster
-            else (lambda: redis.asyncio.Redis.from_url(url))
+            else (
+                lambda: redis.asyncio.Redis.from_url(
+                    url, retry=AsyncRetry(NoBackoff(), 0), **timeouts
+                )
+            )
         )
-        sync = redis.RedisCluster.from_url(url) if cluster else redis.Redis.from_url(url)
+        sync = (
+            redis.RedisCluster.from_url(url, **timeouts)
+            if cluster
+            else redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **timeouts)
+        )
         saver = cls(sync, async_client=make_async(), **options)
         saver._async_factory = make_async  # its own async client follows the running loop
         saver._owns_clients = True
@@ -172,7 +213,7 @@ class RedisSaver(BaseCheckpointSaver):
         await self.aclose()
 
     def __repr__(self) -> str:
-        where = _safe_url(self.client if self.client is not None else self.async_client)
+        where = where_of(self.client if self.client is not None else self.async_client)
         return f"RedisSaver({where}, key_prefix={self.key_prefix!r}, ttl={self.ttl}, max_retained={self.max_retained})"
 
     def keys(self, thread_id: str) -> builtins.list[str]:
@@ -233,6 +274,9 @@ class RedisSaver(BaseCheckpointSaver):
             )
         if status == 2:
             return "*"
+        if status == 4:
+            why = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+            raise _corrupt(checkpoint.thread_id, checkpoint.parent_id, why, "extended")
         key = reply[1]
         return key.decode() if isinstance(key, bytes) else str(key)
 
@@ -250,12 +294,15 @@ class RedisSaver(BaseCheckpointSaver):
         whole: builtins.list[str] = []
         base = checkpoint.parent_id or ""
         keys = self.keys(checkpoint.thread_id)
+        self._check_policy(self.client, checkpoint.thread_id, "write")
         for _ in range(len(current.appended) + 2):
             args = self._args(checkpoint, current, check_head, whole, base)
-            try:
-                reply = write(keys=keys, args=args)
-            except Exception as error:
-                raise self._write_error(error) from error
+            reply = self._retry(
+                functools.partial(write, keys=keys, args=args),
+                checkpoint.thread_id,
+                "write",
+                self.write_retries,
+            )
             resend = self._outcome(checkpoint, reply)
             if resend is None:
                 return
@@ -278,12 +325,16 @@ class RedisSaver(BaseCheckpointSaver):
         current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         whole: builtins.list[str] = []
         base = checkpoint.parent_id or ""
+        awrite, keys = self._awrite, self.keys(checkpoint.thread_id)
+        await self._acheck_policy(checkpoint.thread_id, "write")
         for _ in range(len(current.appended) + 2):
             args = self._args(checkpoint, current, check_head, whole, base)
-            try:
-                reply = await self._awrite(keys=self.keys(checkpoint.thread_id), args=args)
-            except Exception as error:
-                raise self._write_error(error) from error
+            reply = await self._aretry(
+                functools.partial(awrite, keys=keys, args=args),
+                checkpoint.thread_id,
+                "write",
+                self.write_retries,
+            )
             resend = self._outcome(checkpoint, reply)
             if resend is None:
                 return
@@ -292,24 +343,19 @@ class RedisSaver(BaseCheckpointSaver):
             f"could not write checkpoint {checkpoint.id!r} of thread '{checkpoint.thread_id}'"
         )
 
-    def _write_error(self, error: Exception) -> CheckpointError:
-        return CheckpointError(
-            f"writing a checkpoint to Redis ({_safe_url(self.client or self.async_client)}) failed: "
-            f"{type(error).__name__}: {_scrub(str(error)).rstrip('.')}. The write is atomic: the thread is at its "
-            "previous head unless this very write completed; reload it before retrying"
-        )
-
     def delete_thread(self, thread_id: str) -> None:
         if self.client is None:
             raise CheckpointError("this RedisSaver has only an async client: use adelete_thread()")
-        self.client.delete(*self.keys(thread_id))
+        client = self.client
+        self._retry(lambda: client.delete(*self.keys(thread_id)), thread_id, "delete")
 
     async def adelete_thread(self, thread_id: str) -> None:
         if self.async_client is None:
             await super().adelete_thread(thread_id)
             return
         await self._aready()
-        await self.async_client.delete(*self.keys(thread_id))
+        client = self.async_client
+        await self._aretry(lambda: client.delete(*self.keys(thread_id)), thread_id, "delete")
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -318,18 +364,22 @@ class RedisSaver(BaseCheckpointSaver):
             return None
         loads = self.serializer.loads
         cid = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-        header = loads(reply[1])
-        values: dict[str, Any] = {}
-        for i in range(2, len(reply), 3):
-            key = reply[i].decode() if isinstance(reply[i], bytes) else reply[i]
-            kind = reply[i + 1]
-            data = reply[i + 2]
-            if data is None:
-                raise CheckpointError(
-                    f"thread '{thread_id}' is missing the stored value of '{key}' (expired or deleted?)"
-                )
-            values[key] = [loads(item) for item in data] if kind in (b"l", "l") else loads(data)
-        return checkpoint_from(header, cid, thread_id, values)
+        if cid == "!":
+            why = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+            raise _corrupt(thread_id, None, why, "read")
+        key = "<checkpoint header>"
+        try:
+            header = loads(reply[1])
+            values: dict[str, Any] = {}
+            for i in range(2, len(reply), 3):
+                key = reply[i].decode() if isinstance(reply[i], bytes) else reply[i]
+                kind, data = reply[i + 1], reply[i + 2]
+                values[key] = [loads(item) for item in data] if kind in (b"l", "l") else loads(data)
+            return checkpoint_from(header, cid, thread_id, values)
+        except (SerializationError, KeyError, TypeError, ValueError) as error:
+            raise _corrupt(
+                thread_id, cid, f"'{key}' of checkpoint {cid} cannot be decoded ({error})", "read"
+            ) from error
 
     def _read_args(self, checkpoint_id: str | None) -> builtins.list[Any]:
         return [checkpoint_id or "", self.ttl if (self.ttl and self.refresh_on_read) else 0]
@@ -339,7 +389,8 @@ class RedisSaver(BaseCheckpointSaver):
         if read is None:
             raise CheckpointError("this RedisSaver has only an async client: use aget()")
         keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
-        reply = self._retry(lambda: read(keys=keys, args=args))
+        self._check_policy(self.client, thread_id, "read")
+        reply = self._retry(lambda: read(keys=keys, args=args), thread_id, "read")
         return self._checkpoint(thread_id, reply)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
@@ -348,23 +399,22 @@ class RedisSaver(BaseCheckpointSaver):
         await self._aready()
         aread = self._aread
         keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
-        reply = await self._aretry(lambda: aread(keys=keys, args=args))
+        await self._acheck_policy(thread_id, "read")
+        reply = await self._aretry(lambda: aread(keys=keys, args=args), thread_id, "read")
         return self._checkpoint(thread_id, reply)
 
-    def _ids(
-        self, thread_id: str, limit: int | None, before: str | None, fetch: Callable[..., Any]
-    ) -> Any:
-        top = f"({before}" if before is not None else "+"
-        return fetch(
-            self.keys(thread_id)[6], top, "-", start=0 if limit is not None else None, num=limit
-        )
+    def _list_args(self, limit: int | None, before: str | None) -> builtins.list[Any]:
+        return [before or "", "" if limit is None else limit]
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> Iterator[Checkpoint]:
-        if self.client is None:
+        """The thread's checkpoints, newest first in the order they were written."""
+        script = self._list
+        if script is None:
             raise CheckpointError("this RedisSaver has only an async client: use alist()")
-        ids = self._retry(lambda: self._ids(thread_id, limit, before, self.client.zrevrangebylex))
+        keys, args = self.keys(thread_id)[6:], self._list_args(limit, before)
+        ids = self._retry(lambda: script(keys=keys, args=args), thread_id, "list")
         for cid in ids:
             checkpoint = self.get(thread_id, cid.decode())
             if checkpoint is not None:
@@ -373,14 +423,16 @@ class RedisSaver(BaseCheckpointSaver):
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> AsyncIterator[Checkpoint]:
+        """The thread's checkpoints, newest first in the order they were written."""
         if self.async_client is None:
             async for checkpoint in super().alist(thread_id, limit=limit, before=before):
                 yield checkpoint
             return
         await self._aready()
-        ids = await self._aretry(
-            lambda: self._ids(thread_id, limit, before, self.async_client.zrevrangebylex)
-        )
+        script = self._alist
+        assert script is not None  # set with the async client
+        keys, args = self.keys(thread_id)[6:], self._list_args(limit, before)
+        ids = await self._aretry(lambda: script(keys=keys, args=args), thread_id, "list")
         for cid in ids:
             found = await self.aget(thread_id, cid.decode())
             if found is not None:
@@ -411,34 +463,78 @@ class RedisSaver(BaseCheckpointSaver):
                 self.async_client = self._async_factory()
                 self._awrite = self.async_client.register_script(_redis_lua.WRITE)
                 self._aread = self.async_client.register_script(_redis_lua.READ)
+                self._alist = self.async_client.register_script(_redis_lua.LIST)
             self._async_loop = loop
         initialize = getattr(self.async_client, "initialize", None)
         if initialize is not None:
             await initialize()
 
-    def _retry(self, call: Callable[[], T]) -> T:
+    def _pause(self, attempt: int) -> float:
+        return self.backoff * 2.0**attempt * (0.5 + random.random())
+
+    def _retry(
+        self, call: Callable[[], T], thread_id: str, operation: str, retries: int | None = None
+    ) -> T:
+        """``call``, again after a pause while the connection is lost (at most ``retries``
+        more times); what still fails becomes the saver's error."""
         import redis
 
-        for attempt in range(self.read_retries + 1):
+        retries = self.read_retries if retries is None else retries
+        for attempt in range(retries + 1):
             try:
                 return call()
-            except (redis.ConnectionError, redis.TimeoutError):
-                if attempt == self.read_retries:
-                    raise
-                self._sleep(self.backoff * (2**attempt) * (0.5 + random.random()))
+            except redis.RedisError as error:
+                if attempt == retries or not is_transient(error):
+                    raise translate(
+                        error, client=self.client, thread_id=thread_id, operation=operation
+                    ) from error
+            self._sleep(self._pause(attempt))
         raise AssertionError("unreachable")
 
-    async def _aretry(self, call: Callable[[], Awaitable[T]]) -> T:
+    async def _aretry(
+        self,
+        call: Callable[[], Awaitable[T]],
+        thread_id: str,
+        operation: str,
+        retries: int | None = None,
+    ) -> T:
         import redis
 
-        for attempt in range(self.read_retries + 1):
+        retries = self.read_retries if retries is None else retries
+        for attempt in range(retries + 1):
             try:
                 return await call()
-            except (redis.ConnectionError, redis.TimeoutError):
-                if attempt == self.read_retries:
-                    raise
-                await asyncio.sleep(self.backoff * (2**attempt) * (0.5 + random.random()))
+            except redis.RedisError as error:
+                if attempt == retries or not is_transient(error):
+                    raise translate(
+                        error, client=self.async_client, thread_id=thread_id, operation=operation
+                    ) from error
+            await asyncio.sleep(self._pause(attempt))
         raise AssertionError("unreachable")
+
+    # -- the eviction check ------------------------------------------------------------------
+
+    def _check_policy(self, client: Any, thread_id: str, operation: str) -> None:
+        """Once per client: warn when the server may evict checkpoints."""
+        if id(client) not in self._policy_checked:
+            import redis
+
+            try:
+                info: Any = client.info("memory")
+            except redis.RedisError as error:
+                info = error
+            self._policy_checked.add(on_memory_info(info, client, self.ttl, thread_id, operation))
+
+    async def _acheck_policy(self, thread_id: str, operation: str) -> None:
+        client = self.async_client
+        if id(client) not in self._policy_checked:
+            import redis
+
+            try:
+                info: Any = await client.info("memory")
+            except redis.RedisError as error:
+                info = error
+            self._policy_checked.add(on_memory_info(info, client, self.ttl, thread_id, operation))
 
 
 def _count_ops(lists: builtins.list[Any]) -> int:
@@ -463,11 +559,20 @@ def _resend(
     return delta, [*whole, key], base
 
 
-def _scrub(text: str) -> str:
-    """Error text without anything that looks like a password in a URL."""
-    import re
-
-    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+def _corrupt(
+    thread_id: str, checkpoint_id: str | None, why: str, doing: str
+) -> CheckpointDataError:
+    hint = (
+        "Keys may have been evicted (a maxmemory-policy other than noeviction), expired, deleted "
+        "or overwritten by hand. Nothing was written; restore the keys from a backup, or "
+        "delete_thread() it and start again"
+    )
+    return CheckpointDataError(
+        f"thread '{thread_id}' cannot be {doing}: its data in Redis is corrupt or incomplete: "
+        f"{why}. {hint}.",
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+    )
 
 
 def _is_async_client(client: Any) -> bool:

@@ -1,0 +1,63 @@
+"""The check a RedisSaver makes once per client: may this server evict the saver's keys?
+
+A server evicts only when it has a ``maxmemory`` limit. ``noeviction`` never evicts;
+``volatile-*`` policies evict only keys with a TTL, which the saver's keys have when it has a
+``ttl``; ``allkeys-*`` policies may evict any key, checkpoints included.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from ._redis_errors import translate, where_of
+from .errors import EvictionPolicyWarning
+
+
+def evicting_policy(info: Any, ttl: int | None) -> str | None:
+    """The policy (``allkeys-lru``...) under which the server(s) described by ``info`` (the
+    reply to ``INFO memory``: one node's mapping, or a cluster's mapping of node to mapping)
+    may evict the saver's keys; ``None`` when they cannot."""
+    nodes = [info] if isinstance(info, Mapping) and "maxmemory_policy" in info else []
+    if not nodes and isinstance(info, Mapping):
+        nodes = [node for node in info.values() if isinstance(node, Mapping)]
+    for node in nodes:
+        policy = node.get("maxmemory_policy")
+        policy = policy.decode() if isinstance(policy, bytes) else str(policy or "noeviction")
+        if int(node.get("maxmemory", 0) or 0) == 0 or policy == "noeviction":
+            continue
+        if policy.startswith("allkeys-") or (ttl is not None and policy.startswith("volatile-")):
+            return policy
+    return None
+
+
+def warn_if_evicting(info: Any, ttl: int | None, where: str) -> None:
+    """Warn (``EvictionPolicyWarning``) when the server may evict checkpoints."""
+    policy = evicting_policy(info, ttl)
+    if policy is None:
+        return
+    keys = "any key" if policy.startswith("allkeys-") else "keys with a TTL (the saver's ttl)"
+    warnings.warn(
+        f"Redis at {where} has a maxmemory limit and maxmemory-policy {policy}: when it fills "
+        f"up it evicts {keys}, checkpoints included, and a thread that lost a key fails to load "
+        "with CheckpointDataError. Set maxmemory-policy noeviction (CONFIG SET maxmemory-policy "
+        "noeviction, or in redis.conf), or keep checkpoints in a Redis of their own "
+        "(docs/redis.md, Durability).",
+        EvictionPolicyWarning,
+        stacklevel=4,
+    )
+
+
+def on_memory_info(info: Any, client: Any, ttl: int | None, thread_id: str, operation: str) -> int:
+    """Act on the reply to ``INFO memory`` (or the error it raised): warn when the server may
+    evict checkpoints; raise the saver's error when the server cannot be reached (the
+    command that follows would fail the same way). A server that refuses ``INFO`` (an ACL, a
+    managed service) is not checked. Returns ``id(client)``, to be marked as checked."""
+    import redis
+
+    if isinstance(info, (redis.ConnectionError, redis.TimeoutError)):
+        raise translate(info, client=client, thread_id=thread_id, operation=operation) from info
+    if not isinstance(info, BaseException):
+        warn_if_evicting(info, ttl, where_of(client))
+    return id(client)
