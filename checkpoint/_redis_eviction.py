@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ._redis_errors import translate, where_of
+from ._redis_errors import is_auth_failure, is_transient, translate, where_of
 from .errors import EvictionPolicyWarning
 
 
@@ -49,15 +49,24 @@ def warn_if_evicting(info: Any, ttl: int | None, where: str) -> None:
     )
 
 
-def on_memory_info(info: Any, client: Any, ttl: int | None, thread_id: str, operation: str) -> int:
+def on_memory_info(
+    info: Any, client: Any, ttl: int | None, thread_id: str, operation: str
+) -> int | None:
     """Act on the reply to ``INFO memory`` (or the error it raised): warn when the server may
-    evict checkpoints; raise the saver's error when the server cannot be reached (the
-    command that follows would fail the same way). A server that refuses ``INFO`` (an ACL, a
-    managed service) is not checked. Returns ``id(client)``, to be marked as checked."""
-    import redis
+    evict checkpoints. A timeout or refused credentials raise the saver's error at once (the
+    command that follows would fail the same way, after as long a wait); a lost connection
+    leaves the check for next time (the command that follows retries it). A server that
+    refuses ``INFO`` (an ACL, a managed service) is not checked. Returns ``id(client)`` when
+    the client is checked, else ``None``."""
+    if isinstance(info, BaseException):
+        if is_transient(info):
+            return None
+        import redis
 
-    if isinstance(info, (redis.ConnectionError, redis.TimeoutError)):
-        raise translate(info, client=client, thread_id=thread_id, operation=operation) from info
-    if not isinstance(info, BaseException):
-        warn_if_evicting(info, ttl, where_of(client))
+        if isinstance(info, redis.TimeoutError) or is_auth_failure(info):
+            raise translate(
+                info, client=client, thread_id=thread_id, operation=operation
+            ) from info
+        return id(client)
+    warn_if_evicting(info, ttl, where_of(client))
     return id(client)

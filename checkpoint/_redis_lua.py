@@ -28,6 +28,9 @@ if not head and redis.call('EXISTS', KEYS[3], KEYS[7]) > 0 then
   return {4, 'its head key is missing but its checkpoints are not (evicted or deleted by hand?)'}
 end
 if check == '1' and (head or '') ~= expected then return {0, head or ''} end
+if head and head ~= id and not redis.call('ZSCORE', KEYS[7], head) then
+  return {4, 'its head ' .. head .. ' is missing from its list of checkpoints'}
+end
 local stored = redis.call('HLEN', KEYS[6])
 local idx = {}
 if base ~= '' then
@@ -223,13 +226,17 @@ end
 return out
 """
 
-# KEYS[1] ids. ARGV: before ('' = from the newest), limit ('' = all).
+# KEYS[1] head, KEYS[2] ids. ARGV: before ('' = from the newest), limit ('' = all).
 # Returns the ids newest first (in write order), starting after ``before``; {} when the
-# thread never had ``before``.
+# thread never had ``before``; {'!', why} when the head is not among the ids.
 LIST = r"""
+local head = redis.call('GET', KEYS[1])
+if head and not redis.call('ZSCORE', KEYS[2], head) then
+  return {'!', 'its head ' .. head .. ' is missing from its list of checkpoints'}
+end
 local start = 0
 if ARGV[1] ~= '' then
-  local rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+  local rank = redis.call('ZREVRANK', KEYS[2], ARGV[1])
   if not rank then return {} end
   start = rank + 1
 end
@@ -238,5 +245,5 @@ if ARGV[2] ~= '' then
   if tonumber(ARGV[2]) <= 0 then return {} end
   stop = start + tonumber(ARGV[2]) - 1
 end
-return redis.call('ZREVRANGE', KEYS[1], start, stop)
+return redis.call('ZREVRANGE', KEYS[2], start, stop)
 """

@@ -413,10 +413,10 @@ class RedisSaver(BaseCheckpointSaver):
         script = self._list
         if script is None:
             raise CheckpointError("this RedisSaver has only an async client: use alist()")
-        keys, args = self.keys(thread_id)[6:], self._list_args(limit, before)
+        keys, args = self.keys(thread_id)[::6], self._list_args(limit, before)
         ids = self._retry(lambda: script(keys=keys, args=args), thread_id, "list")
-        for cid in ids:
-            checkpoint = self.get(thread_id, cid.decode())
+        for cid in _listed(thread_id, ids):
+            checkpoint = self.get(thread_id, cid)
             if checkpoint is not None:
                 yield checkpoint
 
@@ -431,10 +431,10 @@ class RedisSaver(BaseCheckpointSaver):
         await self._aready()
         script = self._alist
         assert script is not None  # set with the async client
-        keys, args = self.keys(thread_id)[6:], self._list_args(limit, before)
+        keys, args = self.keys(thread_id)[::6], self._list_args(limit, before)
         ids = await self._aretry(lambda: script(keys=keys, args=args), thread_id, "list")
-        for cid in ids:
-            found = await self.aget(thread_id, cid.decode())
+        for cid in _listed(thread_id, ids):
+            found = await self.aget(thread_id, cid)
             if found is not None:
                 yield found
 
@@ -523,7 +523,9 @@ class RedisSaver(BaseCheckpointSaver):
                 info: Any = client.info("memory")
             except redis.RedisError as error:
                 info = error
-            self._policy_checked.add(on_memory_info(info, client, self.ttl, thread_id, operation))
+            checked = on_memory_info(info, client, self.ttl, thread_id, operation)
+            if checked is not None:
+                self._policy_checked.add(checked)
 
     async def _acheck_policy(self, thread_id: str, operation: str) -> None:
         client = self.async_client
@@ -534,7 +536,9 @@ class RedisSaver(BaseCheckpointSaver):
                 info: Any = await client.info("memory")
             except redis.RedisError as error:
                 info = error
-            self._policy_checked.add(on_memory_info(info, client, self.ttl, thread_id, operation))
+            checked = on_memory_info(info, client, self.ttl, thread_id, operation)
+            if checked is not None:
+                self._policy_checked.add(checked)
 
 
 def _count_ops(lists: builtins.list[Any]) -> int:
@@ -557,6 +561,13 @@ def _resend(
     if key == "*":
         return CheckpointDelta.full(checkpoint.values), whole, ""
     return delta, [*whole, key], base
+
+
+def _listed(thread_id: str, reply: Sequence[bytes]) -> builtins.list[str]:
+    """The ids the list script answered, or its complaint raised."""
+    if reply and reply[0] == b"!":
+        raise _corrupt(thread_id, None, reply[1].decode(), "listed")
+    return [cid.decode() for cid in reply]
 
 
 def _corrupt(

@@ -7,13 +7,15 @@ guard that keeps its ids increasing, as separate processes do."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
+import fakeredis
 import pytest
 
-from checkpoint import BaseCheckpointSaver, MemorySaver, SqliteSaver, _ids
+from checkpoint import BaseCheckpointSaver, MemorySaver, RedisSaver, SqliteSaver, _ids
 from graph_agent import RunnableConfig
 
 from ._graphs import chat_graph
@@ -49,15 +51,29 @@ def clocks(monkeypatch: pytest.MonkeyPatch) -> Clocks:
     return Clocks(monkeypatch)
 
 
-KINDS = ["memory", "memory-copy", "sqlite"]
+KINDS = ["memory", "memory-copy", "sqlite", "redis-fake", "redis-real"]
 
 
 def two_processes(
-    kind: str, tmp_path: Path, max_retained: int | None = None
+    kind: str, request: pytest.FixtureRequest, max_retained: int | None = None
 ) -> tuple[BaseCheckpointSaver, BaseCheckpointSaver]:
     """What processes A and B write with: one MemorySaver (a memory saver cannot be shared
-    between processes, so this is one process whose clock was stepped back), or two
-    SqliteSavers on one file."""
+    between processes, so this is one process whose clock was stepped back), two
+    SqliteSavers on one file, or two RedisSavers with clients of their own on one server
+    (fakeredis, or the real server of the ``redis_url`` fixture)."""
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    if kind == "redis-fake":
+        server = fakeredis.FakeServer()
+        return (
+            RedisSaver(fakeredis.FakeRedis(server=server), max_retained=max_retained),
+            RedisSaver(fakeredis.FakeRedis(server=server), max_retained=max_retained),
+        )
+    if kind == "redis-real":
+        url, prefix = request.getfixturevalue("redis_url"), f"skew-{uuid.uuid4().hex[:8]}"
+        return (
+            RedisSaver.from_url(url, key_prefix=prefix, max_retained=max_retained),
+            RedisSaver.from_url(url, key_prefix=prefix, max_retained=max_retained),
+        )
     if kind == "sqlite":
         path = tmp_path / "shared.sqlite"
         return SqliteSaver(path, max_retained=max_retained), SqliteSaver(
@@ -74,6 +90,10 @@ def savers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[Base
     for saver in opened:
         if isinstance(saver, SqliteSaver):
             saver.close()
+        elif isinstance(saver, RedisSaver):
+            saver.close()
+            if isinstance(saver.client, fakeredis.FakeRedis):
+                saver.client.close()
 
 
 def test_ids_of_a_lagging_process_sort_before_the_leaders(clocks: Clocks) -> None:
@@ -87,9 +107,9 @@ def test_ids_of_a_lagging_process_sort_before_the_leaders(clocks: Clocks) -> Non
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_retention_keeps_the_head_written_by_a_lagging_clock(
-    kind: str, clocks: Clocks, tmp_path: Path, savers: list[BaseCheckpointSaver]
+    kind: str, clocks: Clocks, request: pytest.FixtureRequest, savers: list[BaseCheckpointSaver]
 ) -> None:
-    saver_a, saver_b = two_processes(kind, tmp_path, max_retained=3)
+    saver_a, saver_b = two_processes(kind, request, max_retained=3)
     savers += [saver_a, saver_b]
     apps = {"A": chat_graph(saver_a), "B": chat_graph(saver_b)}
     config = RunnableConfig(thread_id="t")
@@ -111,9 +131,9 @@ def test_retention_keeps_the_head_written_by_a_lagging_clock(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_history_and_before_follow_the_writes_not_the_clocks(
-    kind: str, clocks: Clocks, tmp_path: Path, savers: list[BaseCheckpointSaver]
+    kind: str, clocks: Clocks, request: pytest.FixtureRequest, savers: list[BaseCheckpointSaver]
 ) -> None:
-    saver_a, saver_b = two_processes(kind, tmp_path)
+    saver_a, saver_b = two_processes(kind, request)
     savers += [saver_a, saver_b]
     apps = {"A": chat_graph(saver_a), "B": chat_graph(saver_b)}
     config = RunnableConfig(thread_id="h")

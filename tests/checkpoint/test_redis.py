@@ -12,7 +12,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from checkpoint import CheckpointError, RedisSaver, SerializationError
+from checkpoint import CheckpointError, CheckpointUnavailableError, RedisSaver, SerializationError
 from graph_agent import END, START, KeyStrategy, Overwrite, StateGraph
 
 from ..redis_servers import redis_server
@@ -147,7 +147,7 @@ def test_reads_are_retried_on_connection_errors(fake):
     saver = RedisSaver(fake, sleep=sleeps.append, read_retries=3)
     chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "t"})
     real_read = saver._read
-    failures = iter([redis.ConnectionError("reset"), redis.TimeoutError("slow")])
+    failures = iter([redis.ConnectionError("reset"), redis.BusyLoadingError("loading")])
 
     def flaky(**kwargs):
         error = next(failures, None)
@@ -171,7 +171,8 @@ def test_a_failed_write_is_a_clear_error_and_the_head_stays(fake):
 
     saver._write = broken
     with pytest.raises(
-        CheckpointError, match=r"writing a checkpoint to Redis .* failed: ConnectionError"
+        CheckpointUnavailableError,
+        match=r"could not reach Redis at .* while writing thread 't' \(ConnectionError",
     ):
         app.invoke({"messages": ["lost?"]}, {"thread_id": "t"})
     saver._write = fake.register_script(

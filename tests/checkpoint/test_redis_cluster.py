@@ -40,6 +40,7 @@ from graph_agent import (
 )
 
 from ..redis_servers import redis_cluster
+from . import test_redis_store as store_layout
 from . import test_saver_contract as saver_contract
 from . import test_store as store_contract
 
@@ -251,6 +252,10 @@ STORE_CONTRACT: list[Callable[[Any], None]] = [
     store_contract.test_awkward_namespace_parts_and_bad_namespaces,
     store_contract.test_async_twins,
     store_contract.test_one_thread_saves_a_profile_another_reads_it,
+    store_contract.test_any_string_round_trips_in_namespaces_and_keys,
+    store_layout.check_put_and_delete_are_one_script_call_each,
+    store_layout.check_a_write_cut_short_leaves_items_and_index_in_step,
+    store_layout.check_one_slot_and_no_shared_keys,
 ]
 
 
@@ -261,14 +266,16 @@ def test_store_contract_on_the_cluster(cluster, check):
     check(RedisStore(cluster, key_prefix=_prefix("store")))
 
 
-def test_store_namespaces_spread_over_the_cluster(cluster, cluster_ports):
+def test_a_stores_keys_share_one_slot_and_stores_spread_over_the_cluster(cluster, cluster_ports):
     store = RedisStore(cluster, key_prefix=_prefix("spread"))
     users = [f"u{i}" for i in range(12)]
     for user in users:
         store.put(("users", user), "profile", {"name": user})
     slots = {_keyslot(cluster, store._key(("users", user))) for user in users}
-    owners = {cluster.get_node_from_key(store._key(("users", u))).port for u in users}
-    assert len(slots) == len(users) and len(owners) > 1  # no hash tag: namespaces spread out
+    assert slots == {_keyslot(cluster, store._index)}  # one hash tag: put/delete are one script
+    stores = [RedisStore(cluster, key_prefix=f"spread-{i}") for i in range(12)]
+    owners = {cluster.get_node_from_key(s._index).port for s in stores}
+    assert len(owners) > 1  # stores with other prefixes land on other nodes
     assert len(store.search(("users",), limit=100)) == len(users)
     assert store.list_namespaces(prefix=("users",)) == sorted(("users", u) for u in users)
     # a store made from a URL finds the same items through another client

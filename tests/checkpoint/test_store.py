@@ -75,6 +75,62 @@ def test_awkward_namespace_parts_and_bad_namespaces(store):
         store.put(("users", ""), "k", 1)
 
 
+# Strings that break a naive encoding: the index's separator and escape characters (and the
+# escape forms themselves), the key name's ':' and percent signs, cluster hash-tag braces,
+# 0xff (the bound of a prefix range), non-ASCII text and a lone surrogate.
+AWKWARD = [
+    "\x1f",
+    "\x1e",
+    "\x1d",
+    "a\x1fb",
+    "a\x1eb",
+    "\x1e\x1f",
+    "\x1e\x1e",
+    "\x1e\x1d",
+    "\x1f\x1e",
+    ":",
+    "a:b",
+    "%3A",
+    "{",
+    "}",
+    "{a}",
+    "}{",
+    "\xff",
+    "ÿ\x1f",
+    "山田",
+    "é",
+    "\ud800",
+]
+AWKWARD_SPACES = sorted(
+    {(p,) for p in AWKWARD}
+    | {("a", p) for p in AWKWARD}
+    | {(p, "b") for p in AWKWARD}
+    | {("a",), ("b",), ("a", "b"), ("a", "b", "c"), ("a", "b\x1fc"), ("a\x1fb", "c")}
+)
+
+
+def test_any_string_round_trips_in_namespaces_and_keys(store):
+    keys = ["", *AWKWARD]
+    written = {}
+    for i, ns in enumerate(AWKWARD_SPACES):
+        for j, key in enumerate((keys[i % len(keys)], keys[(i + 7) % len(keys)])):
+            store.put(ns, key, [i, j])  # (a value must serialize: no lone surrogate in it)
+            written[ns, key] = [i, j]
+    for (ns, key), value in written.items():
+        item = store.get(ns, key)
+        assert (item.namespace, item.key, item.value) == (ns, key, value)
+    assert store.list_namespaces(limit=1000) == AWKWARD_SPACES
+    for prefix in [(), *AWKWARD_SPACES]:
+        under = [ns for ns in AWKWARD_SPACES if ns[: len(prefix)] == prefix]
+        assert store.list_namespaces(prefix=prefix, limit=1000) == under, prefix
+        found = {(i.namespace, i.key): i.value for i in store.search(prefix, limit=1000)}
+        assert found == {(ns, k): v for (ns, k), v in written.items() if ns in under}, prefix
+    for ns, key in written:
+        store.delete(ns, key)
+        assert store.get(ns, key) is None
+    assert store.list_namespaces(limit=1000) == [] and store.search((), limit=1000) == []
+
+
 def test_async_twins(store):
     async def main():
         await store.aput(("n",), "k", {"v": 1})
