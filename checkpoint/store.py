@@ -263,12 +263,30 @@ class RedisStore(BaseStore):
         self._delete_script = client.register_script(_DELETE)
 
     @classmethod
-    def from_url(cls, url: str, *, cluster: bool = False, **options: Any) -> RedisStore:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        cluster: bool = False,
+        socket_timeout: float | None = 5.0,
+        socket_connect_timeout: float | None = 5.0,
+        **options: Any,
+    ) -> RedisStore:
         """A store on a new client for ``url`` (``redis.RedisCluster`` if ``cluster``); the
-        store owns the client and ``close`` closes it. ``options`` go to ``RedisStore``."""
+        store owns the client and ``close`` closes it. The timeouts bound every wait, as for
+        ``RedisSaver.from_url`` (the URL's own ``?socket_timeout=`` wins); ``options`` go to
+        ``RedisStore``."""
         import redis
 
-        client = redis.RedisCluster.from_url(url) if cluster else redis.Redis.from_url(url)
+        timeouts = {
+            "socket_timeout": socket_timeout,
+            "socket_connect_timeout": socket_connect_timeout,
+        }
+        client = (
+            redis.RedisCluster.from_url(url, **timeouts)
+            if cluster
+            else redis.Redis.from_url(url, **timeouts)
+        )
         store = cls(client, **options)
         store._owns_client = True
         return store

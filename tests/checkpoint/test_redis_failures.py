@@ -30,6 +30,7 @@ from checkpoint import (
     CheckpointUnavailableError,
     EvictionPolicyWarning,
     RedisSaver,
+    RedisStore,
 )
 from checkpoint._ids import created_at_of, new_checkpoint_id
 from checkpoint._redis_eviction import evicting_policy
@@ -136,9 +137,12 @@ def test_from_url_bounds_every_wait_by_default() -> None:
         for client in (saver.client, saver.async_client):
             kwargs = client.get_connection_kwargs()
             assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (5.0, 5.0)
-        cluster_client = RedisSaver.from_url("redis://127.0.0.1:1/0?socket_timeout=2")
-        assert cluster_client.client.get_connection_kwargs()["socket_timeout"] == 2.0  # URL wins
-        cluster_client.close()
+        with RedisStore.from_url("redis://127.0.0.1:1/0") as store:
+            kwargs = store.client.get_connection_kwargs()
+            assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (5.0, 5.0)
+        from_query = RedisSaver.from_url("redis://127.0.0.1:1/0?socket_timeout=2")
+        assert from_query.client.get_connection_kwargs()["socket_timeout"] == 2.0  # URL wins
+        from_query.close()
     finally:
         saver.close()
 
