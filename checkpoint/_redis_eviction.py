@@ -64,9 +64,7 @@ def on_memory_info(
         import redis
 
         if isinstance(info, redis.TimeoutError) or is_auth_failure(info):
-            raise translate(
-                info, client=client, thread_id=thread_id, operation=operation
-            ) from info
+            raise translate(info, client=client, thread_id=thread_id, operation=operation) from info
         return id(client)
     warn_if_evicting(info, ttl, where_of(client))
     return id(client)
