@@ -18,12 +18,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis-fake"])
-def durable(request: pytest.FixtureRequest) -> Iterator[Any]:
+def durable(request: pytest.FixtureRequest) -> Any:
     """The savers the runtime's state tests run on: in memory, a SQLite file, Redis."""
     from tests.checkpoint.conftest import SAVERS
 
-    saver = SAVERS[request.param](request)
-    yield saver
-    close = getattr(saver, "close", None)
-    if callable(close):
-        close()
+    return SAVERS[request.param](request)  # the factory closes it when the fixture ends

