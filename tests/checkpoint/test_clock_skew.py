@@ -51,7 +51,7 @@ def clocks(monkeypatch: pytest.MonkeyPatch) -> Clocks:
     return Clocks(monkeypatch)
 
 
-KINDS = ["memory", "memory-copy", "sqlite", "redis-fake", "redis-real"]
+KINDS = ["memory", "memory-copy", "sqlite", "redis-fake", "redis-real", "redis-cluster"]
 
 
 def two_processes(
@@ -60,7 +60,8 @@ def two_processes(
     """What processes A and B write with: one MemorySaver (a memory saver cannot be shared
     between processes, so this is one process whose clock was stepped back), two
     SqliteSavers on one file, or two RedisSavers with clients of their own on one server
-    (fakeredis, or the real server of the ``redis_url`` fixture)."""
+    (fakeredis, the real server of the ``redis_url`` fixture, or the real cluster of
+    ``cluster_url``)."""
     tmp_path: Path = request.getfixturevalue("tmp_path")
     if kind == "redis-fake":
         server = fakeredis.FakeServer()
@@ -68,11 +69,13 @@ def two_processes(
             RedisSaver(fakeredis.FakeRedis(server=server), max_retained=max_retained),
             RedisSaver(fakeredis.FakeRedis(server=server), max_retained=max_retained),
         )
-    if kind == "redis-real":
-        url, prefix = request.getfixturevalue("redis_url"), f"skew-{uuid.uuid4().hex[:8]}"
+    if kind in ("redis-real", "redis-cluster"):
+        cluster = kind == "redis-cluster"
+        url = request.getfixturevalue("cluster_url" if cluster else "redis_url")
+        prefix = f"skew-{uuid.uuid4().hex[:8]}"
         return (
-            RedisSaver.from_url(url, key_prefix=prefix, max_retained=max_retained),
-            RedisSaver.from_url(url, key_prefix=prefix, max_retained=max_retained),
+            RedisSaver.from_url(url, cluster=cluster, key_prefix=prefix, max_retained=max_retained),
+            RedisSaver.from_url(url, cluster=cluster, key_prefix=prefix, max_retained=max_retained),
         )
     if kind == "sqlite":
         path = tmp_path / "shared.sqlite"

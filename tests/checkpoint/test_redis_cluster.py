@@ -1,6 +1,6 @@
 """RedisSaver and RedisStore on a real three-node Redis Cluster (``tests/redis_servers.py``).
 
-The module's fixture starts three ``redis-server --cluster-enabled yes`` nodes on free loopback
+The session fixture ``cluster_ports`` (tests/checkpoint/conftest.py) starts three ``redis-server --cluster-enabled yes`` nodes on free loopback
 ports, joins them with ``redis-cli --cluster create ... --cluster-yes`` and waits for
 ``cluster_state:ok`` on every node. Without a server binary or redis-cli the tests are skipped
 with the reason; on CI (``CI`` set) that is a failure instead.
@@ -39,7 +39,6 @@ from graph_agent import (
     tool,
 )
 
-from ..redis_servers import redis_cluster
 from . import test_redis_store as store_layout
 from . import test_saver_contract as saver_contract
 from . import test_store as store_contract
@@ -48,17 +47,6 @@ from . import test_store as store_contract
 # made by ``redis-cli --cluster create`` (slots split 0-5460, 5461-10922, 10923-16383):
 # alice 749, bob 8955, carol 6206, erin 12069.
 THREADS = ("alice", "bob", "carol", "erin")
-
-
-@pytest.fixture(scope="module")
-def cluster_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
-    with redis_cluster(tmp_path_factory.mktemp("redis-cluster"), nodes=3) as ports:
-        yield ports
-
-
-@pytest.fixture
-def cluster_url(cluster_ports: list[int]) -> str:
-    return f"redis://127.0.0.1:{cluster_ports[0]}"
 
 
 @pytest.fixture
