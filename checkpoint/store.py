@@ -9,6 +9,7 @@ import dataclasses
 import re
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -261,6 +262,7 @@ class RedisStore(BaseStore):
         self._tag = _store_tag(key_prefix)
         self._put_script = client.register_script(_PUT)
         self._delete_script = client.register_script(_DELETE)
+        self._legacy_checked = False
 
     @classmethod
     def from_url(
@@ -329,9 +331,55 @@ class RedisStore(BaseStore):
         created, updated = (datetime.fromtimestamp(t, tz=timezone.utc) for t in record["t"])
         return Item(ns, key, record["v"], created, updated)
 
+    # -- the layout of graph-agent 0.1 -----------------------------------------------------------
+
+    @property
+    def _legacy_index(self) -> str:
+        return f"{self.key_prefix}:store-namespaces"
+
+    def _legacy_key(self, ns: Namespace) -> str:
+        return f"{self.key_prefix}:store:" + ":".join(quote(p, safe="") for p in ns)
+
+    def _check_legacy(self) -> None:
+        """Once per store: warn when items of the old layout wait to be moved."""
+        if self._legacy_checked:
+            return
+        self._legacy_checked = True
+        if self.client.exists(self._legacy_index):
+            warnings.warn(
+                f"Redis holds RedisStore items under key prefix {self.key_prefix!r} in the "
+                "layout of graph-agent 0.1, which this store does not read: call "
+                "store.migrate_legacy_keys() once to move them (docs/redis.md, RedisStore)",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def migrate_legacy_keys(self) -> int:
+        """Move the items that a ``RedisStore`` of graph-agent 0.1 wrote under this key
+        prefix (hashes ``<prefix>:store:<parts>``, index ``<prefix>:store-namespaces``) into
+        this layout, records unchanged (values, ``created_at``, ``updated_at``); returns how
+        many moved. An item this layout already holds wins over its old copy. Each old
+        namespace is deleted once its items are moved, so the call can be interrupted and run
+        again; a second run moves nothing."""
+        self._legacy_checked = True
+        moved = 0
+        for name in self.client.zrange(self._legacy_index, 0, -1):
+            ns = tuple(name.decode().split(_SEP))
+            old_key, new_key = self._legacy_key(ns), self._key(ns)
+            for key, blob in self.client.hgetall(old_key).items():
+                if not self.client.hexists(new_key, key):
+                    self._put_script(keys=[new_key, self._index], args=[key, blob, _member(ns)])
+                    moved += 1
+            self.client.delete(old_key)
+            self.client.zrem(self._legacy_index, name)
+        return moved
+
+    # -- the store's methods ----------------------------------------------------------------------
+
     def put(self, namespace: Iterable[str], key: str, value: Any) -> None:
         """Store ``value`` under ``(namespace, key)``; an update keeps ``created_at``."""
         ns = _namespace(namespace)
+        self._check_legacy()
         now = time.time()
         old = self.client.hget(self._key(ns), _utf8(key))
         created = self.serializer.loads(old)["t"][0] if old else now
@@ -341,6 +389,7 @@ class RedisStore(BaseStore):
     def get(self, namespace: Iterable[str], key: str) -> Item | None:
         """The item at ``(namespace, key)``, or None."""
         ns = _namespace(namespace)
+        self._check_legacy()
         blob = self.client.hget(self._key(ns), _utf8(key))
         return None if blob is None else self._item(ns, key, blob)
 
@@ -350,6 +399,7 @@ class RedisStore(BaseStore):
         self._delete_script(keys=[self._key(ns), self._index], args=[_utf8(key), _member(ns)])
 
     def _namespaces(self, prefix: Namespace) -> builtins.list[Namespace]:
+        self._check_legacy()
         if prefix:
             # Bytewise bounds: 0xff never occurs in UTF-8, so it sorts after every member that
             # continues the prefix (whose parts never hold the separator), whatever follows.

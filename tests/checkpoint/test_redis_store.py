@@ -7,7 +7,9 @@ while no two namespaces share a key. ``check_*`` run on the real cluster too
 from __future__ import annotations
 
 import contextlib
+import urllib.parse
 import uuid
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -132,3 +134,43 @@ def test_a_key_prefix_with_braces_still_gives_one_slot_of_its_own(
     for other in [redis_store.key_prefix, braced.encode().hex(), "{" + braced.encode().hex()]:
         # the tag hex-encodes the prefix, yet no other prefix lands on the same keys
         assert RedisStore(redis_store.client, key_prefix=other).list_namespaces() == []
+
+
+def test_items_of_the_old_layout_warn_and_move_with_their_times(redis_store: RedisStore) -> None:
+    """Items a graph-agent 0.1 store wrote (``<prefix>:store:<parts>`` hashes and the
+    ``<prefix>:store-namespaces`` index) are not lost: the store warns, and
+    ``migrate_legacy_keys`` moves them, times and all, once."""
+    client, prefix, dumps = redis_store.client, redis_store.key_prefix, redis_store.serializer.dumps
+    old = {
+        (("users", "u1"), "profile"): {
+            "v": {"name": "Ada"},
+            "t": [1_700_000_000.0, 1_700_000_100.0],
+        },
+        (("users", "u1"), "prefs"): {"v": ["tea"], "t": [1_700_000_001.0, 1_700_000_001.0]},
+        (("teams", "a b:c"), "lead"): {"v": "Grace", "t": [1_700_000_002.0, 1_700_000_003.0]},
+    }
+    for (ns, key), record in old.items():
+        parts = ":".join(urllib.parse.quote(p, safe="") for p in ns)
+        client.hset(f"{prefix}:store:{parts}", key, dumps(record))
+        client.zadd(f"{prefix}:store-namespaces", {"\x1f".join(ns): 0})
+    with pytest.warns(UserWarning, match="layout of graph-agent 0.1"):
+        redis_store.put(("teams", "a b:c"), "lead", "Katherine")  # the new layout's copy wins
+
+    fresh = RedisStore(client, key_prefix=prefix)
+    with pytest.warns(UserWarning, match=r"call store.migrate_legacy_keys\(\) once"):
+        assert fresh.get(("users", "u1"), "profile") is None  # not read until moved
+    assert fresh.migrate_legacy_keys() == 2
+    profile = fresh.get(("users", "u1"), "profile")
+    assert profile is not None and profile.value == {"name": "Ada"}
+    assert (profile.created_at.timestamp(), profile.updated_at.timestamp()) == (
+        1_700_000_000.0,
+        1_700_000_100.0,
+    )
+    lead = fresh.get(("teams", "a b:c"), "lead")
+    assert lead is not None and lead.value == "Katherine"
+    assert fresh.list_namespaces() == [("teams", "a b:c"), ("users", "u1")]
+    assert not client.exists(f"{prefix}:store-namespaces", f"{prefix}:store:users:u1")
+    assert fresh.migrate_legacy_keys() == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RedisStore(client, key_prefix=prefix).get(("users", "u1"), "prefs")  # no warning now
