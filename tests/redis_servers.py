@@ -116,7 +116,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+def wait_ready(
+    port: int,
+    process: subprocess.Popen[bytes],
+    timeout: float = 10.0,
+    answers: tuple[bytes, ...] = (b"+PONG", b"-NOAUTH"),
+) -> None:
+    """Until the server on ``port`` answers PING with one of ``answers`` (``+PONG`` alone:
+    it has loaded its data, not ``-LOADING``); fails if ``process`` exits first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -124,11 +131,12 @@ def _wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 10
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
                 conn.sendall(b"PING\r\n")
-                if conn.recv(16).startswith((b"+PONG", b"-NOAUTH")):
+                if conn.recv(16).startswith(answers):
                     return
         except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"redis-server on port {port} did not answer PING within {timeout}s")
+            pass
+        time.sleep(0.02)
+    raise RuntimeError(f"redis-server on port {port} did not answer PING within {timeout:g} s")
 
 
 @contextmanager
@@ -144,7 +152,7 @@ def redis_server(directory: Path, *extra: str, port: int | None = None) -> Itera
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _wait_ready(port, process)
+        wait_ready(port, process)
         yield port
     finally:
         process.terminate()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import threading
 import time
@@ -40,7 +39,7 @@ from graph_agent import (
 )
 
 from ..agent.test_killed_workers import assert_consistent
-from ..redis_servers import free_port, redis_server, require_binary
+from ..redis_servers import free_port, redis_server, require_binary, wait_ready
 from ._tcp_proxy import TcpProxy
 
 CONVERSATIONS = 20
@@ -260,23 +259,6 @@ def said_at(history: list[Message], text: str) -> int:
 # -- a redis-server to SIGKILL ---------------------------------------------------------------
 
 
-def wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    """Until the server answers PING with PONG (not LOADING: the AOF is loaded)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"redis-server on port {port} exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
-                conn.sendall(b"PING\r\n")
-                if conn.recv(16).startswith(b"+PONG"):
-                    return
-        except OSError:
-            pass
-        time.sleep(0.02)
-    raise RuntimeError(f"redis-server on port {port} did not answer PING within {timeout:g} s")
-
-
 class AofRedis:
     """A redis-server on a fixed loopback port and directory whose AOF is fsynced before
     each reply (``appendfsync always``): SIGKILLed and started again on the same files."""
@@ -299,7 +281,7 @@ class AofRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        wait_ready(self.port, self.process)
+        wait_ready(self.port, self.process, answers=(b"+PONG",))
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no last save."""
