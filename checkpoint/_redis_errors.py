@@ -56,16 +56,22 @@ def scrub(text: str) -> str:
 
 
 def is_auth_failure(error: BaseException) -> bool:
-    """A refused password or ACL user: retrying cannot help."""
+    """A refused password or ACL user, or a command the ACL user may not run: retrying
+    cannot help."""
     import redis
+    from redis.exceptions import NoPermissionError
 
-    if isinstance(error, redis.AuthenticationError):
+    if isinstance(error, (redis.AuthenticationError, NoPermissionError)):
         return True
     if type(error).__name__ == "AuthorizationError":  # redis-py 5.1 and newer
         return True
     if isinstance(error, redis.ResponseError):
         text = str(error)
-        return text.startswith(("NOAUTH", "WRONGPASS", "NOPERM")) or "NOPERM" in text[:40]
+        return (
+            "NOPERM" in text
+            or "can't run this command" in text  # NOPERM inside a script, code stripped
+            or text.startswith(("NOAUTH", "WRONGPASS"))
+        )
     return False
 
 
@@ -96,7 +102,7 @@ def translate(
             f"Redis at {where} refused the saver's credentials while {doing} {on} ({detail}). "
             "Check the user and password in the URL (redis://user:PASSWORD@host:port/0) or the "
             "client's username=/password=, the server's requirepass or ACL, and that the ACL user "
-            "may run the commands listed in docs/redis.md#security. Nothing was done.",
+            "may run the commands listed in docs/redis.md#security." + maybe,
             **fields,
         )
     if isinstance(error, redis.TimeoutError):

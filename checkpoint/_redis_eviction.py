@@ -56,14 +56,18 @@ def on_memory_info(
     evict checkpoints. A timeout or refused credentials raise the saver's error at once (the
     command that follows would fail the same way, after as long a wait); a lost connection
     leaves the check for next time (the command that follows retries it). A server that
-    refuses ``INFO`` (an ACL, a managed service) is not checked. Returns ``id(client)`` when
+    refuses ``INFO`` (an ACL without it, a managed service) is not checked. Returns ``id(client)`` when
     the client is checked, else ``None``."""
     if isinstance(info, BaseException):
         if is_transient(info):
             return None
         import redis
 
-        if isinstance(info, redis.TimeoutError) or is_auth_failure(info):
+        # a refused login fails every command; an ACL that only denies INFO (NOPERM) does not
+        refused_login = is_auth_failure(info) and not isinstance(
+            info, redis.exceptions.NoPermissionError
+        )
+        if isinstance(info, redis.TimeoutError) or refused_login:
             raise translate(info, client=client, thread_id=thread_id, operation=operation) from info
         return id(client)
     warn_if_evicting(info, ttl, where_of(client))

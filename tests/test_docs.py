@@ -94,8 +94,8 @@ NO_RUN: dict[tuple[str, str, str], str] = {
         "docs/redis.md",
         "console no-run",
         "$ redis-cli ACL SETUSER saver on >long-random-password ~graph_agent:* resetchannels "
-        "+evalsha +script|load +zrevrangebylex +del +get +set +hget +hset +hdel +hmget +hgetall "
-        "+hincrby +zadd +zcard +zrange +zrem +expire",
+        "+evalsha +script|load +del +exists +get +set +expire +hget +hset +hdel +hmget +hgetall "
+        "+hkeys +hlen +hincrby +zadd +zcard +zrange +zrem +zrevrange +zrevrank +zscore",
     ): "needs a Redis server with ACLs",
     (
         "docs/redis.md",

@@ -385,3 +385,50 @@ def test_an_evicting_server_warns_once_and_evicted_threads_are_clear_errors(
                 # a thread evicted whole between two turns starts again: fewer turns, whole
                 assert found is None or 1 <= found.values["turns"] <= 3
         assert outcomes["broken"] > 0 and outcomes["whole"] > 0, outcomes
+
+
+def test_the_documented_acl_user_runs_a_saver(redis_url: str) -> None:
+    """The ``ACL SETUSER`` line in docs/redis.md grants what the scripts call, no more: a saver
+    logged in as that user writes, reads, lists and deletes; INFO is not granted, so the
+    eviction check is skipped without an error."""
+    docs = (Path(__file__).parents[2] / "docs" / "redis.md").read_text()
+    line = next(x for x in docs.splitlines() if x.startswith("$ redis-cli ACL SETUSER saver "))
+    user = f"saver-{uuid.uuid4().hex[:8]}"
+    rules = line.split()[5:]  # after "$ redis-cli ACL SETUSER saver"
+    rules = [f">{PASSWORD}" if r.startswith(">") else r for r in rules]
+    with redis.Redis.from_url(redis_url) as admin:
+        admin.execute_command("ACL", "SETUSER", user, "reset", *rules)
+        try:
+            host_port = redis_url.removeprefix("redis://").split("/")[0]
+            url = f"redis://{user}:{PASSWORD}@{host_port}/0"
+            prefix = f"graph_agent:acl-{uuid.uuid4().hex[:8]}"
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with RedisSaver.from_url(url, key_prefix=prefix, max_retained=2) as saver:
+                    app = chat_graph(saver)
+                    for turn in range(3):
+                        app.invoke({"messages": [f"turn {turn}"]}, {"thread_id": "acl"})
+                    assert [c.step for c in saver.list("acl")] == [5, 4]
+                    assert [c.step for c in saver.list("acl", before=saver.get("acl").id)] == [4]
+                    saver.delete_thread("acl")
+                    assert saver.get("acl") is None
+        finally:
+            admin.execute_command("ACL", "DELUSER", user)
+
+
+def test_a_command_the_acl_user_may_not_run_is_an_auth_error(redis_url: str) -> None:
+    user = f"saver-{uuid.uuid4().hex[:8]}"
+    with redis.Redis.from_url(redis_url) as admin:  # no HLEN: the read script needs it
+        admin.execute_command(
+            "ACL", "SETUSER", user, "reset", "on", f">{PASSWORD}", "~*", "+@all", "-hlen"
+        )
+        try:
+            host_port = redis_url.removeprefix("redis://").split("/")[0]
+            url = f"redis://{user}:{PASSWORD}@{host_port}/0"
+            sleeps: list[float] = []
+            saver = RedisSaver.from_url(url, key_prefix=uuid.uuid4().hex, sleep=sleeps.append)
+            with saver, pytest.raises(CheckpointAuthError, match="while writing thread 'noperm'"):
+                chat_graph(saver).invoke({"messages": ["hi"]}, {"thread_id": "noperm"})
+            assert sleeps == []
+        finally:
+            admin.execute_command("ACL", "DELUSER", user)
