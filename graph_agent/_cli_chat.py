@@ -370,15 +370,17 @@ def run_chat(
 
 @contextlib.contextmanager
 def _quiet_library_logs() -> Iterator[None]:
-    """The model's retry warnings stay off the terminal: a failure is reported once, as one
-    line, when the retries are spent."""
-    logger = logging.getLogger("graph_agent.models")
+    """The model's retry warnings and the tools' error warnings stay off the terminal: a
+    failure is reported once, as one line, and a tool's error shows as its result."""
+    loggers = [logging.getLogger(name) for name in ("graph_agent.models", "graph_agent.tools")]
     handler = logging.NullHandler()
-    logger.addHandler(handler)
+    for logger in loggers:
+        logger.addHandler(handler)
     try:
         yield
     finally:
-        logger.removeHandler(handler)
+        for logger in loggers:
+            logger.removeHandler(handler)
 
 
 def stdin_reader() -> str:

@@ -13,6 +13,7 @@ import networkx as nx
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 
 from .._context import EventBus, RunScope, current_task
+from .._event_log import with_event_log
 from .._runloop import RunLoopScope
 from ..errors import GraphUsageError
 from ..events import RunEvent
@@ -157,8 +158,10 @@ class CompiledGraph:
             bus = (
                 EventBus(listeners, streaming=outer.streaming, parent=outer) if listeners else outer
             )
-        elif bus is None and self.listeners:
-            bus = EventBus(self.listeners)
+        elif bus is None:
+            listeners = with_event_log(self.listeners)
+            if listeners:
+                bus = EventBus(listeners)
         return RunScope(uuid.uuid4().hex, config.thread_id, namespace, bus, self.saver)
 
     def _start(

@@ -6,13 +6,19 @@ import asyncio
 import contextvars
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._context import NOTHING_KEPT, NodeInterrupt, TaskScope, current_task
 from .._pool import run_all
-from ..errors import ToolExecutionException, ToolResolutionError, UnknownToolError
+from ..errors import (
+    ToolArgumentsError,
+    ToolExecutionException,
+    ToolResolutionError,
+    UnknownToolError,
+)
 from ..events import ToolEnd, ToolStart
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
@@ -29,6 +35,8 @@ from .execution import (
 
 if TYPE_CHECKING:
     from .resolution import ToolCallbackResolver
+
+_log = logging.getLogger("graph_agent.tools")
 
 __all__ = [
     "DefaultToolExecutionEligibilityPredicate",
@@ -316,6 +324,8 @@ class ToolCallingManager:
             except Exception as exc:
                 error = exc
                 text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+                # only when the error goes back to the model: a raised one reaches the caller
+                _log_tool_error(call, exc)
             return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
 
     def _run_one(
@@ -535,6 +545,25 @@ def _finished(results: Sequence[_Outcome | BaseException]) -> list[_Outcome]:
     if paused:
         raise paused[0] if len(paused) == 1 else NodeInterrupt.combine(paused)
     return list(results)  # type: ignore[arg-type]
+
+
+def _log_tool_error(call: ToolCall, exc: Exception) -> None:
+    """A WARNING for a tool error that goes back to the model: with the traceback when the
+    tool raised, one line when the model's arguments were invalid (the tool never ran)."""
+    if isinstance(exc, ToolArgumentsError):
+        _log.warning(
+            "the model's arguments for tool '%s' (call %s) are invalid; the errors go back to it",
+            call.name,
+            call.id,
+        )
+        return
+    _log.warning(
+        "tool '%s' (call %s) raised %s; its error goes back to the model",
+        call.name,
+        call.id,
+        type(exc.__cause__ or exc).__name__,
+        exc_info=exc,
+    )
 
 
 def _as_tool_exception(exc: Exception, tool_name: str) -> ToolExecutionException:
