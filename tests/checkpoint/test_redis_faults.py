@@ -39,7 +39,7 @@ from graph_agent import (
 )
 
 from ..agent.test_killed_workers import assert_consistent
-from ..redis_servers import free_port, redis_server, require_binary, wait_ready
+from ..redis_servers import free_port, redis_server, require_binary, stop_server, wait_ready
 from ._tcp_proxy import TcpProxy
 
 CONVERSATIONS = 20
@@ -290,15 +290,8 @@ class AofRedis:
         self.process.wait()
 
     def stop(self) -> None:
-        process = self.process
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if self.process is not None:
+            stop_server(self.process)
 
 
 @pytest.fixture
