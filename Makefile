@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml Makefile
-	$(PY) -m pip install --quiet -e '.[dev]' $(EDITABLE)
+	$(PY) -m pip install --quiet -e '.[dev,mcp,otel]' $(EDITABLE)
 	@touch $@
 
 demo: $(VENV)/.installed

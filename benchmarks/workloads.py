@@ -5,7 +5,8 @@ names and correctness asserts as shared/bench/peer_langgraph.py, so the two comp
 ``SIZES`` holds the workload sizes; ``--smoke`` shrinks them to seconds (no timing checks).
 W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out) are not in the shared spec; their
 LangGraph side is benchmarks/peer_extra.py, whose docstring describes them. W9 (the streaming
-parser's time per chunk, ours only) is in benchmarks/stream_parse.py.
+parser's time per chunk, ours only) is in benchmarks/stream_parse.py, W10 (what tracing adds
+per model and tool call, ours only) in benchmarks/tracing.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
+import tracing
 
 from checkpoint import MemorySaver, RedisSaver
 from graph_agent import (
@@ -55,12 +57,13 @@ SIZES: dict[str, int] = {
     "w8_invokes": 50,
     "w8_width": 256,
     "w9_repeats": 60,
+    "w10_rounds": 5,
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
     "w3_threads": 5, "w4_turns": 24, "w5_floor_pairs": 50, "w5_conversations": 2,
     "w5_threads": 5, "w6_invokes": 5, "w7_invokes": 3, "w8_invokes": 2, "w8_width": 16,
-    "w9_repeats": 2,
+    "w9_repeats": 2, "w10_rounds": 1,
 }  # fmt: skip
 
 
@@ -579,4 +582,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W7": w7_subgraph,
     "W8": w8_send,
     "W9": lambda: stream_parse.w9_stream_parse(SIZES["w9_repeats"]),
+    "W10": lambda: tracing.w10_tracing(
+        SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"]
+    ),
 }

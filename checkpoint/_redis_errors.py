@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import random
 import re
 from typing import Any
 
@@ -12,6 +14,8 @@ from .errors import (
     CheckpointTimeoutError,
     CheckpointUnavailableError,
 )
+
+_log = logging.getLogger("checkpoint.redis")
 
 _DOING = {"read": "reading", "write": "writing", "delete": "deleting", "list": "listing"}
 _MAYBE_WRITTEN = (
@@ -53,6 +57,32 @@ def timeout_of(client: Any) -> float | None:
 def scrub(text: str) -> str:
     """Text without anything that looks like a password in a URL."""
     return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+
+
+def retrying(
+    error: BaseException,
+    client: Any,
+    thread_id: str,
+    operation: str,
+    attempt: int,
+    retries: int,
+    backoff: float,
+) -> float:
+    """Log (WARNING, on ``checkpoint.redis``) that a transient failure is retried; return the
+    pause before the next attempt (exponential, with jitter)."""
+    pause = backoff * 2.0**attempt * (0.5 + random.random())
+    _log.warning(
+        "Redis at %s: %s thread '%s' failed (%s: %s); retry %d of %d in %.2f s",
+        where_of(client),
+        _DOING.get(operation, operation),
+        thread_id,
+        type(error).__name__,
+        scrub(str(error)),
+        attempt + 1,
+        retries,
+        pause,
+    )
+    return pause
 
 
 def is_auth_failure(error: BaseException) -> bool:

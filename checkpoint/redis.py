@@ -6,14 +6,13 @@ import asyncio
 import builtins
 import functools
 import inspect
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from . import _redis_lua
 from ._index import checkpoint_from, header_of
-from ._redis_errors import is_transient, translate, where_of
+from ._redis_errors import is_transient, retrying, translate, where_of
 from ._redis_eviction import on_memory_info
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import (
@@ -469,14 +468,10 @@ class RedisSaver(BaseCheckpointSaver):
         if initialize is not None:
             await initialize()
 
-    def _pause(self, attempt: int) -> float:
-        return self.backoff * 2.0**attempt * (0.5 + random.random())
-
     def _retry(
         self, call: Callable[[], T], thread_id: str, operation: str, retries: int | None = None
     ) -> T:
-        """``call``, again after a pause while the connection is lost (at most ``retries``
-        more times); what still fails becomes the saver's error."""
+        """``call``, retried while the connection is lost; then the saver's error."""
         import redis
 
         retries = self.read_retries if retries is None else retries
@@ -484,11 +479,15 @@ class RedisSaver(BaseCheckpointSaver):
             try:
                 return call()
             except redis.RedisError as error:
+                client = self.client
                 if attempt == retries or not is_transient(error):
                     raise translate(
-                        error, client=self.client, thread_id=thread_id, operation=operation
+                        error, client=client, thread_id=thread_id, operation=operation
                     ) from error
-            self._sleep(self._pause(attempt))
+                pause = retrying(
+                    error, client, thread_id, operation, attempt, retries, self.backoff
+                )
+            self._sleep(pause)
         raise AssertionError("unreachable")
 
     async def _aretry(
@@ -505,11 +504,15 @@ class RedisSaver(BaseCheckpointSaver):
             try:
                 return await call()
             except redis.RedisError as error:
+                client = self.async_client
                 if attempt == retries or not is_transient(error):
                     raise translate(
-                        error, client=self.async_client, thread_id=thread_id, operation=operation
+                        error, client=client, thread_id=thread_id, operation=operation
                     ) from error
-            await asyncio.sleep(self._pause(attempt))
+                pause = retrying(
+                    error, client, thread_id, operation, attempt, retries, self.backoff
+                )
+            await asyncio.sleep(pause)
         raise AssertionError("unreachable")
 
     # -- the eviction check ------------------------------------------------------------------

@@ -43,7 +43,9 @@ def derive_id(*parts: object) -> str:
 
 class Listener(Protocol):
     """Receives every run event: ``on_event(event)``. An optional ``aon_event`` coroutine is
-    used instead in async runs."""
+    used instead in async runs. An optional ``event_kinds`` (a frozenset of ``kind``s) says
+    which events it reads: it gets only those, and when every listener of a run has one,
+    events of other kinds are not even built."""
 
     def on_event(self, event: Any) -> None: ...
 
@@ -55,7 +57,17 @@ class EventBus:
     waits until it has had them all. ``stop()`` asks the run to stop at the next step
     boundary (a closed event stream does that)."""
 
-    __slots__ = ("_lock", "_queues", "_stop", "listeners", "loop", "parent", "streaming")
+    __slots__ = (
+        "_kinds",
+        "_lock",
+        "_queues",
+        "_stop",
+        "event_kinds",
+        "listeners",
+        "loop",
+        "parent",
+        "streaming",
+    )
 
     def __init__(
         self,
@@ -65,6 +77,9 @@ class EventBus:
         parent: EventBus | None = None,
     ) -> None:
         self.listeners = listeners
+        # the kinds its listeners read (None: every kind); a bus is a listener of its parent
+        self._kinds = tuple(getattr(listener, "event_kinds", None) for listener in listeners)
+        self.event_kinds: frozenset[str] | None = _kinds_read(self._kinds)
         self.streaming = streaming  # somebody reads model deltas: models are streamed
         self.parent = parent  # the bus of the run this one's run is nested in
         self._stop = False
@@ -74,7 +89,9 @@ class EventBus:
 
     def emit(self, event: Any) -> None:
         with self._lock:  # parallel tasks emit from several threads; keep each event whole
-            for listener in self.listeners:
+            for listener, kinds in zip(self.listeners, self._kinds):
+                if kinds is not None and event.kind not in kinds:
+                    continue
                 if self.loop is not None and hasattr(listener, "aon_event"):
                     self._hand_async(listener, event)
                     continue
@@ -120,6 +137,16 @@ class EventBus:
     def on_event(self, event: Any) -> None:
         """A bus is a listener too: a nested run's bus hands its events on to the outer one."""
         self.emit(event)
+
+
+def _kinds_read(declared: tuple[Any, ...]) -> frozenset[str] | None:
+    """The kinds some listener reads; ``None`` when one of them reads every kind."""
+    kinds: set[str] = set()
+    for listener_kinds in declared:
+        if listener_kinds is None:
+            return None
+        kinds.update(listener_kinds)
+    return frozenset(kinds)
 
 
 def put_on_loop(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any], item: Any) -> None:
@@ -172,6 +199,9 @@ class RunScope:
         """Emit ``cls(**fields)`` with this run's identity (a no-op without a bus)."""
         bus = self.bus
         if bus is None:
+            return
+        kinds = bus.event_kinds
+        if kinds is not None and cls.KIND not in kinds:  # type: ignore[attr-defined]
             return
         bus.emit(
             cls(

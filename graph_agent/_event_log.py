@@ -46,6 +46,11 @@ class EventLog:
         self._prompt_sizes: dict[str | None, int] = {}
         self._arguments: dict[str, str] = {}
 
+    event_kinds = frozenset(
+        {"run_start", "run_end", "run_error", "node_start", "node_end", "node_error",
+         "model_start", "model_end", "tool_start", "tool_end"}
+    )  # fmt: skip
+
     def on_event(self, event: Any) -> None:
         handler = getattr(self, f"_{event.kind}", None)
         if handler is not None:

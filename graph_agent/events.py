@@ -5,16 +5,18 @@ Every event is a frozen ``RunEvent`` with ``kind``, ``run_id``, ``thread_id``,
 ``node`` and ``task_id`` (``None`` outside a task) and ``time`` (epoch seconds). Read them
 with ``CompiledGraph.stream_events`` / ``ReactAgent.stream_events`` (and the async twins),
 or pass listeners (objects with ``on_event(event)``) to ``compile(listeners=[...])`` or
-``ReactAgent.builder().listeners(...)``. A node writes its own with ``emit(data)``.
+``ReactAgent.builder().listeners(...)``, or to every run in the process with
+``install_listener(listener)``. A node writes its own with ``emit(data)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ._context import Listener, current_task
+from ._listeners import install_listener, installed_listeners, uninstall_listener
 
 __all__ = [
     "CheckpointEvent",
@@ -34,6 +36,9 @@ __all__ = [
     "ToolEnd",
     "ToolStart",
     "emit",
+    "install_listener",
+    "installed_listeners",
+    "uninstall_listener",
 ]
 
 _frozen = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +48,7 @@ _frozen = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RunEvent:
     """What every event carries; ``kind`` names the event."""
 
+    KIND: ClassVar[str] = ""  # each class's own ``kind``
     kind: str
     run_id: str
     thread_id: str
@@ -54,10 +60,14 @@ class RunEvent:
 
 @_frozen
 class RunStart(RunEvent):
-    """A run began with ``input`` (a dict, ``None`` to resume, or a ``Command``)."""
+    """A run began with ``input`` (a dict, ``None`` to resume, or a ``Command``). ``graph``
+    is the graph's name (``compile(name=...)``; an agent's name; a subgraph's node name when
+    it has none); ``agent`` says the graph is a ``ReactAgent``'s."""
 
     kind: Literal["run_start"] = "run_start"
     input: Any = None
+    graph: str = ""
+    agent: bool = False
 
 
 @_frozen
@@ -104,11 +114,13 @@ class NodeError(RunEvent):
 
 @_frozen
 class ModelStart(RunEvent):
-    """An agent's model is called with ``messages``."""
+    """An agent's model is called with ``messages``; ``provider`` names who serves it
+    (``"openai"`` for ``OpenAIChatModel``, a model's ``provider_name``)."""
 
     kind: Literal["model_start"] = "model_start"
     model: str = ""
     messages: tuple[Any, ...] = ()
+    provider: str = ""
 
 
 @_frozen
@@ -182,6 +194,15 @@ class CustomEvent(RunEvent):
 
     kind: Literal["custom"] = "custom"
     data: Any = None
+
+
+_EVENT_CLASSES: tuple[type[RunEvent], ...] = (
+    RunStart, RunEnd, RunError, NodeStart, NodeEnd, NodeError, ModelStart, ModelDelta,
+    ModelEnd, ToolStart, ToolEnd, InterruptEvent, CheckpointEvent, CustomEvent,
+)  # fmt: skip
+for _event_class in _EVENT_CLASSES:
+    # what RunScope.event compares with a listener's event_kinds before building an event
+    _event_class.KIND = _event_class.__dataclass_fields__["kind"].default  # type: ignore[attr-defined]
 
 
 def emit(data: Any) -> None:

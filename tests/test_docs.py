@@ -96,6 +96,31 @@ NO_RUN: dict[tuple[str, str, str], str] = {
         "DEBUG graph_agent.graph: run 8599b9c510204bdaa27350af2991a188 started on thread 't1'",
     ): "log output of one run: its ids and timings differ in every run (the block above checks it)",
     (
+        "docs/observability.md",
+        "console no-run",
+        "$ pip install 'graph-agent[otel]' opentelemetry-sdk opentelemetry-exporter-otlp",
+    ): "an install command (make test installs the extra and the SDK)",
+    (
+        "docs/observability.md",
+        "text no-run",
+        "invoke_agent weather                  gen_ai.agent.name=weather, gen_ai.conversation.id=t2",
+    ): "the span tree of the block above, which checks it",
+    (
+        "docs/observability.md",
+        "console no-run",
+        "$ docker run --rm -p 16686:16686 -p 4318:4318 jaegertracing/all-in-one",
+    ): "starts Jaeger in Docker",
+    (
+        "docs/observability.md",
+        "python no-run",
+        "from opentelemetry import trace",
+    ): "needs opentelemetry-exporter-otlp and a collector listening",
+    (
+        "docs/observability.md",
+        "python no-run",
+        "import base64",
+    ): "sends spans to Langfuse's cloud",
+    (
         "docs/redis.md",
         "console no-run",
         "$ redis-cli ACL SETUSER saver on >long-random-password ~graph_agent:* resetchannels "

@@ -118,13 +118,21 @@ class _ModelCall:
     def __init__(self, parts: AgentParts) -> None:
         self.parts = parts
         self.name = _model_name(parts.model)
+        provider = getattr(parts.model, "provider_name", "")
+        self.provider = provider if isinstance(provider, str) else ""
 
     def _start(self, request: ModelRequest) -> tuple[TaskScope | None, bool]:
         self.parts.note_offered(request.options.tool_callbacks)
         task = current_task.get()
         if task is None or task.run.bus is None:
             return None, False
-        task.run.event(ModelStart, task, model=self.name, messages=tuple(request.messages))
+        task.run.event(
+            ModelStart,
+            task,
+            model=self.name,
+            messages=tuple(request.messages),
+            provider=self.provider,
+        )
         return task, task.run.bus.streaming
 
     def _delta(self, task: TaskScope, chunk: ChatResponse) -> ChatResponse:

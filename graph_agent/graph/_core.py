@@ -61,7 +61,8 @@ class GraphRun(Cursor):
         if scope.bus is None:
             yield from self._run()
             return
-        scope.event(RunStart, input=self.inputs)
+        spec = self.spec
+        scope.event(RunStart, input=self.inputs, graph=self.graph_name(), agent=spec.is_agent)
         try:
             yield from self._run()
         except (GeneratorExit, ParentCommand):
@@ -76,6 +77,13 @@ class GraphRun(Cursor):
             interrupts=tuple(interrupt_of(r) for r in records),
             values=self.spec.public(self.values),
         )
+
+    def graph_name(self) -> str:
+        """The graph's name; a subgraph compiled without one goes by its node's name."""
+        if self.spec.name:
+            return self.spec.name
+        namespace = self.scope.namespace
+        return namespace[-1].partition(":")[0] if namespace else "graph"
 
     def _start(self, checkpoint: Checkpoint | None) -> Generator[Effect, Any, Frontier | None]:
         """Merge new input; checkpoint it (always, before any node runs). ``None``: done."""

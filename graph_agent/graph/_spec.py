@@ -173,6 +173,8 @@ class GraphSpec:
         "has_async",
         "interrupt_after",
         "interrupt_before",
+        "is_agent",
+        "name",
         "nodes",
         "private",
         "reach",
@@ -192,8 +194,11 @@ class GraphSpec:
         default_recursion_limit: int,
         reach: Reachability,
         private: frozenset[str] = frozenset(),
+        name: str | None = None,
     ) -> None:
         self.private = private
+        self.name = name  # compile(name=...): what run events, logs and traces call the graph
+        self.is_agent = False  # set by ReactAgent: its runs are agent runs (invoke_agent spans)
         # (stored values, new input) -> the input to merge: set by a graph's owner (the agent
         # answers tool calls a stopped run left unanswered); None for plain graphs
         self.before_input: (

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from .._context import EventBus, put_on_loop
-from .._event_log import with_event_log
+from .._listeners import run_listeners
 from ._effects import RunStopped
 
 _DONE = object()
@@ -51,7 +51,7 @@ def sync_event_stream(
     """Call ``run(bus)`` on a worker thread; yield every event it emits, then return (or
     raise what the run raised)."""
     reader = _QueueListener(size)
-    bus = EventBus((*with_event_log(listeners), reader), streaming=True)
+    bus = EventBus((*run_listeners(listeners), reader), streaming=True)
 
     def work() -> None:
         try:
@@ -94,7 +94,7 @@ async def async_event_stream(
         def on_event(self, event: Any) -> None:
             put_on_loop(loop, events, event)
 
-    bus = EventBus((*with_event_log(listeners), _Reader()), streaming=True)
+    bus = EventBus((*run_listeners(listeners), _Reader()), streaming=True)
 
     async def work() -> None:
         try:

@@ -13,7 +13,7 @@ import networkx as nx
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 
 from .._context import EventBus, RunScope, current_task
-from .._event_log import with_event_log
+from .._listeners import run_listeners
 from .._runloop import RunLoopScope
 from ..errors import GraphUsageError
 from ..events import RunEvent
@@ -137,6 +137,11 @@ class CompiledGraph:
         return tuple(self._spec.nodes)
 
     @property
+    def name(self) -> str | None:
+        """The name given to ``compile(name=...)`` (an agent's graph has the agent's name)."""
+        return self._spec.name
+
+    @property
     def recursion_limit(self) -> int:
         return self._spec.default_recursion_limit
 
@@ -159,7 +164,7 @@ class CompiledGraph:
                 EventBus(listeners, streaming=outer.streaming, parent=outer) if listeners else outer
             )
         elif bus is None:
-            listeners = with_event_log(self.listeners)
+            listeners = run_listeners(self.listeners)
             if listeners:
                 bus = EventBus(listeners)
         return RunScope(uuid.uuid4().hex, config.thread_id, namespace, bus, self.saver)

@@ -166,6 +166,7 @@ class StateGraph:
         interrupt_after: Iterable[str] = (),
         recursion_limit: int | None = None,
         listeners: Iterable[Any] = (),
+        name: str | None = None,
     ) -> CompiledGraph:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
@@ -178,7 +179,8 @@ class StateGraph:
         longer than that, so a long pipeline never trips a limit meant to stop loops.
 
         ``listeners`` receive every run event (objects with ``on_event(event)``; see
-        ``graph_agent.events``).
+        ``graph_agent.events``). ``name`` names the graph in run events, logs and traces
+        (default ``"graph"``; a subgraph without one is named by its node).
         """
         from checkpoint import BaseCheckpointSaver
 
@@ -198,6 +200,8 @@ class StateGraph:
             not isinstance(recursion_limit, int) or recursion_limit < 1
         ):
             problems.append(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        if name is not None and (not isinstance(name, str) or not name):
+            problems.append(f"name must be a non-empty str, got {name!r}")
         listeners = tuple(listeners)
         for listener in listeners:
             if not callable(getattr(listener, "on_event", None)):
@@ -232,6 +236,7 @@ class StateGraph:
             default_recursion_limit=recursion_limit,
             reach=Reachability(declared),
             private=self.private_keys,
+            name=name,
         )
         return CompiledGraph(spec, saver, digraph, listeners)
 

@@ -116,6 +116,8 @@ class OpenAIChatModel:
     ``sleep`` / ``async_sleep`` are how retries wait (tests pass a recorder).
     """
 
+    provider_name = "openai"  # gen_ai.provider.name in traces (an OpenAI-compatible API)
+
     def __init__(
         self,
         model: str | None = None,

@@ -56,6 +56,8 @@ class ScriptedChatModel:
     yields the same response in chunks. Thread-safe.
     """
 
+    provider_name = "scripted"  # gen_ai.provider.name in traces
+
     def __init__(self, responses: Iterable[Reply]) -> None:
         self.responses: list[Reply] = list(responses)
         self.prompts: list[Prompt] = []
@@ -105,6 +107,8 @@ ReplyFunction: TypeAlias = Callable[[Prompt], AssistantMessage | str | ChatRespo
 class FunctionChatModel:
     """A model whose answer is ``fn(prompt)``: an ``AssistantMessage``, a string or a
     ``ChatResponse`` (an async ``fn`` works with ``acall``/``astream``). Records prompts."""
+
+    provider_name = "function"  # gen_ai.provider.name in traces
 
     def __init__(
         self,

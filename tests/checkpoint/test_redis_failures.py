@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import threading
 import time
@@ -182,12 +183,27 @@ def test_a_stalled_server_fails_an_async_read_within_the_timeout(silent: SilentS
     assert asyncio.run(main()) < 2.0
 
 
-def test_nothing_listening_is_retried_then_a_clear_error() -> None:
+def test_nothing_listening_is_retried_then_a_clear_error(caplog) -> None:
     port, sleeps = free_port(), []
     saver = RedisSaver.from_url(f"redis://:{PASSWORD}@127.0.0.1:{port}/0", sleep=sleeps.append)
-    with saver, pytest.raises(CheckpointUnavailableError) as caught:
+    with (
+        caplog.at_level(logging.DEBUG, logger="checkpoint"),
+        saver,
+        pytest.raises(CheckpointUnavailableError) as caught,
+    ):
         saver.get("nobody")
     assert len(sleeps) == 3 and sleeps[2] > sleeps[0]  # read_retries, with backoff
+    retried = [r for r in caplog.records if r.name == "checkpoint.redis"]
+    assert [r.levelname for r in retried] == ["WARNING"] * 3  # each retry is logged
+    assert (
+        retried[0]
+        .getMessage()
+        .startswith(
+            f"Redis at 127.0.0.1:{port}/0: reading thread 'nobody' failed (ConnectionError: "
+        )
+    )
+    assert retried[2].getMessage().endswith(f"retry 3 of 3 in {sleeps[2]:.2f} s")
+    assert PASSWORD not in caplog.text
     text = str(caught.value)
     assert text.startswith(f"could not reach Redis at 127.0.0.1:{port}/0 while reading thread")
     assert "Is redis-server running there" in text and PASSWORD not in text

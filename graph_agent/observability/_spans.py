@@ -1,0 +1,302 @@
+"""Run events turned into OpenTelemetry spans (GenAI semantic conventions)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
+
+from ._content import input_messages, output_messages
+
+__all__ = ["OpenTelemetryListener"]
+
+_NS = 1_000_000_000
+# Runs a listener remembers as paused, so the run that resumes one links to it; the oldest
+# is forgotten first.
+PAUSED_KEPT = 10_000
+# Runs still open (a run whose end never came, e.g. an abandoned generator); the oldest is
+# ended first.
+OPEN_KEPT = 10_000
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * _NS)
+
+
+# An agent's own model and tool nodes get no span of their own: their ``chat`` and
+# ``execute_tool`` spans sit right under ``invoke_agent`` (one span per call, not two).
+AGENT_CALL_NODES = frozenset({"model", "tools"})
+
+
+class _Run:
+    """The open spans of one run of one graph (a subgraph's run is a run of its own)."""
+
+    __slots__ = ("agent", "context", "span", "tasks")
+
+    def __init__(self, span: Span, agent: bool) -> None:
+        self.span = span
+        self.agent = agent
+        self.context = trace.set_span_in_context(span)  # where its node spans start
+        self.tasks: set[str] = set()  # ids of its tasks, whose spans end with it if still open
+
+
+class OpenTelemetryListener:
+    """A run-event listener that emits spans. ``instrument()`` installs one for every run;
+    pass one to ``compile(listeners=[...])`` or ``ReactAgent.builder().listeners(...)`` to
+    trace only those runs.
+
+    Spans: ``invoke_agent {name}`` or ``invoke_workflow {graph}`` per run (root of the trace,
+    or a child of the span current when the run started), a span per node task named by the
+    node, ``chat {model}`` per model call and ``execute_tool {tool}`` per tool call under
+    their node; a subgraph's or sub-agent's run under the node that runs it. Failures set
+    status ERROR and record the exception. A run that resumes a paused thread links to the
+    run that paused it (runs seen by this listener).
+    """
+
+    def __init__(
+        self, tracer_provider: trace.TracerProvider | None = None, capture_content: bool = False
+    ) -> None:
+        from .. import __version__
+
+        self.capture_content = capture_content
+        self._tracer = trace.get_tracer("graph_agent", __version__, tracer_provider=tracer_provider)
+        self._lock = threading.Lock()
+        self._runs: OrderedDict[tuple[str, tuple[str, ...]], _Run] = OrderedDict()
+        self._nodes: dict[str, Span] = {}
+        # task id -> the context its calls and nested runs start in (its node's span, or for
+        # an agent's model and tool nodes the agent's)
+        self._parents: dict[str, Any] = {}
+        self._models: dict[str, Span] = {}
+        self._tools: dict[tuple[str, str], Span] = {}
+        self._paused: OrderedDict[str, SpanContext] = OrderedDict()
+
+    @property
+    def event_kinds(self) -> frozenset[str]:
+        """The run events it reads (a run built only for it builds no others)."""
+        return _KINDS
+
+    def __repr__(self) -> str:
+        return f"OpenTelemetryListener(capture_content={self.capture_content})"
+
+    def on_event(self, event: Any) -> None:
+        handler = _HANDLERS.get(event.kind)
+        if handler is not None:
+            with self._lock:
+                handler(self, event)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def _parent_context(self, event: Any) -> Any:
+        """The context a run's span starts in: the node running it (a subgraph, or a graph
+        called from a node or tool), else whatever span is current."""
+        if event.namespace:
+            return self._parents.get(event.namespace[-1].rpartition(":")[2])
+        return None
+
+    def _run_start(self, event: Any) -> None:
+        name = event.graph or "graph"
+        attributes: dict[str, Any] = {
+            "gen_ai.conversation.id": event.thread_id,
+            "graph_agent.run_id": event.run_id,
+        }
+        if event.agent:
+            span_name = f"invoke_agent {name}"
+            attributes["gen_ai.operation.name"] = "invoke_agent"
+            attributes["gen_ai.agent.name"] = name
+        else:
+            span_name = f"invoke_workflow {name}"
+            attributes["gen_ai.operation.name"] = "invoke_workflow"
+            attributes["gen_ai.workflow.name"] = name
+        if event.namespace:
+            attributes["graph_agent.namespace"] = "/".join(event.namespace)
+        links = None
+        if not event.namespace:
+            paused = self._paused.pop(event.thread_id, None)
+            if paused is not None:
+                links = [Link(paused, {"graph_agent.link": "resumes"})]
+        span = self._tracer.start_span(
+            span_name,
+            context=self._parent_context(event),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links,
+            start_time=_ns(event.time),
+        )
+        runs = self._runs
+        runs[(event.run_id, event.namespace)] = _Run(span, event.agent)
+        if len(runs) > OPEN_KEPT:
+            _, oldest = runs.popitem(last=False)
+            self._close(oldest, event.time, "never ended")
+
+    def _close(self, run: _Run, time: float, why: str | None) -> None:
+        """End what the run left open (the tasks an interrupt or a failure stopped)."""
+        end = _ns(time)
+        for task_id in run.tasks:
+            self._parents.pop(task_id, None)
+            for spans in (self._models, self._nodes):
+                span = spans.pop(task_id, None)
+                if span is not None:
+                    if why is not None:
+                        span.set_attribute("graph_agent.stopped", why)
+                    span.end(end)
+            for key in [k for k in self._tools if k[0] == task_id]:
+                span = self._tools.pop(key)
+                if why is not None:
+                    span.set_attribute("graph_agent.stopped", why)
+                span.end(end)
+        run.span.end(end)
+
+    def _run_end(self, event: Any) -> None:
+        run = self._runs.pop((event.run_id, event.namespace), None)
+        if run is None:
+            return
+        if event.interrupts:
+            run.span.set_attribute("graph_agent.interrupts", len(event.interrupts))
+            if not event.namespace:
+                paused = self._paused
+                paused[event.thread_id] = run.span.get_span_context()
+                paused.move_to_end(event.thread_id)
+                if len(paused) > PAUSED_KEPT:
+                    paused.popitem(last=False)
+        self._close(run, event.time, "interrupted" if event.interrupts else None)
+
+    def _run_error(self, event: Any) -> None:
+        run = self._runs.pop((event.run_id, event.namespace), None)
+        if run is None:
+            return
+        _failed(run.span, event.error)
+        self._close(run, event.time, f"run failed: {type(event.error).__name__}")
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def _node_start(self, event: Any) -> None:
+        run = self._runs.get((event.run_id, event.namespace))
+        task_id = event.task_id
+        if run is None or task_id is None:
+            return
+        run.tasks.add(task_id)
+        if run.agent and event.node in AGENT_CALL_NODES:
+            self._parents[task_id] = run.context
+            return
+        span = self._tracer.start_span(
+            event.node,
+            context=run.context,
+            attributes={"graph_agent.node": event.node, "graph_agent.task_id": task_id},
+            start_time=_ns(event.time),
+        )
+        self._nodes[task_id] = span
+        self._parents[task_id] = trace.set_span_in_context(span)
+
+    def _node_end(self, event: Any) -> None:
+        self._parents.pop(event.task_id, None)
+        span = self._nodes.pop(event.task_id, None)
+        if span is not None:
+            span.end(_ns(event.time))
+
+    def _node_error(self, event: Any) -> None:
+        self._parents.pop(event.task_id, None)
+        span = self._nodes.pop(event.task_id, None)
+        if span is not None:
+            span.set_attribute("graph_agent.attempt", event.attempt)
+            _failed(span, event.error)
+            span.end(_ns(event.time))
+
+    # -- model and tool calls ----------------------------------------------------------------
+
+    def _model_start(self, event: Any) -> None:
+        parent = self._parents.get(event.task_id) if event.task_id else None
+        if parent is None:
+            return
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": event.model,
+            "gen_ai.provider.name": event.provider or "unknown",
+            "gen_ai.conversation.id": event.thread_id,
+        }
+        if self.capture_content:
+            attributes["gen_ai.input.messages"] = json.dumps(input_messages(event.messages))
+        self._models[event.task_id] = self._tracer.start_span(
+            f"chat {event.model}",
+            context=parent,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=_ns(event.time),
+        )
+
+    def _model_end(self, event: Any) -> None:
+        span = self._models.pop(event.task_id, None) if event.task_id else None
+        if span is None:
+            return
+        if event.error is not None:
+            _failed(span, event.error)
+        else:
+            usage = event.usage
+            if usage is not None:
+                span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+            if self.capture_content and event.message is not None:
+                span.set_attribute(
+                    "gen_ai.output.messages", json.dumps(output_messages(event.message))
+                )
+        span.end(_ns(event.time))
+
+    def _tool_start(self, event: Any) -> None:
+        parent = self._parents.get(event.task_id) if event.task_id else None
+        if parent is None:
+            return
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": event.name,
+            "gen_ai.tool.call.id": event.call_id,
+            "gen_ai.tool.type": "function",
+            "gen_ai.conversation.id": event.thread_id,
+        }
+        if self.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = event.arguments
+        self._tools[(event.task_id, event.call_id)] = self._tracer.start_span(
+            f"execute_tool {event.name}",
+            context=parent,
+            attributes=attributes,
+            start_time=_ns(event.time),
+        )
+
+    def _tool_end(self, event: Any) -> None:
+        span = self._tools.pop((event.task_id, event.call_id), None) if event.task_id else None
+        if span is None:
+            return
+        if event.error is not None:
+            _failed(span, event.error)
+        if self.capture_content and event.result is not None:
+            span.set_attribute("gen_ai.tool.call.result", event.result)
+        if event.return_direct:
+            span.set_attribute("graph_agent.return_direct", True)
+        span.end(_ns(event.time))
+
+
+def _failed(span: Span, error: BaseException | None) -> None:
+    if error is None:
+        span.set_status(Status(StatusCode.ERROR))
+        return
+    kind = type(error)
+    span.set_attribute("error.type", f"{kind.__module__}.{kind.__qualname__}")
+    span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, f"{kind.__name__}: {error}"))
+
+
+_HANDLERS: dict[str, Any] = {
+    "run_start": OpenTelemetryListener._run_start,
+    "run_end": OpenTelemetryListener._run_end,
+    "run_error": OpenTelemetryListener._run_error,
+    "node_start": OpenTelemetryListener._node_start,
+    "node_end": OpenTelemetryListener._node_end,
+    "node_error": OpenTelemetryListener._node_error,
+    "model_start": OpenTelemetryListener._model_start,
+    "model_end": OpenTelemetryListener._model_end,
+    "tool_start": OpenTelemetryListener._tool_start,
+    "tool_end": OpenTelemetryListener._tool_end,
+}
+_KINDS = frozenset(_HANDLERS)
