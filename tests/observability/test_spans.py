@@ -386,3 +386,19 @@ def test_a_listener_given_to_one_graph_traces_only_it_and_never_twice() -> None:
     finally:
         uninstall_listener(listener)
     assert len(exporter.get_finished_spans()) == 7
+
+
+def test_the_tracing_example_prints_the_runs_span_tree() -> None:
+    from tests._examples import run_example
+
+    out = run_example("tracing.py").splitlines()
+    assert out[0] == "assistant: Paris is sunny; Atlantis has no station."
+    assert out[1].startswith("trace ") and out[1].endswith(", 5 spans:")
+    assert out[2].startswith("invoke_agent weather_agent  (")
+    assert out[3].startswith("  chat ScriptedChatModel  (") and "tokens 96 in / 40 out" in out[3]
+    ok, failed = sorted(out[4:6], key=lambda line: "ERROR" in line)
+    assert ok.startswith("  execute_tool get_weather  (") and ok.endswith("call call_1)")
+    assert failed.startswith("  execute_tool get_weather  (")
+    assert "call call_2, ERROR ToolExecutionException" in failed
+    assert "LookupError: no weather station in Atlantis" in failed
+    assert "tokens 171 in / 12 out" in out[6]
