@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from collections import OrderedDict
@@ -21,6 +22,13 @@ PAUSED_KEPT = 10_000
 # Runs still open (a run whose end never came, e.g. an abandoned generator); the oldest is
 # ended first.
 OPEN_KEPT = 10_000
+
+
+# The tool call running in this thread or task (a ``tool_start`` is emitted where the tool
+# runs): a graph or agent the tool runs nests under its span.
+_running_tool: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "graph_agent_running_tool", default=None
+)
 
 
 def _ns(seconds: float) -> int:
@@ -91,11 +99,17 @@ class OpenTelemetryListener:
     # -- runs --------------------------------------------------------------------------------
 
     def _parent_context(self, event: Any) -> Any:
-        """The context a run's span starts in: the node running it (a subgraph, or a graph
-        called from a node or tool), else whatever span is current."""
-        if event.namespace:
-            return self._parents.get(event.namespace[-1].rpartition(":")[2])
-        return None
+        """The context a run's span starts in: the tool call or node running it (a graph or
+        agent called from a tool or a node, or a subgraph), else whatever span is current."""
+        if not event.namespace:
+            return None
+        task_id = event.namespace[-1].rpartition(":")[2]
+        running = _running_tool.get()
+        if running is not None and running[0] == task_id:
+            tool = self._tools.get(running)
+            if tool is not None:
+                return trace.set_span_in_context(tool)
+        return self._parents.get(task_id)
 
     def _run_start(self, event: Any) -> None:
         name = event.graph or "graph"
@@ -257,7 +271,9 @@ class OpenTelemetryListener:
         }
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = event.arguments
-        self._tools[(event.task_id, event.call_id)] = self._tracer.start_span(
+        key = (event.task_id, event.call_id)
+        _running_tool.set(key)
+        self._tools[key] = self._tracer.start_span(
             f"execute_tool {event.name}",
             context=parent,
             attributes=attributes,
@@ -265,7 +281,10 @@ class OpenTelemetryListener:
         )
 
     def _tool_end(self, event: Any) -> None:
-        span = self._tools.pop((event.task_id, event.call_id), None) if event.task_id else None
+        key = (event.task_id, event.call_id)
+        if _running_tool.get() == key:
+            _running_tool.set(None)
+        span = self._tools.pop(key, None) if event.task_id else None
         if span is None:
             return
         if event.error is not None:

@@ -273,6 +273,48 @@ def test_an_agent_called_by_a_node_is_an_invoke_agent_span_under_it(
     ]
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_agent_called_by_a_tool_nests_under_that_tool_call(
+    exporter: InMemorySpanExporter, asynchronous: bool
+) -> None:
+    expert = ReactAgent.builder().name("expert").model(ScriptedChatModel(["42", "43"])).build()
+
+    @tool
+    def ask_expert(question: str) -> str:
+        """Ask the expert."""
+        return expert.call(question).text
+
+    calls = tuple(
+        ToolCall(id=f"call_{n}", name=name, arguments=json.dumps(args))
+        for n, (name, args) in enumerate(
+            [("ask_expert", {"question": "q"}), ("forecast", {"city": "Rome"}),
+             ("ask_expert", {"question": "r"})]
+        )
+    )  # fmt: skip
+    model = ScriptedChatModel([AssistantMessage("", tool_calls=calls), "Done."])
+    outer = ReactAgent.builder().name("desk").model(model).tools(ask_expert, forecast).build()
+    if asynchronous:
+        asyncio.run(outer.acall("Ask", {"thread_id": "t-outer-a"}))
+    else:
+        outer.call("Ask", {"thread_id": "t-outer"})
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent desk",
+        "  chat ScriptedChatModel",
+        "  execute_tool ask_expert",
+        "    invoke_agent expert",
+        "      chat ScriptedChatModel",
+        "  execute_tool ask_expert",
+        "    invoke_agent expert",
+        "      chat ScriptedChatModel",
+        "  execute_tool forecast",
+        "  chat ScriptedChatModel",
+    ]
+    for tool_span in by_name(spans, "execute_tool ask_expert"):
+        (inner,) = [s for s in spans if s.parent and s.parent.span_id == tool_span.context.span_id]
+        assert inner.start_time >= tool_span.start_time and inner.end_time <= tool_span.end_time
+
+
 def test_a_failing_node_marks_its_span_and_the_run_with_the_error(
     exporter: InMemorySpanExporter,
 ) -> None:
