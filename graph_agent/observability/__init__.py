@@ -8,8 +8,8 @@
 
 A run is one trace: ``invoke_agent {name}`` (a ``ReactAgent``) or ``invoke_workflow {graph}``
 (a graph) at the root, a span per node task under it, and ``chat {model}`` and
-``execute_tool {tool}`` spans under the model and tool nodes; subgraphs and sub-agents nest
-under the node that runs them. A run that resumes a paused thread links to the run that
+``execute_tool {tool}`` spans (right under ``invoke_agent`` for an agent's own calls);
+subgraphs nest under the node that runs them, sub-agents under the tool call that runs them. A run that resumes a paused thread links to the run that
 paused it. Message content is recorded only with ``capture_content=True``.
 """
 

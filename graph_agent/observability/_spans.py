@@ -60,9 +60,10 @@ class OpenTelemetryListener:
     Spans: ``invoke_agent {name}`` or ``invoke_workflow {graph}`` per run (root of the trace,
     or a child of the span current when the run started), a span per node task named by the
     node, ``chat {model}`` per model call and ``execute_tool {tool}`` per tool call under
-    their node; a subgraph's or sub-agent's run under the node that runs it. Failures set
-    status ERROR and record the exception. A run that resumes a paused thread links to the
-    run that paused it (runs seen by this listener).
+    their node (right under ``invoke_agent`` for an agent's own model and tool nodes); a
+    subgraph's run under the node that runs it, a sub-agent's under the tool call that runs
+    it. Failures set status ERROR and record the exception. A run that resumes a paused
+    thread links to the run that paused it (runs seen by this listener).
     """
 
     def __init__(
