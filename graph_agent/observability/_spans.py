@@ -158,7 +158,7 @@ class OpenTelemetryListener:
                     if why is not None:
                         span.set_attribute("graph_agent.stopped", why)
                     span.end(end)
-            for key in [k for k in self._tools if k[0] == task_id]:
+            for key in [k for k in self._tools if k[0] == task_id] if self._tools else ():
                 span = self._tools.pop(key)
                 if why is not None:
                     span.set_attribute("graph_agent.stopped", why)
