@@ -96,6 +96,11 @@ NO_RUN: dict[tuple[str, str, str], str] = {
         "DEBUG graph_agent.graph: run 8599b9c510204bdaa27350af2991a188 started on thread 't1'",
     ): "log output of one run: its ids and timings differ in every run (the block above checks it)",
     (
+        "docs/mcp.md",
+        "console no-run",
+        "$ pip install 'graph-agent[mcp]'",
+    ): "an install command (make test installs the extra)",
+    (
         "docs/observability.md",
         "console no-run",
         "$ pip install 'graph-agent[otel]' opentelemetry-sdk opentelemetry-exporter-otlp",

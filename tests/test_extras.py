@@ -51,7 +51,7 @@ def test_the_package_imports_and_runs_without_the_extras():
 
 
 def test_a_missing_extra_says_what_to_install():
-    for module, extra in (("graph_agent.observability", "otel"),):
+    for module, extra in (("graph_agent.observability", "otel"), ("graph_agent.mcp", "mcp")):
         done = _run(f"import {module}")
         assert done.returncode == 1
         last = done.stderr.strip().splitlines()[-1]

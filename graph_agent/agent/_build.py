@@ -56,7 +56,10 @@ def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
                 problems.append(f"{group}: {error}")
     for provider in s.tool_callback_providers:
         get = getattr(provider, "get_tool_callbacks", None)
-        if callable(get):
+        if callable(get) and callable(provider):
+            # also a ToolProvider (McpToolProvider): asked per model call, its list may change
+            s.tool_providers.append(provider)
+        elif callable(get):
             found.extend(get())
         else:
             problems.append(

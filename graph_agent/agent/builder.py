@@ -52,6 +52,9 @@ class ReactAgentBuilder(Generic[Agent]):
         return self._add("method_tools", objects)
 
     def tool_callback_providers(self, *providers: Any) -> ReactAgentBuilder[Agent]:
+        """``ToolCallbackProvider``s: their tools are taken once, at ``build()``. A provider
+        that is also a ``ToolProvider`` (callable with a request, as ``McpToolProvider`` is)
+        is asked at every model call instead, so a list that changes is seen."""
         return self._add("tool_callback_providers", providers)
 
     def tool_names(self, *names: str) -> ReactAgentBuilder[Agent]:
