@@ -1,6 +1,6 @@
 """W10: what OpenTelemetry tracing adds per model call and per tool call (ours only).
 
-    python benchmarks/tracing.py            # JSON lines, as run.py collects them
+    python benchmarks/run.py --only W10
 
 The W2 agent (K tool rounds per conversation: K+1 model calls and K tool calls) runs on
 MemorySaver in three settings, in alternating rounds so that the machine's drift falls on all
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from checkpoint import MemorySaver
@@ -37,11 +37,17 @@ def _conversations(app: Any, tag: str, k: int, count: int) -> float:
     return elapsed / count
 
 
-def w10_tracing(k: int, conversations: int, rounds: int) -> None:
+def w10_tracing(
+    k: int,
+    conversations: int,
+    rounds: int,
+    make_react: Callable[[int, Any], Any],
+    emit: Callable[..., None],
+) -> None:
+    """``make_react`` and ``emit`` are workloads.py's (passed in: workloads imports this)."""
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
     from opentelemetry.trace import NoOpTracerProvider
-    from workloads import emit, make_react
 
     from graph_agent.observability import instrument, uninstrument
 
@@ -86,11 +92,3 @@ def w10_tracing(k: int, conversations: int, rounds: int) -> None:
             added_us_per_call=round((traced - off) / calls * 1e6, 1),
             **({"spans_per_conversation": spans_per_conversation} if name == "sdk" else {}),
         )
-
-
-if __name__ == "__main__":
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    w10_tracing(20, 25, 5)

@@ -583,6 +583,6 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W8": w8_send,
     "W9": lambda: stream_parse.w9_stream_parse(SIZES["w9_repeats"]),
     "W10": lambda: tracing.w10_tracing(
-        SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"]
+        SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit
     ),
 }
