@@ -12,37 +12,23 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import datetime
 import json
-import logging
-import os
 import re
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from ..errors import GraphAgentError, ToolArgumentsError, ToolExecutionException
+from ..errors import ToolArgumentsError, ToolExecutionException
 from ..tools import ToolCallback, ToolContext, ToolDefinition, ToolMetadata, ToolProviderRequest
+from ._connection import Connection, McpServerError, Server
 from ._results import result_text
 from ._servers import HttpServer, StdioServer
 
 __all__ = ["McpServerError", "McpTool", "McpToolProvider"]
 
-_log = logging.getLogger("graph_agent.mcp")
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
-
-Server = StdioServer | HttpServer
-
-
-class McpServerError(GraphAgentError, ConnectionError):
-    """An MCP server could not be reached, stopped answering, or crashed. ``server`` names it."""
-
-    def __init__(self, message: str, *, server: str) -> None:
-        super().__init__(message)
-        self.server = server
 
 
 def _openai_name(name: str) -> str:
@@ -50,126 +36,16 @@ def _openai_name(name: str) -> str:
     return _INVALID.sub("_", name)[:64] or "_"
 
 
-class _Connection:
-    """One server's session and tool list, owned by the provider's loop."""
-
-    def __init__(self, server: Server, timeout: float) -> None:
-        self.server = server
-        self.timeout = timeout
-        self.name = server.name or server.describe()
-        self.session: Any = None
-        self.tools: tuple[Any, ...] = ()  # the server's mcp.types.Tool list
-        self.stale = False  # tools/list_changed came: re-list before the next use
-        self.broken: str | None = None  # why the session is gone
-
-    async def _on_message(self, message: Any) -> None:
-        import mcp.types
-
-        if isinstance(message, Exception):
-            _log.debug("MCP server '%s' sent an error: %s", self.name, message)
-            return
-        root = getattr(message, "root", None)
-        if isinstance(root, mcp.types.ToolListChangedNotification):
-            self.stale = True
-
-    async def refresh(self) -> None:
-        tools: list[Any] = []
-        cursor: str | None = None
-        while True:
-            listed = await self.session.list_tools(cursor=cursor)
-            tools.extend(listed.tools)
-            cursor = listed.nextCursor
-            if not cursor:
-                break
-        self.tools = tuple(tools)
-        self.stale = False
-        _log.debug("MCP server '%s' lists %d tools", self.name, len(tools))
-
-    @contextlib.asynccontextmanager
-    async def opened(self) -> AsyncIterator[_Connection]:
-        from mcp import ClientSession
-
-        with open(os.devnull, "w") if self.server.transport == "stdio" else _nothing() as errlog:
-            async with (
-                self.server.streams(errlog) as (read, write),
-                ClientSession(
-                    read,
-                    write,
-                    read_timeout_seconds=datetime.timedelta(seconds=self.timeout),
-                    message_handler=self._on_message,
-                ) as session,
-            ):
-                initialized = await session.initialize()
-                if self.server.name is None:
-                    self.name = initialized.serverInfo.name
-                self.session = session
-                await self.refresh()
-                _log.info(
-                    "MCP server '%s' connected over %s: %d tools",
-                    self.name,
-                    self.server.transport,
-                    len(self.tools),
-                )
-                try:
-                    yield self
-                finally:
-                    self.broken = "closed"
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        from mcp.shared.exceptions import McpError
-
-        if self.broken is not None:
-            raise McpServerError(
-                f"MCP server '{self.name}' is {self.broken}; tool '{tool}' was not called",
-                server=self.name,
-            )
-        try:
-            result = await self.session.call_tool(tool, arguments)
-        except McpError as error:
-            message = str(error)
-            if "Timed out" in message:
-                raise McpServerError(
-                    f"MCP server '{self.name}' did not answer tool '{tool}' within "
-                    f"{self.timeout:g} s (McpToolProvider(timeout=...)); the call may still be "
-                    "running there",
-                    server=self.name,
-                ) from error
-            if "onnection closed" in message:
-                self.broken = "gone (its connection closed: did the server crash?)"
-                raise McpServerError(
-                    f"MCP server '{self.name}' closed the connection during tool '{tool}' "
-                    "(did the server crash?); its tools cannot be called until the provider is "
-                    "opened again",
-                    server=self.name,
-                ) from error
-            raise McpServerError(
-                f"MCP server '{self.name}' failed tool '{tool}': {message}", server=self.name
-            ) from error
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
-            self.broken = f"gone ({type(error).__name__}: its connection is closed)"
-            raise McpServerError(
-                f"MCP server '{self.name}' is {self.broken}; tool '{tool}' did not run",
-                server=self.name,
-            ) from error
-        if self.stale:  # the call changed the server's tools: the model's next call sees them
-            await self.refresh()
-        return result
-
-
-@contextlib.contextmanager
-def _nothing() -> Any:
-    yield None
-
-
 class McpTool:
-    """One tool of an MCP server, as a ``ToolCallback``: its schema goes to the model as the
-    server declared it; a call sends the model's arguments to the server."""
+    """One tool of an MCP server, as a ``ToolCallback``: it goes to the model with the
+    description and input schema the server declared; a call sends the model's arguments to
+    the server under the tool's own name (``remote_name``)."""
 
-    def __init__(self, provider: McpToolProvider, connection: _Connection, tool: Any, name: str):
+    def __init__(self, provider: McpToolProvider, connection: Connection, tool: Any, name: str):
         self._provider = provider
         self._connection = connection
         self.remote_name: str = tool.name
-        self.server_name = connection.name
+        self.server_name: str = connection.name
         self._definition = ToolDefinition(
             name=name,
             description=tool.description or tool.title or tool.name,
@@ -178,27 +54,28 @@ class McpTool:
 
     @property
     def tool_definition(self) -> ToolDefinition:
+        """Name (prefixed with ``prefix=True``), description and input schema."""
         return self._definition
 
     @property
     def tool_metadata(self) -> ToolMetadata:
+        """Not ``return_direct``: the result goes back to the model."""
         return ToolMetadata()
 
     def __repr__(self) -> str:
         return f"McpTool({self._definition.name!r}, server={self.server_name!r})"
 
     def _arguments(self, tool_input: str) -> dict[str, Any]:
+        name = self._definition.name
         try:
             arguments = json.loads(tool_input or "{}")
         except json.JSONDecodeError as error:
             raise ToolArgumentsError(
-                f"tool '{self._definition.name}': arguments are not valid JSON ({error})",
-                tool_name=self._definition.name,
+                f"tool '{name}': arguments are not valid JSON ({error})", tool_name=name
             ) from error
         if not isinstance(arguments, dict):
             raise ToolArgumentsError(
-                f"tool '{self._definition.name}': arguments must be a JSON object",
-                tool_name=self._definition.name,
+                f"tool '{name}': arguments must be a JSON object", tool_name=name
             )
         return arguments
 
@@ -218,17 +95,22 @@ class McpTool:
         return failure
 
     def call(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
+        """Call the tool on its server and wait (at most the provider's ``timeout``)."""
         arguments = self._arguments(tool_input)
         try:
-            result = self._provider._run(self._connection.call, self.remote_name, arguments)
+            portal = self._provider._portal_for(self._connection, self.remote_name)
+            result = portal.call(self._connection.call, self.remote_name, arguments)
         except McpServerError as error:
             raise self._failed(error) from error
         return self._answer(result)
 
     async def acall(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
+        """``call`` for async code: awaits the provider's loop, never blocks the caller's."""
         arguments = self._arguments(tool_input)
         try:
-            result = await self._provider._arun(self._connection.call, self.remote_name, arguments)
+            portal = self._provider._portal_for(self._connection, self.remote_name)
+            future = portal.start_task_soon(self._connection.call, self.remote_name, arguments)
+            result = await asyncio.wrap_future(future)
         except McpServerError as error:
             raise self._failed(error) from error
         return self._answer(result)
@@ -239,14 +121,15 @@ class McpToolProvider:
     and ``ChatClient`` (``.tools(provider)``).
 
     Open it with ``with`` (or ``open()``/``close()``) or ``async with`` (``aopen()``/
-    ``aclose()``): every server's session opens once and closes with the provider. A call
-    waits at most ``timeout`` seconds for the server. With ``prefix=True`` a tool is named
-    ``<server>__<tool>`` (the server's ``name=``, else the name it gives itself), which two
-    servers offering one tool name need. Names are made to fit OpenAI's rules (letters,
-    digits, ``_`` and ``-``, 64 at most); the server is called with the tool's own name.
+    ``aclose()``): every server's session opens once (the servers start in parallel) and
+    closes with the provider. A call waits at most ``timeout`` seconds for the server. With
+    ``prefix=True`` a tool is named ``<server>__<tool>`` (the server's ``name=``, else the
+    name it gives itself), which two servers offering one tool name need. Names are made to
+    fit OpenAI's rules (letters, digits, ``_`` and ``-``, 64 at most); the server is called
+    with the tool's own name.
 
-    When a server says its tools changed (``tools/list_changed``), the next model call of an
-    agent sees the new list: the provider is also a ``ToolProvider``, asked per model call.
+    It is also a ``ToolProvider``: an agent asks it for its tools at every model call, so a
+    server's ``tools/list_changed`` is seen by the next model call.
     """
 
     def __init__(self, *servers: Server, prefix: bool = False, timeout: float = 30.0) -> None:
@@ -257,13 +140,13 @@ class McpToolProvider:
                 raise TypeError(f"{server!r} is not a StdioServer or an HttpServer")
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
-        self.servers = servers
+        self.servers: tuple[Server, ...] = servers
         self.prefix = prefix
         self.timeout = timeout
-        self._connections = [_Connection(server, timeout) for server in servers]
+        self._connections = [Connection(server, timeout) for server in servers]
         self._portal_cm: Any = None
         self._portal: BlockingPortal | None = None
-        self._entered: list[Any] = []
+        self._owners: list[concurrent.futures.Future[None]] = []
         self._tools: tuple[McpTool, ...] = ()
         self._listed: tuple[tuple[Any, ...], ...] = ()
         self._lock = threading.Lock()
@@ -275,26 +158,24 @@ class McpToolProvider:
     # -- opening and closing -------------------------------------------------------------------
 
     def open(self) -> McpToolProvider:
-        """Start every server's session (raises ``McpServerError`` naming a server that
-        cannot be reached; then nothing stays open)."""
-        if self._state != "new":
-            raise RuntimeError(f"{self!r} was opened already; make a new McpToolProvider")
-        self._state = "opening"
-        self._portal_cm = start_blocking_portal()
-        self._portal = self._portal_cm.__enter__()
+        """Start every server's session and list its tools. Raises ``McpServerError`` naming a
+        server that cannot be started or reached, and ``ValueError`` when two servers offer
+        one tool name without ``prefix=True``; then nothing stays open."""
+        with self._lock:
+            if self._state != "new":
+                raise RuntimeError(
+                    f"{self!r} was opened already; a provider opens once: make a new "
+                    "McpToolProvider to connect again"
+                )
+            self._state = "opening"
         try:
+            self._portal_cm = start_blocking_portal(name="graph-agent-mcp")
+            portal = self._portal = self._portal_cm.__enter__()
+            self._owners = [portal.start_task_soon(c.run) for c in self._connections]
             for connection in self._connections:
-                entering = self._portal.wrap_async_context_manager(connection.opened())
-                try:
-                    entering.__enter__()
-                except Exception as error:
-                    raise McpServerError(
-                        f"could not start MCP server '{connection.name}' "
-                        f"({connection.server.transport}): {type(error).__name__}: {error}",
-                        server=connection.name,
-                    ) from error
-                self._entered.append(entering)
-            self._rebuild()
+                connection.ready.result()  # raises McpServerError
+            with self._lock:
+                self._rebuild()
         except BaseException:
             self.close()
             raise
@@ -302,16 +183,23 @@ class McpToolProvider:
         return self
 
     def close(self) -> None:
-        """Close every session (a stdio server's process ends) and the provider's loop."""
-        if self._state == "closed":
-            return
-        self._state = "closed"
-        while self._entered:
-            with contextlib.suppress(Exception):
-                self._entered.pop().__exit__(None, None, None)
+        """Close every session (a stdio server's process ends) and the provider's loop. Calls
+        still running fail with an error that says the provider was closed."""
+        with self._lock:
+            if self._state == "closed":
+                return
+            self._state = "closed"
+        portal = self._portal
+        if portal is not None:
+            for connection in self._connections:
+                with contextlib.suppress(RuntimeError):  # the portal is stopping already
+                    portal.call(connection.stop)
+            for owner in self._owners:
+                with contextlib.suppress(BaseException):
+                    owner.result()
         if self._portal_cm is not None:
-            self._portal_cm.__exit__(None, None, None)
-            self._portal_cm = self._portal = None
+            cm, self._portal_cm, self._portal = self._portal_cm, None, None
+            cm.__exit__(None, None, None)
 
     async def aopen(self) -> McpToolProvider:
         """``open()`` without blocking the running loop."""
@@ -319,6 +207,7 @@ class McpToolProvider:
         return self
 
     async def aclose(self) -> None:
+        """``close()`` without blocking the running loop."""
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> McpToolProvider:
@@ -336,10 +225,13 @@ class McpToolProvider:
     # -- tools ---------------------------------------------------------------------------------
 
     def _rebuild(self) -> None:
-        """The tools, named, from the connections' current lists."""
+        """The tools, named, from the connections' current lists (under ``_lock``). A tool
+        whose name and definition did not change stays the same object."""
+        known = {(t._connection, t.tool_definition): t for t in self._tools}
+        listed = tuple(c.tools for c in self._connections)
         tools: dict[str, McpTool] = {}
-        for connection in self._connections:
-            for tool in connection.tools:
+        for connection, connection_tools in zip(self._connections, listed):
+            for tool in connection_tools:
                 name = f"{connection.name}__{tool.name}" if self.prefix else tool.name
                 name = _openai_name(name)
                 if name in tools:
@@ -347,26 +239,26 @@ class McpToolProvider:
                     hint = (
                         "pass McpToolProvider(..., prefix=True) to name tools <server>__<tool>"
                         if not self.prefix
-                        else "give the servers different name=..."
+                        else "give the servers different names with name=..."
                     )
                     raise ValueError(
                         f"MCP servers '{other}' and '{connection.name}' both offer a tool "
                         f"named '{name}'; {hint}"
                     )
-                tools[name] = McpTool(self, connection, tool, name)
+                made = McpTool(self, connection, tool, name)
+                tools[name] = known.get((connection, made.tool_definition), made)
         self._tools = tuple(tools.values())
-        self._listed = tuple(c.tools for c in self._connections)
+        self._listed = listed
 
     def get_tool_callbacks(self) -> Sequence[ToolCallback]:
-        """The servers' tools now (re-listed first when a server said they changed)."""
+        """The servers' tools as last listed (a server's ``tools/list_changed`` makes the
+        provider list them again in the background; a tool call that changed them returns
+        after the new list is in). Never waits on a server."""
         if self._state != "open":
             raise RuntimeError(
                 f"{self!r} is not open: use it inside 'with McpToolProvider(...) as tools:' "
                 "(or 'async with', or call open())"
             )
-        stale = [c for c in self._connections if c.stale and c.broken is None]
-        for connection in stale:
-            self._run(connection.refresh)
         with self._lock:
             if tuple(c.tools for c in self._connections) != self._listed:
                 self._rebuild()
@@ -376,17 +268,14 @@ class McpToolProvider:
         """As a ``ToolProvider``: the current tools, for each model call."""
         return self.get_tool_callbacks()
 
-    # -- running on the provider's loop --------------------------------------------------------
-
-    def _check_open(self) -> BlockingPortal:
+    def _portal_for(self, connection: Connection, tool: str) -> BlockingPortal:
+        """The loop to call ``tool`` on, or ``McpServerError`` when the provider is not open."""
         portal = self._portal
         if self._state != "open" or portal is None:
-            raise McpServerError(f"{self!r} is closed; its tools cannot be called", server="?")
+            state = "was closed" if self._state == "closed" else "is not open yet"
+            raise McpServerError(
+                f"MCP server '{connection.name}': its McpToolProvider {state}; tool '{tool}' "
+                "was not called",
+                server=connection.name,
+            )
         return portal
-
-    def _run(self, fn: Any, *args: Any) -> Any:
-        return self._check_open().call(fn, *args)
-
-    async def _arun(self, fn: Any, *args: Any) -> Any:
-        future: concurrent.futures.Future[Any] = self._check_open().start_task_soon(fn, *args)
-        return await asyncio.wrap_future(future)

@@ -1,20 +1,25 @@
-"""A real MCP server written with the SDK's FastMCP, for the tests and the example.
+"""A real MCP server written with the SDK's FastMCP, for the tests.
 
 python tests/mcp/_server.py                 # stdio
 python tests/mcp/_server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT
+
+It lists its tools in pages of ``PAGE`` (through the SDK's low-level list handler), so every
+listing is paginated. ``WEATHER_FAIL_AT_START=1`` in its environment makes it exit with
+code 2 before speaking MCP, after a line on stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import sys
 
+from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.utilities.types import Image
-from pydantic import BaseModel
+from pydantic import AnyUrl, BaseModel
 
+PAGE = 4
 server = FastMCP("weather", log_level="WARNING")
 
 
@@ -36,15 +41,52 @@ def forecast(city: str) -> Forecast:
 
 
 @server.tool()
+def station(city: str) -> types.CallToolResult:
+    """A weather station's reading: structured content only, no text."""
+    return types.CallToolResult(content=[], structuredContent={"city": city, "hpa": 1013})
+
+
+@server.tool()
 def radar() -> Image:
     """The rain radar, as an image."""
-    return Image(data=base64.b64decode(base64.b64encode(b"\x89PNG fake radar")), format="png")
+    return Image(data=b"\x89PNG fake radar", format="png")
+
+
+@server.tool()
+def attachments() -> types.CallToolResult:
+    """Audio, an embedded text resource, an embedded binary resource and a resource link."""
+    return types.CallToolResult(
+        content=[
+            types.AudioContent(type="audio", data="AAAA", mimeType="audio/wav"),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.TextResourceContents(
+                    uri=AnyUrl("file:///notes.txt"), text="bring an umbrella"
+                ),
+            ),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.BlobResourceContents(
+                    uri=AnyUrl("file:///map.bin"), blob="AAAAAA==", mimeType="application/pdf"
+                ),
+            ),
+            types.ResourceLink(type="resource_link", uri=AnyUrl("file:///full.csv"), name="full"),
+        ]
+    )
 
 
 @server.tool()
 def failing(city: str) -> str:
-    """Always fails."""
+    """Always fails (an exception: FastMCP answers isError with its text)."""
     raise ValueError(f"no station in {city}")
+
+
+@server.tool()
+def refuse() -> types.CallToolResult:
+    """Answers isError with a text of its own."""
+    return types.CallToolResult(
+        isError=True, content=[types.TextContent(type="text", text="quota exceeded")]
+    )
 
 
 @server.tool()
@@ -62,13 +104,14 @@ def pid() -> int:
 
 @server.tool()
 def crash() -> str:
-    """Kills the server's process."""
+    """Writes a last word on stderr and kills the server's process (exit code 3)."""
+    print("fatal: the barometer broke", file=sys.stderr, flush=True)
     os._exit(3)
 
 
 @server.tool()
 async def unlock_alerts(ctx: Context) -> str:  # type: ignore[type-arg]
-    """Adds the weather_alerts tool and tells the client."""
+    """Adds the weather_alerts tool and tells the client its tools changed."""
 
     def weather_alerts(region: str) -> str:
         """Weather alerts for a region."""
@@ -79,7 +122,22 @@ async def unlock_alerts(ctx: Context) -> str:  # type: ignore[type-arg]
     return "alerts unlocked"
 
 
+async def _list_in_pages(request: types.ListToolsRequest) -> types.ListToolsResult:
+    tools = await server.list_tools()
+    start = int(request.params.cursor) if request.params and request.params.cursor else 0
+    more = start + PAGE < len(tools)
+    return types.ListToolsResult(
+        tools=tools[start : start + PAGE], nextCursor=str(start + PAGE) if more else None
+    )
+
+
+server._mcp_server.list_tools()(_list_in_pages)
+
+
 if __name__ == "__main__":
+    if os.environ.get("WEATHER_FAIL_AT_START") == "1":
+        print("cannot read /etc/weather.toml", file=sys.stderr, flush=True)
+        sys.exit(2)
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.settings.port = int(sys.argv[2])
         server.run("streamable-http")

@@ -1,95 +1,43 @@
-"""McpToolProvider against real MCP servers written with the SDK (tests/mcp/_server.py): one
-over stdio as a subprocess, one over streamable HTTP on a free loopback port."""
+"""McpToolProvider in agents and chat clients, against real MCP servers written with the SDK
+(tests/mcp/_server.py): over stdio as a subprocess, and over streamable HTTP on a loopback
+port."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
-import socket
-import subprocess
-import sys
+import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="install the mcp extra: make test does")
-
 from graph_agent import (
-    AssistantMessage,
     ChatClient,
     FunctionChatModel,
     Prompt,
     ReactAgent,
     ScriptedChatModel,
-    ToolCall,
     ToolExecutionException,
     ToolResponseMessage,
 )
 from graph_agent.mcp import HttpServer, McpServerError, McpToolProvider, StdioServer
-from tests.redis_servers import free_port
-
-SERVER = str(Path(__file__).with_name("_server.py"))
-DECLARED = {
-    "properties": {
-        "city": {"title": "City", "type": "string"},
-        "unit": {"default": "C", "title": "Unit", "type": "string"},
-    },
-    "required": ["city"],
-    "title": "get_weatherArguments",
-    "type": "object",
-}
+from tests.mcp import _server
+from tests.mcp._support import answers, stdio, tool_calls, tools_of
 
 
-def stdio(**kw: Any) -> StdioServer:
-    return StdioServer(sys.executable, [SERVER], **kw)
+def declared_tools() -> dict[str, Any]:
+    """What the test server declares, asked in-process (FastMCP's own list)."""
+    return {t.name: t for t in asyncio.run(_server.server.list_tools())}
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, SERVER, "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                process.wait()
-                raise RuntimeError("the HTTP MCP server did not start") from None
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    process.terminate()
-    process.wait(10)
-
-
-def tool_calls(*calls: tuple[str, dict[str, Any]]) -> AssistantMessage:
-    return AssistantMessage(
-        "",
-        tool_calls=tuple(
-            ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
-            for i, (name, args) in enumerate(calls)
-        ),
-    )
-
-
-def answers(messages: Any) -> dict[str, str]:
-    """The tool responses of a conversation, by call id."""
-    return {
-        r.id: r.response_data
-        for m in messages
-        if isinstance(m, ToolResponseMessage)
-        for r in m.responses
-    }
+def agent_with(model: Any, provider: McpToolProvider, **options: Any) -> Any:
+    builder = ReactAgent.builder().name("w").model(model).tool_callback_providers(provider)
+    if options.get("parallel"):
+        builder = builder.parallel_tool_execution(True)
+    return builder.build()
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -99,38 +47,79 @@ def test_an_agent_calls_mcp_tools_and_the_model_gets_their_results(
 ) -> None:
     server = stdio() if transport == "stdio" else HttpServer(request.getfixturevalue("http_url"))
     model = ScriptedChatModel([
-        tool_calls(("get_weather", {"city": "Paris"}), ("forecast", {"city": "Oslo"}),
-                   ("radar", {}), ("failing", {"city": "Rome"})),
+        tool_calls(("get_weather", {"city": "Paris", "unit": "F"}), ("forecast", {"city": "Oslo"}),
+                   ("station", {"city": "Bern"}), ("radar", {}), ("attachments", {}),
+                   ("failing", {"city": "Rome"}), ("refuse", {})),
         "Done.",
     ])  # fmt: skip
-
-    def run(provider: McpToolProvider) -> Any:
-        agent = ReactAgent.builder().name("w").model(model).tool_callback_providers(provider)
-        return agent.build()
 
     if asynchronous:
 
         async def main() -> Any:
             async with McpToolProvider(server) as provider:
-                return await run(provider).ainvoke("Weather?", {"thread_id": "t"})
+                return await agent_with(model, provider).ainvoke("Weather?", {"thread_id": "t"})
 
         state = asyncio.run(main())
     else:
         with McpToolProvider(server) as provider:
-            state = run(provider).invoke("Weather?", {"thread_id": "t"})
+            state = agent_with(model, provider).invoke("Weather?", {"thread_id": "t"})
     got = answers(state["messages"])
-    assert got["call_0"] == "sunny, 18°C in Paris"
+    assert got["call_0"] == "sunny, 18°F in Paris"  # the model's arguments reached the tool
     assert json.loads(got["call_1"]) == {"city": "Oslo", "celsius": 21.5}
-    assert got["call_2"] == "[image: image/png, 15 bytes]"
-    assert got["call_3"].startswith("tool 'failing' failed on MCP server 'weather': ")
-    assert "no station in Rome" in got["call_3"]  # isError: the model sees the error text
-    offered = model.prompts[0].options.tool_callbacks
-    schemas = {t.tool_definition.name: t.tool_definition.schema for t in offered}
-    assert schemas["get_weather"] == DECLARED  # passed through unchanged
+    assert json.loads(got["call_2"]) == {"city": "Bern", "hpa": 1013}  # structuredContent only
+    assert got["call_3"] == "[image: image/png, 15 bytes]"
+    assert got["call_4"].splitlines() == [
+        "[audio: audio/wav, 3 bytes]",
+        "bring an umbrella",
+        "[resource file:///map.bin: application/pdf, 4 bytes]",
+        "[resource link file:///full.csv: full]",
+    ]
+    # isError: the model sees the server's error text, naming the tool and the server
+    assert got["call_5"].startswith("tool 'failing' failed on MCP server 'weather': ")
+    assert "no station in Rome" in got["call_5"]
+    assert got["call_6"] == "tool 'refuse' failed on MCP server 'weather': quota exceeded"
     assert model.prompts[1].messages[-1].responses[0].response_data == got["call_0"]
 
 
-def test_chat_client_uses_the_provider_and_sees_a_changed_list() -> None:
+def test_the_model_is_offered_every_tool_with_the_schema_the_server_declared() -> None:
+    declared = declared_tools()
+    assert len(declared) > _server.PAGE  # the server lists them in several pages
+    model = ScriptedChatModel(["Hi."])
+    with McpToolProvider(stdio()) as provider:
+        agent_with(model, provider).invoke("Hi", {"thread_id": "t"})
+    offered = {
+        t.tool_definition.name: t.tool_definition for t in model.prompts[0].options.tool_callbacks
+    }
+    assert list(offered) == list(declared)
+    for name, tool in declared.items():
+        assert offered[name].schema == tool.inputSchema
+        assert offered[name].description == tool.description
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_list_change_reaches_the_agents_next_model_call(asynchronous: bool) -> None:
+    model = ScriptedChatModel([
+        tool_calls(("unlock_alerts", {})),
+        tool_calls(("weather_alerts", {"region": "Alps"})),
+        "No alerts.",
+    ])  # fmt: skip
+
+    async def arun(provider: McpToolProvider) -> Any:
+        return await agent_with(model, provider).ainvoke("Alerts?", {"thread_id": "t"})
+
+    with McpToolProvider(stdio()) as provider:
+        if asynchronous:
+            state = asyncio.run(arun(provider))
+        else:
+            state = agent_with(model, provider).invoke("Alerts?", {"thread_id": "t"})
+    names = [
+        sorted(t.tool_definition.name for t in p.options.tool_callbacks) for p in model.prompts
+    ]
+    assert "weather_alerts" not in names[0] and "weather_alerts" in names[1]
+    assert answers(state["messages"])["call_0"] == "no alerts in Alps"
+
+
+def test_a_chat_client_sees_a_changed_list_at_its_next_call() -> None:
     def reply(prompt: Prompt) -> Any:
         names = sorted(t.tool_definition.name for t in prompt.options.tool_callbacks)
         if isinstance(prompt.messages[-1], ToolResponseMessage):
@@ -145,85 +134,124 @@ def test_chat_client_uses_the_provider_and_sees_a_changed_list() -> None:
     assert "weather_alerts" in second.content()
 
 
-def test_a_list_change_reaches_the_agents_next_model_call() -> None:
-    model = ScriptedChatModel([
-        tool_calls(("unlock_alerts", {})),
-        tool_calls(("weather_alerts", {"region": "Alps"})),
-        "No alerts.",
-    ])  # fmt: skip
+def test_parallel_tool_calls_of_a_sync_agent_share_the_session() -> None:
+    model = ScriptedChatModel([tool_calls(*[("slow", {"seconds": 0.4})] * 4), "Done."])
     with McpToolProvider(stdio()) as provider:
-        agent = ReactAgent.builder().name("w").model(model).tool_callback_providers(provider)
-        state = agent.build().invoke("Alerts?", {"thread_id": "t"})
-    names = [
-        sorted(t.tool_definition.name for t in p.options.tool_callbacks) for p in model.prompts
-    ]
-    assert "weather_alerts" not in names[0] and "weather_alerts" in names[1]
-    assert answers(state["messages"])["call_0"] == "no alerts in Alps"
-
-
-def test_prefix_names_tools_by_server_and_a_clash_without_it_says_so(http_url: str) -> None:
-    with McpToolProvider(stdio(name="local"), HttpServer(http_url), prefix=True) as provider:
-        names = sorted(t.tool_definition.name for t in provider.get_tool_callbacks())
-        assert "local__get_weather" in names and "weather__get_weather" in names
-        tool = next(
-            t
-            for t in provider.get_tool_callbacks()
-            if t.tool_definition.name == "local__get_weather"
-        )
-        assert tool.call('{"city": "Lima"}') == "sunny, 18°C in Lima"
-    with pytest.raises(ValueError, match=r"both offer a tool named 'get_weather'.*prefix=True"):
-        McpToolProvider(stdio(), HttpServer(http_url)).open()
-
-
-def test_a_timeout_is_a_clear_error_naming_the_server() -> None:
-    with McpToolProvider(stdio(), timeout=0.5) as provider:
-        slow = next(t for t in provider.get_tool_callbacks() if t.tool_definition.name == "slow")
         started = time.monotonic()
-        with pytest.raises(
-            Exception, match=r"MCP server 'weather' did not answer tool 'slow' within 0.5 s"
-        ):
-            slow.call('{"seconds": 5}')
-        assert time.monotonic() - started < 3
-        fast = next(t for t in provider.get_tool_callbacks() if t.tool_definition.name == "slow")
-        assert fast.call('{"seconds": 0}') == "done"  # the session still works
+        state = agent_with(model, provider, parallel=True).invoke("Go", {"thread_id": "t"})
+        took = time.monotonic() - started
+    assert list(answers(state["messages"]).values()) == ["done"] * 4
+    assert took < 1.2  # four calls of 0.4 s ran at once, not one after the other
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-def test_a_crashed_server_fails_its_calls_at_once_naming_it(asynchronous: bool) -> None:
-    with McpToolProvider(stdio()) as provider:
-        tools = {t.tool_definition.name: t for t in provider.get_tool_callbacks()}
-        started = time.monotonic()
-        for name, arguments in (("crash", "{}"), ("get_weather", '{"city": "Oslo"}')):
-            with pytest.raises(Exception) as caught:
-                if asynchronous:
-                    asyncio.run(tools[name].acall(arguments))
-                else:
-                    tools[name].call(arguments)
-            assert "MCP server 'weather'" in str(caught.value)
-            assert isinstance(caught.value.__cause__, McpServerError)
-        assert time.monotonic() - started < 5
-    assert "did the server crash?" in str(caught.value)
+def test_an_async_call_leaves_the_callers_loop_free() -> None:
+    async def main() -> tuple[str, int]:
+        async with McpToolProvider(stdio()) as provider:
+            ticks = 0
+            call = asyncio.ensure_future(tools_of(provider)["slow"].acall('{"seconds": 0.5}'))
+            while not call.done():
+                ticks += 1
+                await asyncio.sleep(0.01)
+            return await call, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result == "done"
+    assert ticks > 20  # the loop kept running while the server worked
+
+
+def test_prefix_names_tools_by_server_and_calls_them_by_their_own_name(http_url: str) -> None:
+    servers = (stdio(name="local box.v2"), HttpServer(http_url))
+    with McpToolProvider(*servers, prefix=True) as provider:
+        tools = tools_of(provider)
+        assert "local_box_v2__get_weather" in tools  # fits ^[a-zA-Z0-9_-]{1,64}$
+        assert "weather__get_weather" in tools  # the HTTP server's own name
+        assert tools["local_box_v2__get_weather"].call('{"city": "Lima"}') == "sunny, 18°C in Lima"
+        assert json.loads(tools["weather__forecast"].call('{"city": "Kyiv"}'))["city"] == "Kyiv"
+
+
+def test_two_servers_with_one_tool_name_need_prefix(http_url: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        McpToolProvider(stdio(name="local"), HttpServer(http_url)).open()
+    message = str(caught.value)
+    assert "'local' and 'weather' both offer a tool named 'get_weather'" in message
+    assert "prefix=True" in message
 
 
 def test_sessions_close_with_the_provider_and_a_closed_one_says_so() -> None:
     provider = McpToolProvider(stdio())
     with provider:
-        tools = {t.tool_definition.name: t for t in provider.get_tool_callbacks()}
+        tools = tools_of(provider)
         pid = int(tools["pid"].call("{}"))
         os.kill(pid, 0)  # the server runs
     with pytest.raises(ProcessLookupError):  # its process ended with the provider
         os.kill(pid, 0)
-    with pytest.raises(ToolExecutionException, match="is closed") as caught:
+    with pytest.raises(ToolExecutionException) as caught:
         tools["get_weather"].call('{"city": "Oslo"}')
+    assert str(caught.value) == (
+        "MCP server 'weather': its McpToolProvider was closed; tool 'get_weather' was not called"
+    )
     assert isinstance(caught.value.__cause__, McpServerError)
-    with pytest.raises(RuntimeError, match="not open"):
+    with pytest.raises(RuntimeError, match="is not open"):
         provider.get_tool_callbacks()
     with pytest.raises(RuntimeError, match="opened already"):
         provider.open()
 
 
-def test_a_server_that_cannot_start_is_a_clear_error() -> None:
-    with pytest.raises(
-        McpServerError, match=r"could not start MCP server 'python-that-does-not-exist"
-    ):
-        McpToolProvider(StdioServer("python-that-does-not-exist")).open()
+def test_closing_fails_a_running_call_at_once() -> None:
+    failures: list[BaseException] = []
+    provider = McpToolProvider(stdio()).open()
+    slow = tools_of(provider)["slow"]
+
+    def call() -> None:
+        try:
+            slow.call('{"seconds": 20}')
+        except BaseException as error:
+            failures.append(error)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    provider.close()
+    worker.join(5)
+    assert time.monotonic() - started < 4
+    assert not worker.is_alive()
+    assert str(failures[0]) == (
+        "MCP server 'weather' was closed (its McpToolProvider was closed) during tool 'slow'"
+    )
+
+
+def test_async_with_opens_and_closes_without_blocking_the_loop() -> None:
+    async def main() -> int:
+        async with McpToolProvider(stdio()) as tools:
+            pid_tool = tools_of(tools)["pid"]
+            pid = int(await pid_tool.acall("{}"))
+        with pytest.raises(ToolExecutionException, match="its McpToolProvider was closed"):
+            await pid_tool.acall("{}")
+        return pid
+
+    pid = asyncio.run(main())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_connecting_is_logged_and_secrets_are_not(
+    http_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="graph_agent.mcp")
+    servers = (
+        HttpServer(http_url, headers={"Authorization": "Bearer s3cret-token"}, name="remote"),
+        StdioServer(stdio().command, stdio().args, env={"WEATHER_KEY": "s3cret-key"}),
+    )
+    with McpToolProvider(*servers, prefix=True) as provider:
+        assert "s3cret" not in repr(provider)
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    count = len(declared_tools())
+    assert infos == [
+        f"MCP server 'remote' connected over streamable HTTP: {count} tools",
+        f"MCP server 'weather' connected over stdio: {count} tools",
+    ] or infos == [
+        f"MCP server 'weather' connected over stdio: {count} tools",
+        f"MCP server 'remote' connected over streamable HTTP: {count} tools",
+    ]
+    assert "s3cret" not in caplog.text
