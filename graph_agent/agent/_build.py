@@ -56,10 +56,9 @@ def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
                 problems.append(f"{group}: {error}")
     for provider in s.tool_callback_providers:
         get = getattr(provider, "get_tool_callbacks", None)
-        if callable(get) and callable(provider):
-            # also a ToolProvider (McpToolProvider): asked per model call, its list may change
-            s.tool_providers.append(provider)
-        elif callable(get):
+        if callable(get) and _is_live(provider):
+            continue  # asked per model call (_providers)
+        if callable(get):
             found.extend(get())
         else:
             problems.append(
@@ -88,6 +87,17 @@ def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
             )
         unique[name] = tool
     return list(unique.values())
+
+
+def _is_live(provider: Any) -> bool:
+    """A ToolCallbackProvider that is also a ToolProvider (McpToolProvider): its list may
+    change, so it is asked at every model call instead of once at build."""
+    return callable(provider) and callable(getattr(provider, "get_tool_callbacks", None))
+
+
+def _providers(s: AgentSettings) -> list[ToolProvider]:
+    """What the agent asks for tools at every model call."""
+    return [*s.tool_providers, *(p for p in s.tool_callback_providers if _is_live(p))]
 
 
 def _interceptor_tools(
@@ -120,7 +130,7 @@ def _check_hook_tools(
     otherwise ask about nothing, and refund would run unapproved). Tools that only exist at
     call time (``tool_providers``, a resolver, a model interceptor's) cannot be checked: then
     nothing is."""
-    if s.tool_providers or s.resolver is not None:
+    if _providers(s) or s.resolver is not None:
         return
     known = {t.tool_definition.name for t in tools} | set(s.tool_names)
     for hook in hooks:
@@ -256,7 +266,7 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
         model=s.model,
         system_text=system_text,
         tools=tuple(tools),
-        tool_providers=tuple(s.tool_providers),
+        tool_providers=tuple(_providers(s)),
         manager=manager,
         model_interceptors=tuple(model_interceptors),
         tool_context=dict(s.tool_context),

@@ -61,8 +61,7 @@ class GraphRun(Cursor):
         if scope.bus is None:
             yield from self._run()
             return
-        spec = self.spec
-        scope.event(RunStart, input=self.inputs, graph=self.graph_name(), agent=spec.is_agent)
+        scope.event(RunStart, input=self.inputs, graph=self.graph_name(), agent=self.spec.is_agent)
         try:
             yield from self._run()
         except (GeneratorExit, ParentCommand):
