@@ -61,6 +61,7 @@ class EventBus:
         "_kinds",
         "_lock",
         "_queues",
+        "_readers",
         "_stop",
         "event_kinds",
         "listeners",
@@ -80,6 +81,7 @@ class EventBus:
         # the kinds its listeners read (None: every kind); a bus is a listener of its parent
         self._kinds = tuple(getattr(listener, "event_kinds", None) for listener in listeners)
         self.event_kinds: frozenset[str] | None = _kinds_read(self._kinds)
+        self._readers: dict[str, tuple[Any, ...]] = {}  # kind -> its listeners (filled on use)
         self.streaming = streaming  # somebody reads model deltas: models are streamed
         self.parent = parent  # the bus of the run this one's run is nested in
         self._stop = False
@@ -87,11 +89,24 @@ class EventBus:
         self._queues: dict[int, asyncio.Queue[Any]] = {}
         self._lock = threading.Lock()
 
+    def readers(self, kind: str) -> tuple[Any, ...]:
+        """The listeners that read events of ``kind``, in order (empty: build none)."""
+        readers = self._readers.get(kind)
+        if readers is None:
+            readers = self._readers[kind] = tuple(
+                listener
+                for listener, kinds in zip(self.listeners, self._kinds)
+                if kinds is None or kind in kinds
+            )
+        return readers
+
     def emit(self, event: Any) -> None:
+        self.deliver(event, self.readers(event.kind))
+
+    def deliver(self, event: Any, readers: tuple[Any, ...]) -> None:
+        """Hand ``event`` to ``readers`` (``readers(event.kind)``), in order."""
         with self._lock:  # parallel tasks emit from several threads; keep each event whole
-            for listener, kinds in zip(self.listeners, self._kinds):
-                if kinds is not None and event.kind not in kinds:
-                    continue
+            for listener in readers:
                 if self.loop is not None and hasattr(listener, "aon_event"):
                     self._hand_async(listener, event)
                     continue
@@ -196,24 +211,33 @@ class RunScope:
         self.outputs = outputs  # where subgraphs send their NodeOutputs (stream(subgraphs=True))
 
     def event(self, cls: Callable[..., Any], task: TaskScope | None = None, **fields: Any) -> None:
-        """Emit ``cls(**fields)`` with this run's identity (a no-op without a bus)."""
+        """Emit ``cls(**fields)`` with this run's identity (a no-op without a bus, or when
+        none of its listeners reads events of that kind)."""
         bus = self.bus
         if bus is None:
             return
-        kinds = bus.event_kinds
-        if kinds is not None and cls.KIND not in kinds:  # type: ignore[attr-defined]
+        readers = bus.readers(cls.KIND)  # type: ignore[attr-defined]
+        if not readers:
             return
-        bus.emit(
-            cls(
+        if task is None:
+            event = cls(
                 run_id=self.run_id,
                 thread_id=self.thread_id,
                 namespace=self.namespace,
-                node=task.node if task is not None else None,
-                task_id=task.task_id if task is not None else None,
                 time=time.time(),
                 **fields,
             )
-        )
+        else:
+            event = cls(
+                run_id=self.run_id,
+                thread_id=self.thread_id,
+                namespace=self.namespace,
+                node=task.node,
+                task_id=task.task.id,
+                time=time.time(),
+                **fields,
+            )
+        bus.deliver(event, readers)
 
 
 class _HasId(Protocol):

@@ -251,8 +251,12 @@ class OpenTelemetryListener:
         else:
             usage = event.usage
             if usage is not None:
-                span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
-                span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+                span.set_attributes(
+                    {
+                        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+                        "gen_ai.usage.output_tokens": usage.completion_tokens,
+                    }
+                )
             if self.capture_content and event.message is not None:
                 span.set_attribute(
                     "gen_ai.output.messages", json.dumps(output_messages(event.message))

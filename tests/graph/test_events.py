@@ -217,3 +217,25 @@ def test_closing_a_stream_also_stops_a_graph_with_listeners_run_from_a_node():
         if event.kind == "node_end" and event.node == "s0":
             break  # the nested run's own bus hears the stop through its parent
     assert len(inner_steps) < 5
+
+
+def test_events_are_frozen_dataclasses_built_by_keyword() -> None:
+    import dataclasses
+    import pickle
+
+    end = RunEnd(run_id="r", thread_id="t")
+    assert end.kind == "run_end" and end.values == {} and end.interrupts == ()
+    other = RunEnd(run_id="r", thread_id="t")
+    assert end == other and end.values is not other.values  # a fresh dict each
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        end.run_id = "x"  # type: ignore[misc]
+    moved = dataclasses.replace(end, run_id="z", node="n")
+    assert (moved.run_id, moved.node, moved.kind) == ("z", "n", "run_end")
+    assert pickle.loads(pickle.dumps(moved)) == moved
+    assert [f.name for f in dataclasses.fields(NodeError)][-2:] == ["error", "attempt"]
+    with pytest.raises(TypeError, match="run_id"):
+        NodeStart(thread_id="t")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="bogus"):
+        NodeStart(run_id="r", thread_id="t", bogus=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        NodeStart("r", "t")  # type: ignore[misc]
