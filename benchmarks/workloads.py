@@ -57,7 +57,7 @@ SIZES: dict[str, int] = {
     "w8_invokes": 50,
     "w8_width": 256,
     "w9_repeats": 60,
-    "w10_rounds": 5,
+    "w10_rounds": 12,
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
