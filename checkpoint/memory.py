@@ -10,16 +10,14 @@ from datetime import datetime
 from typing import Any
 
 from ._delta import apply_deltas
-from ._frozen import COPY, IMMUTABLE, LIST, SHARE, hand_out, how_to_hand_out, is_frozen
+from ._frozen import hand_out, how_to_hand_out
+from ._head import HeadValues, Kinds, private_delta
 from ._index import encode_put, engine_record_of
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, SerializationError
 from .serde import Serializer
 
 __all__ = ["MemorySaver"]
-
-# Per key of a delta: how a replaced value is handed out; whether appended items all are shared.
-_Kinds = dict[str, Any]
 
 
 class _Record:
@@ -54,17 +52,13 @@ class _Record:
 
 
 class _Thread:
-    __slots__ = ("children", "head", "head_how", "head_owned", "head_values", "records")
+    __slots__ = ("children", "head", "head_values", "records")
 
     def __init__(self) -> None:
         self.records: dict[str, _Record] = {}  # insertion order is the order of the writes
         self.children: dict[str, list[str]] = {}
         self.head: str | None = None
-        # The head's values (private: never handed out), how to hand each out, and the keys
-        # whose list was made here (so it may be extended in place).
-        self.head_values: dict[str, Any] = {}
-        self.head_how: dict[str, int] = {}
-        self.head_owned: set[str] = set()
+        self.head_values = HeadValues()  # the head's values (private: never handed out)
 
 
 class MemorySaver(BaseCheckpointSaver):
@@ -121,7 +115,7 @@ class MemorySaver(BaseCheckpointSaver):
         if delta is None:
             delta = CheckpointDelta.full(checkpoint.values)
         header, size = self._encode(checkpoint, delta)  # an unstorable value fails here
-        private, kinds = self._private(delta)
+        private, kinds = private_delta(delta, self.serializer)
         record = _Record(checkpoint, private, header, size)
         with self._lock:
             thread = self._threads.get(checkpoint.thread_id)
@@ -135,7 +129,7 @@ class MemorySaver(BaseCheckpointSaver):
             ):  # the parent was pruned (or forgotten): keep the full values here
                 full = CheckpointDelta.full(checkpoint.values)
                 _, record.size = self._encode(checkpoint, full)
-                record.delta, kinds = self._private(full)
+                record.delta, kinds = private_delta(full, self.serializer)
                 record.is_base = True
             if thread is None:
                 thread = self._threads[checkpoint.thread_id] = _Thread()
@@ -165,56 +159,15 @@ class MemorySaver(BaseCheckpointSaver):
             return s.dumps(list(engine_record_of(checkpoint).values())), encoded.size
         return header, len(header) + len(body)
 
-    def _private(self, delta: CheckpointDelta) -> tuple[CheckpointDelta, _Kinds]:
-        """The delta made of objects the caller cannot reach (values that cannot change as
-        they are, the others copied), and how each key may be handed out: for a replaced
-        key, ``how_to_hand_out``; for an appended one, whether every new item is shared."""
-        s = self.serializer
-        replaced: dict[str, Any] = {}
-        kinds: _Kinds = {}
-        for key, value in delta.replaced.items():
-            kinds[key] = how = how_to_hand_out(value)
-            replaced[key] = hand_out(value, how, s)
-        appended: dict[str, list[Any]] = {}
-        for key, items in delta.appended.items():
-            appended[key] = own = []
-            kinds[key] = True
-            for item in items:
-                if type(item) in IMMUTABLE or is_frozen(item):
-                    own.append(item)
-                else:
-                    own.append(hand_out(item, COPY, s))
-                    kinds[key] = False
-        return CheckpointDelta(appended=appended, replaced=replaced), kinds
-
     def _advance_head(
-        self, thread: _Thread, old_head: str | None, record: _Record, kinds: _Kinds
+        self, thread: _Thread, old_head: str | None, record: _Record, kinds: Kinds
     ) -> None:
         """Make the thread's kept head values those of ``record``: advanced in place by its
         delta when it extends the old head, so a write costs its delta; rebuilt otherwise."""
         if record.parent_id != old_head or record.is_base or old_head is None:
-            values = self._materialize(thread, record)
-            thread.head_values = values
-            thread.head_how = {k: how_to_hand_out(v) for k, v in values.items()}
-            thread.head_owned = set()  # a list may be a record's: copied on its first append
-            return
-        values, how, owned = thread.head_values, thread.head_how, thread.head_owned
-        for key, value in record.delta.replaced.items():
-            values[key] = value
-            how[key] = kinds[key]
-            owned.discard(key)
-        for key, items in record.delta.appended.items():
-            current = values.get(key)
-            was = how.get(key, LIST) if current is not None else LIST
-            if key in owned:
-                current.extend(items)  # type: ignore[union-attr]
-            else:
-                values[key] = [*(current or ()), *items]
-                owned.add(key)
-            if was == LIST and kinds[key]:
-                how[key] = LIST
-            else:
-                how[key] = how_to_hand_out(values[key])
+            thread.head_values = HeadValues(self._materialize(thread, record))
+        else:
+            thread.head_values.advance(record.delta, kinds)
 
     def _prune(self, thread: _Thread, keep: int) -> None:
         """Drop the oldest writes until ``keep`` checkpoints remain; the head, the last write,
@@ -249,16 +202,12 @@ class MemorySaver(BaseCheckpointSaver):
             if record is None:
                 return None
             if self.copy:
-                source = thread.head_values if record.id == thread.head else None
+                source = thread.head_values.values if record.id == thread.head else None
                 values = s.loads_mapping(
                     s.dumps_mapping(source or self._materialize(thread, record))
                 )
             elif record.id == thread.head:
-                how = thread.head_how
-                values = {
-                    k: v if how[k] == SHARE else list(v) if how[k] == LIST else hand_out(v, COPY, s)
-                    for k, v in thread.head_values.items()
-                }
+                values = thread.head_values.hand_out(s)
             else:
                 values = {
                     k: hand_out(v, how_to_hand_out(v), s)
