@@ -134,6 +134,11 @@ class HeadCache:
         self._heads: OrderedDict[str, CachedHead] = OrderedDict()
         self._lock = threading.Lock()
 
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while a held head is read or advanced."""
+        return self._lock
+
     def __len__(self) -> int:
         return len(self._heads)
 

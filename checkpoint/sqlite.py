@@ -11,9 +11,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._head import CachedHead, HeadCache
+from ._head_read import MissingValuesError, head_checkpoint, plan_head_read, remember_write
 from ._index import (
     LIST,
     VALUE,
+    EncodedPut,
     Index,
     checkpoint_from,
     encode_put,
@@ -67,6 +70,7 @@ class SqliteSaver(BaseCheckpointSaver):
         serializer: Serializer | None = None,
         uri: bool = False,
         timeout: float = 30.0,
+        cache_threads: int = 128,
     ) -> None:
         self._closed = True  # until the connection is open (__del__ looks at it)
         if max_retained is not None and (type(max_retained) is not int or max_retained < 1):
@@ -77,6 +81,7 @@ class SqliteSaver(BaseCheckpointSaver):
         self.max_retained = max_retained
         self.serializer = serializer or Serializer()
         self.timeout = timeout
+        self._heads = HeadCache(cache_threads, self.serializer)
         self._lock = threading.RLock()
         self._conn = connect(self.path, uri=uri, timeout=timeout)
         self._closed = False
@@ -158,17 +163,21 @@ class SqliteSaver(BaseCheckpointSaver):
         *,
         check_head: bool = True,
     ) -> None:
-        s = self.serializer
         delta = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         # Serialize first: a value that cannot be stored fails before anything is written.
-        encoded = encode_put(s, checkpoint, delta)
+        encoded = encode_put(self.serializer, checkpoint, delta)
+        thread, cid = checkpoint.thread_id, checkpoint.id
+        with self._using(f"writing checkpoint {cid!r} of thread {thread!r}"), self._lock:
+            index = self._write(checkpoint, encoded, check_head)
+            # committed: the head held for the thread moves on with it
+            remember_write(self._heads, checkpoint, delta, index, encoded.header)
+
+    def _write(self, checkpoint: Checkpoint, encoded: EncodedPut, check_head: bool) -> Index:
+        """One transaction that writes the checkpoint; returns its index."""
+        s = self.serializer
         replaced, appended = encoded.replaced, encoded.appended
         thread, cid = checkpoint.thread_id, checkpoint.id
-        with (
-            self._using(f"writing checkpoint {cid!r} of thread {thread!r}"),
-            self._lock,
-            Transaction(self._conn) as db,
-        ):
+        with Transaction(self._conn) as db:
             row = db.execute(
                 "SELECT head, next_list FROM threads WHERE thread_id = ?", (thread,)
             ).fetchone()
@@ -229,6 +238,7 @@ class SqliteSaver(BaseCheckpointSaver):
             )
             if self.max_retained is not None:
                 self._prune(db, thread, cid, self.max_retained)
+        return index
 
     def _index(self, db: sqlite3.Connection, thread: str, checkpoint_id: str) -> Index | None:
         row = db.execute(
@@ -327,6 +337,7 @@ class SqliteSaver(BaseCheckpointSaver):
         ):
             for table in ("threads", "checkpoints", "vals", "lists", "items"):
                 db.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
+            self._heads.forget(thread_id)
 
     # -- reading: each read is one read transaction, one snapshot of the file ----------------
 
@@ -336,25 +347,91 @@ class SqliteSaver(BaseCheckpointSaver):
             yield
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The head (or ``checkpoint_id``). The head of a thread this saver read or wrote
+        lately is held decoded: a read then asks the file for the head's id only, and when
+        another writer moved the thread on, reads just what the new head added."""
         with self._read(f"reading thread {thread_id!r}"):
             db = self._conn
+            held = self._heads.entry(thread_id)
             if checkpoint_id is None:
-                row = db.execute(
-                    "SELECT c.checkpoint_id, c.parent_id, c.step, c.header, c.idx FROM threads t "
-                    "JOIN checkpoints c ON c.thread_id = t.thread_id AND c.checkpoint_id = t.head "
-                    "WHERE t.thread_id = ?",
-                    (thread_id,),
+                found = db.execute(
+                    "SELECT head FROM threads WHERE thread_id = ?", (thread_id,)
                 ).fetchone()
+                if found is None:
+                    self._heads.forget(thread_id)
+                    return None
+                checkpoint_id = found[0]
+                wanted_head = True
             else:
-                row = db.execute(
-                    f"SELECT {_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
-                    (thread_id, checkpoint_id),
-                ).fetchone()
+                wanted_head = held is not None and held.id == checkpoint_id
+            if held is not None and held.id == checkpoint_id:
+                values = self._heads.values_if(thread_id, checkpoint_id)
+                if values is not None and self._holds(db, thread_id, checkpoint_id):
+                    return head_checkpoint(self.serializer, thread_id, held, values)
+            row: Row | None = db.execute(
+                f"SELECT {_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+                (thread_id, checkpoint_id),
+            ).fetchone()
             if row is None:
                 return None
-            indexes = [self.serializer.loads(row[4])]
-            blobs = self._blobs(db, thread_id, indexes)
-        return self._checkpoint(thread_id, row, indexes[0], blobs)
+            if not wanted_head:
+                indexes = [self.serializer.loads(row[4])]
+                blobs = self._blobs(db, thread_id, indexes)
+                return self._checkpoint(thread_id, row, indexes[0], blobs)
+            if held is not None and not self._holds(db, thread_id, held.id):
+                held = None  # gone (pruned, or the thread was deleted): nothing of it is reused
+            head = self._read_head(db, thread_id, row, held)
+        self._heads.keep(thread_id, head)
+        values = head.values.hand_out(self.serializer)
+        return head_checkpoint(self.serializer, thread_id, head, values)
+
+    def _holds(self, db: sqlite3.Connection, thread: str, checkpoint_id: str) -> bool:
+        return (
+            db.execute(
+                "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+                (thread, checkpoint_id),
+            ).fetchone()
+            is not None
+        )
+
+    def _read_head(
+        self, db: sqlite3.Connection, thread: str, row: Row, held: CachedHead | None
+    ) -> CachedHead:
+        """The head ``row`` describes, decoded; what ``held`` (an older head of the thread,
+        still stored) already has is reused, so only the values the new head changed and the
+        list items it added are read and decoded."""
+        cid, parent_id, step, header, idx = row
+        index: Index = self.serializer.loads(idx)
+        plan = plan_head_read(index, held)
+        values: dict[str, bytes] = {}
+        for key in plan.values:
+            found = db.execute(
+                "SELECT value FROM vals WHERE thread_id = ? AND checkpoint_id = ? AND key = ?",
+                (thread, index[key][1], key),
+            ).fetchone()
+            if found is not None:
+                values[key] = found[0]
+        items: dict[str, list[bytes]] = {}
+        for key, start in plan.items.items():
+            _, list_no, length = index[key]
+            items[key] = [
+                blob
+                for (blob,) in db.execute(
+                    "SELECT value FROM items WHERE thread_id = ? AND list_no = ? AND pos >= ? "
+                    "AND pos < ? ORDER BY pos",
+                    (thread, list_no, start, length),
+                )
+            ]
+        try:
+            return plan.decode(
+                self.serializer, self._heads, (cid, parent_id, step, header), values, items
+            )
+        except MissingValuesError as missing:
+            raise CheckpointError(
+                f"{self!r}: checkpoint {cid!r} of thread {thread!r} is missing its stored "
+                f"values for {missing.keys}; the file was changed by something other than a "
+                "SqliteSaver, or is damaged. Delete the thread (delete_thread) or restore the file"
+            ) from None
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None

@@ -51,28 +51,56 @@ def consistent(checkpoint: Checkpoint | None) -> None:
 
 
 @pytest.mark.parametrize("table", ["vals", "items"])
-def test_get_reads_one_state_while_another_connection_prunes(
+def test_get_reads_one_state_while_another_connection_prunes(tmp_path: Path, table: str) -> None:
+    path = tmp_path / "shared.sqlite"
+    # a reader that holds no head: every get reads the whole head
+    with SqliteSaver(path, cache_threads=0) as reader, SqliteSaver(path, max_retained=1) as writer:
+        app = chat_graph(writer)
+        config = RunnableConfig(thread_id="t")
+        app.invoke({"messages": ["turn 0"]}, config)
+        before = reader.get("t")
+        consistent(before)
+        # While the reader is between its queries, the writer adds a turn and prunes the
+        # checkpoint the reader is reading, with the value ('turns') it holds.
+        done = write_between_statements(
+            reader, table, lambda: app.invoke({"messages": ["turn 1"]}, config)
+        )
+        during = reader.get("t")
+        assert done, "the write did not happen during the read"
+        reader._conn.set_trace_callback(None)
+        assert during is not None and during.id == before.id  # the state when the read began
+        consistent(during)
+        after = reader.get("t")
+        consistent(after)
+        assert after is not None and after.values["turns"] == 2 and after.id != before.id
+
+
+@pytest.mark.parametrize("table", ["vals", "items"])
+def test_reading_only_what_is_new_sees_one_state_while_another_connection_prunes(
     pair: tuple[SqliteSaver, SqliteSaver], table: str
 ) -> None:
+    """The reader holds the head it read; the writer moves the thread on, and moves it again
+    (pruning the head being read) while the reader reads what the first move added."""
     reader, writer = pair
     app = chat_graph(writer)
     config = RunnableConfig(thread_id="t")
     app.invoke({"messages": ["turn 0"]}, config)
-    before = reader.get("t")
-    consistent(before)
-    # While the reader is between its queries, the writer adds a turn and prunes the
-    # checkpoint the reader is reading, with the value ('turns') it holds.
+    consistent(reader.get("t"))
+    app.invoke({"messages": ["turn 1"]}, config)
+    moved = writer.get("t")
+    assert moved is not None
     done = write_between_statements(
-        reader, table, lambda: app.invoke({"messages": ["turn 1"]}, config)
+        reader, table, lambda: app.invoke({"messages": ["turn 2"]}, config)
     )
     during = reader.get("t")
     assert done, "the write did not happen during the read"
     reader._conn.set_trace_callback(None)
-    assert during is not None and during.id == before.id  # the state when the read began
+    assert during is not None and during.id == moved.id  # the state when the read began
     consistent(during)
+    assert during.values == moved.values
     after = reader.get("t")
     consistent(after)
-    assert after is not None and after.values["turns"] == 2 and after.id != before.id
+    assert after is not None and after.values["turns"] == 3
 
 
 def test_list_reads_one_state_while_another_connection_prunes(

@@ -1,0 +1,162 @@
+"""How a durable saver reads a thread's head when it holds an older head of the thread.
+
+A checkpoint's index says where each state key's value is stored: written whole by one
+checkpoint (``["v", id]``) or the first ``length`` items of one of the thread's append-only
+lists (``["l", list_no, length]``). Stored values and list items never change, so comparing
+the new head's index with the one held tells what must be read: a key whose reference is the
+same is already decoded; a list that only grew needs its new items; anything else is read
+whole. This holds only while the older head is still stored (then the thread was neither
+deleted nor pruned under it, and its list numbers still mean what they meant): the savers
+check that in the same read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ._frozen import how_to_hand_out
+from ._head import CachedHead, HeadCache, HeadValues, appended_how, private_delta
+from ._index import LIST, VALUE, Index, checkpoint_from
+from .base import Checkpoint, CheckpointDelta
+from .serde import Serializer
+
+__all__ = ["HeadRead", "MissingValuesError", "head_checkpoint", "plan_head_read", "remember_write"]
+
+
+class MissingValuesError(Exception):
+    """The stored data lacks values the index refers to (``keys``)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(keys)
+        self.keys = sorted(keys)
+
+
+class HeadRead:
+    """What to read for a head: ``values`` (keys whose stored value is read whole) and
+    ``items`` (list keys -> the first position to read: 0 for the whole list)."""
+
+    __slots__ = ("held", "index", "items", "values")
+
+    def __init__(self, index: Index, held: CachedHead | None) -> None:
+        self.index = index
+        self.held = held
+        self.values: list[str] = []
+        self.items: dict[str, int] = {}
+        held_index: Mapping[str, Any] = held.index if held is not None else {}
+        for key, ref in index.items():
+            old = held_index.get(key)
+            if old == ref:
+                continue
+            if ref[0] == VALUE:
+                self.values.append(key)
+            elif old is not None and old[0] == LIST and old[1] == ref[1] and old[2] <= ref[2]:
+                self.items[key] = old[2]
+            else:
+                self.items[key] = 0
+
+    def decode(
+        self,
+        serializer: Serializer,
+        cache: HeadCache,
+        head: tuple[str, str | None, int, bytes],
+        values: Mapping[str, Any],
+        items: Mapping[str, list[Any]],
+    ) -> CachedHead:
+        """The new head (``head``: its id, parent, step and header bytes), from the stored
+        bytes read for the plan: ``values`` by key, ``items`` by list key (from the plan's
+        first position on). Raises ``MissingValuesError`` when some are missing."""
+        loads = serializer.loads
+        index = self.index
+        new: dict[str, Any] = {}
+        missing: list[str] = []
+        for key in self.values:
+            blob = values.get(key)
+            if blob is None:
+                missing.append(key)
+            else:
+                new[key] = loads(blob)
+        appended: dict[str, list[Any]] = {}
+        for key, start in self.items.items():
+            blobs = items.get(key, ())
+            if len(blobs) != index[key][2] - start:
+                missing.append(key)
+            else:
+                appended[key] = [loads(blob) for blob in blobs]
+        if missing:
+            raise MissingValuesError(missing)
+        result: dict[str, Any] = {}
+        how: dict[str, int] = {}
+        owned: set[str] = set()
+        with cache.lock:  # the held head may be advanced in place by a write meanwhile
+            held = self.held.values if self.held is not None else None
+            for key in index:
+                if key in new:
+                    result[key] = value = new[key]
+                    how[key] = how_to_hand_out(value)
+                elif key in appended:
+                    fresh = appended[key]
+                    if self.items[key] and held is not None:
+                        result[key] = value = [*held.values[key], *fresh]
+                        how[key] = appended_how(held.how[key], fresh, value)
+                    else:
+                        result[key] = value = fresh
+                        how[key] = how_to_hand_out(value)
+                    owned.add(key)
+                else:
+                    assert held is not None
+                    value = held.values[key]
+                    if key in held.owned:  # the held head may extend it: take a copy
+                        value = list(value)
+                        owned.add(key)
+                    result[key] = value
+                    how[key] = held.how[key]
+        checkpoint_id, parent_id, step, header = head
+        return CachedHead(
+            checkpoint_id, parent_id, step, header, index, HeadValues(result, how, owned)
+        )
+
+
+def plan_head_read(index: Index, held: CachedHead | None) -> HeadRead:
+    """What must be read for the head with ``index`` when ``held`` (still stored) is held."""
+    return HeadRead(index, held)
+
+
+def head_checkpoint(
+    serializer: Serializer, thread_id: str, head: CachedHead, values: Mapping[str, Any]
+) -> Checkpoint:
+    """The checkpoint a held head describes, with ``values`` (copies handed out)."""
+    header = serializer.loads(head.header)
+    return checkpoint_from(
+        {**header, "parent": head.parent_id, "step": head.step}, head.id, thread_id, values
+    )
+
+
+def remember_write(
+    cache: HeadCache,
+    checkpoint: Checkpoint,
+    delta: CheckpointDelta,
+    index: Index,
+    header: bytes,
+) -> None:
+    """After ``checkpoint`` was written with ``index``: the head held for its thread moves
+    on by ``delta`` when it was the parent; it is dropped when it was not (a fork, or a
+    write from elsewhere), and a new thread's first head is held as it is."""
+    if not cache.size:
+        return
+    thread = checkpoint.thread_id
+    parent = checkpoint.parent_id
+    if parent is not None and cache.head_id(thread) != parent:
+        cache.forget(thread)
+        return
+    private, kinds = private_delta(delta, cache.serializer)
+
+    def make(values: HeadValues) -> CachedHead:
+        return CachedHead(checkpoint.id, parent, checkpoint.step, header, index, values)
+
+    if parent is None:
+        first = HeadValues()
+        first.advance(private, kinds)
+        cache.keep(thread, make(first))
+    elif not cache.advance(thread, parent, make, private, kinds):
+        cache.forget(thread)
