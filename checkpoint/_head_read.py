@@ -19,9 +19,18 @@ from ._frozen import how_to_hand_out
 from ._head import CachedHead, HeadCache, HeadValues, appended_how, private_delta
 from ._index import LIST, VALUE, Index, checkpoint_from
 from .base import Checkpoint, CheckpointDelta
+from .errors import SerializationError
 from .serde import Serializer
 
-__all__ = ["HeadRead", "MissingValuesError", "head_checkpoint", "plan_head_read", "remember_write"]
+__all__ = [
+    "HeadRead",
+    "HeldHeadChangedError",
+    "MissingValuesError",
+    "UndecodableError",
+    "head_checkpoint",
+    "plan_head_read",
+    "remember_write",
+]
 
 
 class MissingValuesError(Exception):
@@ -30,6 +39,19 @@ class MissingValuesError(Exception):
     def __init__(self, keys: list[str]) -> None:
         super().__init__(keys)
         self.keys = sorted(keys)
+
+
+class UndecodableError(Exception):
+    """A stored value of ``key`` could not be decoded (the cause is the decoder's error)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class HeldHeadChangedError(Exception):
+    """The head a read was planned against is no longer the one held (a write moved it on
+    meanwhile): what it held may have changed, so nothing of it is reused."""
 
 
 class HeadRead:
@@ -59,6 +81,7 @@ class HeadRead:
         self,
         serializer: Serializer,
         cache: HeadCache,
+        thread_id: str,
         head: tuple[str, str | None, int, bytes],
         values: Mapping[str, Any],
         items: Mapping[str, list[Any]],
@@ -70,25 +93,31 @@ class HeadRead:
         index = self.index
         new: dict[str, Any] = {}
         missing: list[str] = []
-        for key in self.values:
-            blob = values.get(key)
-            if blob is None:
-                missing.append(key)
-            else:
-                new[key] = loads(blob)
         appended: dict[str, list[Any]] = {}
-        for key, start in self.items.items():
-            blobs = items.get(key, ())
-            if len(blobs) != index[key][2] - start:
-                missing.append(key)
-            else:
-                appended[key] = [loads(blob) for blob in blobs]
+        key = ""
+        try:
+            for key in self.values:
+                blob = values.get(key)
+                if blob is None:
+                    missing.append(key)
+                else:
+                    new[key] = loads(blob)
+            for key, start in self.items.items():
+                blobs = items.get(key, ())
+                if len(blobs) != index[key][2] - start:
+                    missing.append(key)
+                else:
+                    appended[key] = [loads(blob) for blob in blobs]
+        except (SerializationError, KeyError, TypeError, ValueError) as error:
+            raise UndecodableError(key) from error
         if missing:
             raise MissingValuesError(missing)
         result: dict[str, Any] = {}
         how: dict[str, int] = {}
         owned: set[str] = set()
         with cache.lock:  # the held head may be advanced in place by a write meanwhile
+            if self.held is not None and cache.entry(thread_id) is not self.held:
+                raise HeldHeadChangedError
             held = self.held.values if self.held is not None else None
             for key in index:
                 if key in new:

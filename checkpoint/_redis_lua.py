@@ -17,7 +17,7 @@ from __future__ import annotations
 # ARGV: expected head, check_head ("1"/"0"), id, header, ttl, keep, base (the checkpoint whose
 #       index this one extends, '' for none), n_values, (key, value)*,
 #       n_lists, (key, mode "a"ppend | "n"ew, count, item*)*
-# Returns {1} written, {0, head} the head moved, {2} the base is gone (pruned),
+# Returns {1, index} written (the new checkpoint's index, JSON), {0, head} the head moved, {2} the base is gone (pruned),
 #         {3, key} an append onto a key whose value is not a list (the client resends it whole),
 #         {4, why} the thread's stored data is corrupt or partly gone (nothing written).
 WRITE = r"""
@@ -111,6 +111,7 @@ redis.call('HSET', KEYS[3], id, header)
 redis.call('HSET', KEYS[4], id, cjson.encode(idx))
 redis.call('ZADD', KEYS[7], redis.call('HINCRBY', KEYS[2], 'seq', 1), id)
 redis.call('SET', KEYS[1], id)
+local written = cjson.encode(idx)
 if keep > 0 then
   local total = redis.call('ZCARD', KEYS[7])
   if total > keep then
@@ -156,14 +157,19 @@ end
 if ttl > 0 then
   for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
 end
-return {1}
+return {1, written}
 """
 
-# ARGV: id ('' = the head), ttl to refresh ('0' = none).
-# Returns nil, {id, header, (key, "v", value | key, "l", {item*})*}, or {'!', why} when the
-# thread's stored data is corrupt, truncated or partly gone.
+# ARGV: id ('' = the head), ttl to refresh ('0' = none), held ('' = none: the id of a
+#       checkpoint of the thread whose values the client holds decoded).
+# Returns nil; {id, '='} when the checkpoint is the held one; or
+# {id, header, index (JSON), used ('1' when the held checkpoint's index was compared, '0' when
+#  it is not stored), (key, kind, data)*} where kind is "v" (data: the value), "l" (data: the
+#  list's items), "=" (the held checkpoint has the same reference: data '') or "a" (the held
+#  checkpoint's list, grown: data holds the items after the held length);
+# or {'!', why} when the thread's stored data is corrupt, truncated or partly gone.
 READ = r"""
-local id = ARGV[1]
+local id, held = ARGV[1], ARGV[3]
 if id == '' then
   id = redis.call('GET', KEYS[1])
   if not id then
@@ -178,18 +184,45 @@ if not header then
   if ARGV[1] == '' then return {'!', 'its head ' .. id .. ' has no stored header'} end
   return nil
 end
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then
+  for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
+end
+if held ~= '' and id == held then
+  -- what the client holds stands for what is stored, after a check of the keys a write needs
+  if not redis.call('HGET', KEYS[4], id) then
+    return {'!', 'checkpoint ' .. id .. ' has no stored index'}
+  end
+  if redis.call('EXISTS', KEYS[2]) == 0 or not redis.call('ZSCORE', KEYS[7], id) then
+    return {'!', 'its counters or its list of checkpoints are missing (evicted or deleted by hand?)'}
+  end
+  return {id, '='}
+end
 local raw = redis.call('HGET', KEYS[4], id)
 if not raw then return {'!', 'checkpoint ' .. id .. ' has no stored index'} end
 local ok, idx = pcall(cjson.decode, raw)
 if not ok or type(idx) ~= 'table' then
   return {'!', 'the index of checkpoint ' .. id .. ' is not valid JSON'}
 end
+local known = {}
+local used = '0'
+if held ~= '' then
+  local held_raw = redis.call('HGET', KEYS[4], held)
+  if held_raw then
+    local held_ok, held_idx = pcall(cjson.decode, held_raw)
+    if held_ok and type(held_idx) == 'table' then known = held_idx; used = '1' end
+  end
+end
 local stored = redis.call('HLEN', KEYS[6])
-local out = {id, header}
+local out = {id, header, raw, used}
 for key, ref in pairs(idx) do
   if type(ref) ~= 'table' then return {'!', "the index entry of '" .. key .. "' is not valid"} end
   out[#out + 1] = key
-  if ref[1] == 'v' then
+  local old = known[key]
+  if type(old) == 'table' and old[1] == ref[1] and old[2] == ref[2] and old[3] == ref[3] then
+    out[#out + 1] = '='
+    out[#out + 1] = ''
+  elseif ref[1] == 'v' then
     local value = redis.call('HGET', KEYS[5], tostring(ref[2]) .. '\n' .. key)
     if not value then return {'!', "the stored value of '" .. key .. "' is missing"} end
     out[#out + 1] = 'v'
@@ -201,9 +234,15 @@ for key, ref in pairs(idx) do
       return {'!', "the list '" .. key .. "' claims " .. tostring(ref[3])
         .. ' items, more than are stored'}
     end
+    local start = 0
     out[#out + 1] = 'l'
+    if type(old) == 'table' and old[1] == 'l' and tostring(old[2]) == list
+        and tonumber(old[3]) and tonumber(old[3]) <= length then
+      start = tonumber(old[3])
+      out[#out] = 'a'
+    end
     local items = {}
-    for from = 0, length - 1, 500 do
+    for from = start, length - 1, 500 do
       local fields = {}
       for p = from, math.min(from + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
       local got = redis.call('HMGET', KEYS[6], unpack(fields))
@@ -218,10 +257,6 @@ for key, ref in pairs(idx) do
   else
     return {'!', "the index entry of '" .. key .. "' is not valid"}
   end
-end
-local ttl = tonumber(ARGV[2])
-if ttl > 0 then
-  for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
 end
 return out
 """

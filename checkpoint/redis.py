@@ -11,15 +11,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any, TypeVar
 
 from . import _redis_lua
-from ._index import checkpoint_from, header_of
+from ._head import CachedHead, HeadCache
+from ._index import header_of
 from ._redis_errors import is_transient, retrying, translate, where_of
 from ._redis_eviction import on_memory_info
+from ._redis_read import ReadAgain, read_reply, written_reply
+from ._redis_read import corrupt as _corrupt
+from ._redis_read import listed as _listed
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import (
     CheckpointConflictError,
-    CheckpointDataError,
     CheckpointError,
-    SerializationError,
 )
 from .serde import Serializer
 
@@ -81,6 +83,7 @@ class RedisSaver(BaseCheckpointSaver):
         write_retries: int = 3,
         backoff: float = 0.05,
         sleep: Callable[[float], None] = time.sleep,
+        cache_threads: int = 128,
     ) -> None:
         if client is None and async_client is None:
             raise ValueError(
@@ -106,6 +109,7 @@ class RedisSaver(BaseCheckpointSaver):
         self.refresh_on_read = refresh_on_read
         self.max_retained = max_retained
         self.serializer = serializer or Serializer()
+        self._heads = HeadCache(cache_threads, self.serializer)
         self.read_retries = read_retries
         self.write_retries = write_retries
         self.backoff = backoff
@@ -229,9 +233,9 @@ class RedisSaver(BaseCheckpointSaver):
         check_head: bool,
         whole: Sequence[str],
         base: str,
+        header: bytes,
     ) -> builtins.list[Any]:
         s = self.serializer
-        header = s.dumps(header_of(checkpoint), key="<checkpoint header>")
         values: builtins.list[Any] = []
         lists: builtins.list[Any] = []
         for key, value in delta.replaced.items():
@@ -289,13 +293,14 @@ class RedisSaver(BaseCheckpointSaver):
         write = self._write
         if write is None:
             raise CheckpointError("this RedisSaver has only an async client: use aput()")
-        current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
+        delta = current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
+        header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
         whole: builtins.list[str] = []
         base = checkpoint.parent_id or ""
         keys = self.keys(checkpoint.thread_id)
         self._check_policy(self.client, checkpoint.thread_id, "write")
         for _ in range(len(current.appended) + 2):
-            args = self._args(checkpoint, current, check_head, whole, base)
+            args = self._args(checkpoint, current, check_head, whole, base, header)
             reply = self._retry(
                 functools.partial(write, keys=keys, args=args),
                 checkpoint.thread_id,
@@ -304,6 +309,7 @@ class RedisSaver(BaseCheckpointSaver):
             )
             resend = self._outcome(checkpoint, reply)
             if resend is None:
+                written_reply(self._heads, checkpoint, delta, header, reply)
                 return
             current, whole, base = _resend(checkpoint, current, whole, base, resend)
         raise CheckpointError(
@@ -321,13 +327,14 @@ class RedisSaver(BaseCheckpointSaver):
             await super().aput(checkpoint, delta, check_head=check_head)
             return
         await self._aready()
-        current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
+        delta = current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
+        header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
         whole: builtins.list[str] = []
         base = checkpoint.parent_id or ""
         awrite, keys = self._awrite, self.keys(checkpoint.thread_id)
         await self._acheck_policy(checkpoint.thread_id, "write")
         for _ in range(len(current.appended) + 2):
-            args = self._args(checkpoint, current, check_head, whole, base)
+            args = self._args(checkpoint, current, check_head, whole, base, header)
             reply = await self._aretry(
                 functools.partial(awrite, keys=keys, args=args),
                 checkpoint.thread_id,
@@ -336,6 +343,7 @@ class RedisSaver(BaseCheckpointSaver):
             )
             resend = self._outcome(checkpoint, reply)
             if resend is None:
+                written_reply(self._heads, checkpoint, delta, header, reply)
                 return
             current, whole, base = _resend(checkpoint, current, whole, base, resend)
         raise CheckpointError(
@@ -346,6 +354,7 @@ class RedisSaver(BaseCheckpointSaver):
         if self.client is None:
             raise CheckpointError("this RedisSaver has only an async client: use adelete_thread()")
         client = self.client
+        self._heads.forget(thread_id)
         self._retry(lambda: client.delete(*self.keys(thread_id)), thread_id, "delete")
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -354,53 +363,64 @@ class RedisSaver(BaseCheckpointSaver):
             return
         await self._aready()
         client = self.async_client
+        self._heads.forget(thread_id)
         await self._aretry(lambda: client.delete(*self.keys(thread_id)), thread_id, "delete")
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _checkpoint(self, thread_id: str, reply: Any) -> Checkpoint | None:
-        if not reply:
-            return None
-        loads = self.serializer.loads
-        cid = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-        if cid == "!":
-            why = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-            raise _corrupt(thread_id, None, why, "read")
-        key = "<checkpoint header>"
-        try:
-            header = loads(reply[1])
-            values: dict[str, Any] = {}
-            for i in range(2, len(reply), 3):
-                key = reply[i].decode() if isinstance(reply[i], bytes) else reply[i]
-                kind, data = reply[i + 1], reply[i + 2]
-                values[key] = [loads(item) for item in data] if kind in (b"l", "l") else loads(data)
-            return checkpoint_from(header, cid, thread_id, values)
-        except (SerializationError, KeyError, TypeError, ValueError) as error:
-            raise _corrupt(
-                thread_id, cid, f"'{key}' of checkpoint {cid} cannot be decoded ({error})", "read"
-            ) from error
+    def _read_args(
+        self, thread_id: str, checkpoint_id: str | None, retry: bool
+    ) -> tuple[builtins.list[Any], CachedHead | None]:
+        """The read script's arguments, and the head they name as held (``None`` on a retry,
+        or when the checkpoint asked for is not the head and not the one held)."""
+        held = None if retry else self._heads.entry(thread_id)
+        if held is not None and checkpoint_id is not None and checkpoint_id != held.id:
+            held = None
+        refresh = self.ttl if (self.ttl and self.refresh_on_read) else 0
+        return [checkpoint_id or "", refresh, held.id if held is not None else ""], held
 
-    def _read_args(self, checkpoint_id: str | None) -> builtins.list[Any]:
-        return [checkpoint_id or "", self.ttl if (self.ttl and self.refresh_on_read) else 0]
+    def _reply(
+        self, thread_id: str, checkpoint_id: str | None, reply: Any, held: CachedHead | None
+    ) -> Checkpoint | None:
+        keep = checkpoint_id is None or held is not None
+        if not reply and checkpoint_id is None:
+            self._heads.forget(thread_id)
+        return read_reply(self.serializer, self._heads, thread_id, reply, held, keep)
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The head (or ``checkpoint_id``), in one round trip. The head of a thread this
+        saver read or wrote lately is held decoded: the script then sends only what it
+        lacks (nothing, when the thread did not move)."""
         read = self._read
         if read is None:
             raise CheckpointError("this RedisSaver has only an async client: use aget()")
-        keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
+        keys = self.keys(thread_id)
         self._check_policy(self.client, thread_id, "read")
-        reply = self._retry(lambda: read(keys=keys, args=args), thread_id, "read")
-        return self._checkpoint(thread_id, reply)
+        for retry in (False, True):
+            args, held = self._read_args(thread_id, checkpoint_id, retry)
+            reply = self._retry(functools.partial(read, keys=keys, args=args), thread_id, "read")
+            try:
+                return self._reply(thread_id, checkpoint_id, reply, held)
+            except ReadAgain:
+                continue
+        raise AssertionError("a read holding nothing is never read again")  # pragma: no cover
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         if self._aread is None:
             return await super().aget(thread_id, checkpoint_id)
         await self._aready()
         aread = self._aread
-        keys, args = self.keys(thread_id), self._read_args(checkpoint_id)
+        keys = self.keys(thread_id)
         await self._acheck_policy(thread_id, "read")
-        reply = await self._aretry(lambda: aread(keys=keys, args=args), thread_id, "read")
-        return self._checkpoint(thread_id, reply)
+        for retry in (False, True):
+            args, held = self._read_args(thread_id, checkpoint_id, retry)
+            call = functools.partial(aread, keys=keys, args=args)
+            reply = await self._aretry(call, thread_id, "read")
+            try:
+                return self._reply(thread_id, checkpoint_id, reply, held)
+            except ReadAgain:
+                continue
+        raise AssertionError("a read holding nothing is never read again")  # pragma: no cover
 
     def _list_args(self, limit: int | None, before: str | None) -> builtins.list[Any]:
         return [before or "", "" if limit is None else limit]
@@ -564,29 +584,6 @@ def _resend(
     if key == "*":
         return CheckpointDelta.full(checkpoint.values), whole, ""
     return delta, [*whole, key], base
-
-
-def _listed(thread_id: str, reply: Sequence[bytes]) -> builtins.list[str]:
-    """The ids the list script answered, or its complaint raised."""
-    if reply and reply[0] == b"!":
-        raise _corrupt(thread_id, None, reply[1].decode(), "listed")
-    return [cid.decode() for cid in reply]
-
-
-def _corrupt(
-    thread_id: str, checkpoint_id: str | None, why: str, doing: str
-) -> CheckpointDataError:
-    hint = (
-        "Keys may have been evicted (a maxmemory-policy other than noeviction), expired, deleted "
-        "or overwritten by hand. Nothing was written; restore the keys from a backup, or "
-        "delete_thread() it and start again"
-    )
-    return CheckpointDataError(
-        f"thread '{thread_id}' cannot be {doing}: its data in Redis is corrupt or incomplete: "
-        f"{why}. {hint}.",
-        thread_id=thread_id,
-        checkpoint_id=checkpoint_id,
-    )
 
 
 def _is_async_client(client: Any) -> bool:

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from ._head import CachedHead, HeadCache
-from ._head_read import MissingValuesError, head_checkpoint, plan_head_read, remember_write
+from ._head_read import (
+    HeldHeadChangedError,
+    MissingValuesError,
+    UndecodableError,
+    head_checkpoint,
+    plan_head_read,
+    remember_write,
+)
 from ._index import (
     LIST,
     VALUE,
@@ -424,8 +431,13 @@ class SqliteSaver(BaseCheckpointSaver):
             ]
         try:
             return plan.decode(
-                self.serializer, self._heads, (cid, parent_id, step, header), values, items
+                self.serializer, self._heads, thread, (cid, parent_id, step, header), values, items
             )
+        except UndecodableError as bad:
+            assert bad.__cause__ is not None
+            raise bad.__cause__ from None
+        except HeldHeadChangedError:  # not while this saver's lock is held; to be safe
+            return self._read_head(db, thread, row, None)
         except MissingValuesError as missing:
             raise CheckpointError(
                 f"{self!r}: checkpoint {cid!r} of thread {thread!r} is missing its stored "

@@ -215,14 +215,35 @@ def test_nothing_listening_is_retried_then_a_clear_error(caplog) -> None:
 
 @pytest.fixture(params=["fake", "real"])
 def saver(request: pytest.FixtureRequest) -> Iterator[RedisSaver]:
+    """A saver that holds no head: each read reads the stored data (as a new process does;
+    a saver holding the head reads only what changed, see test_head_cache.py)."""
     if request.param == "fake":
         client = fakeredis.FakeRedis()
-        yield RedisSaver(client, key_prefix="corrupt")
+        yield RedisSaver(client, key_prefix="corrupt", cache_threads=0)
         client.close()
     else:
         url = request.getfixturevalue("redis_url")
-        with RedisSaver.from_url(url, key_prefix=f"corrupt-{uuid.uuid4().hex[:8]}") as made:
+        prefix = f"corrupt-{uuid.uuid4().hex[:8]}"
+        with RedisSaver.from_url(url, key_prefix=prefix, cache_threads=0) as made:
             yield made
+
+
+@pytest.mark.parametrize("part", ["idx", "meta", "ids", "cps", "head"])
+def test_a_saver_holding_the_head_notices_its_keys_evicted(part: str) -> None:
+    client = fakeredis.FakeRedis()
+    holding = RedisSaver(client, key_prefix="corrupt")
+    app = two_turns(holding)
+    assert holding.get("t") is not None  # held: a read sends nothing back
+    keys = dict(zip(PARTS, holding.keys("t")))
+    head = client.get(keys["head"])
+    if part == "idx":
+        client.hdel(keys["idx"], head)
+    else:
+        client.delete(keys[part])
+    with pytest.raises(CheckpointDataError):
+        holding.get("t")
+    with pytest.raises(CheckpointDataError):
+        app.invoke({"messages": ["third"]}, {"thread_id": "t"})
 
 
 def two_turns(saver: RedisSaver, thread: str = "t") -> Any:
