@@ -41,6 +41,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
 
 
 EXTRA = {"W7", "W8"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
+OURS_ONLY = {"W4D"}  # workloads LangGraph does not run here (see their modules)
 
 
 def _load(path: Path) -> dict[str, dict[str, object]]:
@@ -96,6 +97,8 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"- W5 our RedisSaver on plain Redis: works={probe_o.get('works')}; LangGraph's: works={probe_p.get('works')} ({probe_p.get('error_type', '')})",
         f"- W5 W2 on Redis / W2 in memory (ours): {_ratio(w5.get('per_op_us'), w2.get('per_op_us'))} (target <= 2)",
         f"- W5 round trips per checkpoint write: {trips.get('round_trips_per_checkpoint_write')} (target <= 1)",
+        f"- W4D a turn on a {ours.get('W4_long_sqlite', {}).get('messages')}-message thread / on a 10-message thread: "
+        f"SQLite {ours.get('W4_long_sqlite', {}).get('growth_ratio')}, Redis {ours.get('W4_long_redis', {}).get('growth_ratio')} (target <= 2)",
     ]  # fmt: skip
     return "\n".join(rows)
 
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-python", required=True, help="the interpreter of the LangGraph venv"
     )
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
     )
@@ -131,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         subprocess.run([*ours_cmd, *(["--smoke"] if args.smoke else [])], check=True, cwd=ROOT)
         extra_names = [n for n in names if n in EXTRA]
-        peer_names = [n for n in names if n != "W5" and n not in EXTRA] + (
+        peer_names = [n for n in names if n != "W5" and n not in EXTRA | OURS_ONLY] + (
             ["W5plain", "W5react", "W5resume"] if "W5" in names else []
         )
         if peer_names:

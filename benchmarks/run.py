@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         description="graph-agent benchmarks (shared/bench/WORKLOADS.md)"
     )
     parser.add_argument(
-        "--only", default="W1,W2,W3,W4,W5,W6,W7,W8,W9,W10", help="comma-separated workloads"
+        "--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10", help="comma-separated workloads"
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")
     parser.add_argument("--out", help="where to write the JSON lines")
@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     binary = redis_binary()
     with server([binary]) if binary else nullcontext("") as url:
         for name in names:
+            if name == "W4D" and url:
+                env["BENCH_REDIS_URL"] = url + "/0"
             if name == "W5":
                 if not url:
                     print(

@@ -6,7 +6,9 @@ names and correctness asserts as shared/bench/peer_langgraph.py, so the two comp
 W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out) are not in the shared spec; their
 LangGraph side is benchmarks/peer_extra.py, whose docstring describes them. W9 (the streaming
 parser's time per chunk, ours only) is in benchmarks/stream_parse.py, W10 (what tracing adds
-per model and tool call, ours only) in benchmarks/tracing.py.
+per model and tool call, ours only) in benchmarks/tracing.py, W4D (W4 on the durable savers: a
+turn on a 5,000-message thread against one on a 10-message thread, ours only) in
+benchmarks/long_threads.py.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import long_threads
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
 
@@ -49,6 +52,8 @@ SIZES: dict[str, int] = {
     "w2_k": 20,
     "w3_threads": 1000,
     "w4_turns": 200,
+    "w4d_turns": 2500,
+    "w4d_samples": 20,
     "w5_floor_pairs": 5000,
     "w5_conversations": 25,
     "w5_threads": 1000,
@@ -61,7 +66,7 @@ SIZES: dict[str, int] = {
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
-    "w3_threads": 5, "w4_turns": 24, "w5_floor_pairs": 50, "w5_conversations": 2,
+    "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w5_floor_pairs": 50, "w5_conversations": 2,
     "w5_threads": 5, "w6_invokes": 5, "w7_invokes": 3, "w8_invokes": 2, "w8_width": 16,
     "w9_repeats": 2, "w10_rounds": 1,
 }  # fmt: skip
@@ -582,6 +587,13 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W7": w7_subgraph,
     "W8": w8_send,
     "W9": lambda: stream_parse.w9_stream_parse(SIZES["w9_repeats"]),
+    "W4D": lambda: long_threads.w4_durable(
+        SIZES["w4d_turns"],
+        SIZES["w4d_samples"],
+        os.environ.get("BENCH_REDIS_URL"),
+        make_react,
+        emit,
+    ),
     "W10": lambda: tracing.w10_tracing(
         SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit
     ),
