@@ -41,7 +41,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
 
 
 EXTRA = {"W7", "W8"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
-OURS_ONLY = {"W4D"}  # workloads LangGraph does not run here (see their modules)
+OURS_ONLY = {"W4D", "W12"}  # workloads LangGraph does not run here (see their modules)
 
 
 def _load(path: Path) -> dict[str, dict[str, object]]:
@@ -99,6 +99,8 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"- W5 round trips per checkpoint write: {trips.get('round_trips_per_checkpoint_write')} (target <= 1)",
         f"- W4D a turn on a {ours.get('W4_long_sqlite', {}).get('messages')}-message thread / on a 10-message thread: "
         f"SQLite {ours.get('W4_long_sqlite', {}).get('growth_ratio')}, Redis {ours.get('W4_long_redis', {}).get('growth_ratio')} (target <= 2)",
+        f"- W12 5,000 conversations at once on one loop: {ours.get('W12_many_conversations', {}).get('turns_per_s')} turns/s, "
+        f"garbage collector {ours.get('W12_many_conversations', {}).get('gc_share_of_cpu')} of the CPU (target < 0.3)",
     ]  # fmt: skip
     return "\n".join(rows)
 
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-python", required=True, help="the interpreter of the LangGraph venv"
     )
-    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W12")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
     )

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         description="graph-agent benchmarks (shared/bench/WORKLOADS.md)"
     )
     parser.add_argument(
-        "--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10", help="comma-separated workloads"
+        "--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W12", help="comma-separated workloads"
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")
     parser.add_argument("--out", help="where to write the JSON lines")

@@ -8,7 +8,8 @@ LangGraph side is benchmarks/peer_extra.py, whose docstring describes them. W9 (
 parser's time per chunk, ours only) is in benchmarks/stream_parse.py, W10 (what tracing adds
 per model and tool call, ours only) in benchmarks/tracing.py, W4D (W4 on the durable savers: a
 turn on a 5,000-message thread against one on a 10-message thread, ours only) in
-benchmarks/long_threads.py.
+benchmarks/long_threads.py, W12 (5,000 conversations at once on one loop: turns/s and the
+garbage collector's share, ours only) in benchmarks/concurrency.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import concurrency
 import long_threads
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
@@ -54,6 +56,7 @@ SIZES: dict[str, int] = {
     "w4_turns": 200,
     "w4d_turns": 2500,
     "w4d_samples": 20,
+    "w12_conversations": 5000,
     "w5_floor_pairs": 5000,
     "w5_conversations": 25,
     "w5_threads": 1000,
@@ -66,7 +69,7 @@ SIZES: dict[str, int] = {
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
-    "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w5_floor_pairs": 50, "w5_conversations": 2,
+    "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w12_conversations": 20, "w5_floor_pairs": 50, "w5_conversations": 2,
     "w5_threads": 5, "w6_invokes": 5, "w7_invokes": 3, "w8_invokes": 2, "w8_width": 16,
     "w9_repeats": 2, "w10_rounds": 1,
 }  # fmt: skip
@@ -594,6 +597,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
         make_react,
         emit,
     ),
+    "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
     "W10": lambda: tracing.w10_tracing(
         SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit
     ),
