@@ -6,6 +6,7 @@ check that every read still equals what a saver holding nothing reads."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import uuid
@@ -279,3 +280,41 @@ def test_sqlite_a_second_process_moving_the_thread_on(tmp_path: Path) -> None:
         final = saver.get("t")
     with SqliteSaver(path, cache_threads=0) as check:
         same(check.get("t"), final)
+
+
+@pytest.mark.parametrize("backend", ["redis-fake", "redis-real"])
+def test_async_redis_clients_hold_heads_too(backend: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue("redis_url") if backend == "redis-real" else ""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        if url:
+            a = RedisSaver.from_url(url, key_prefix=prefix)
+            b = RedisSaver.from_url(url, key_prefix=prefix)
+            fresh_saver = RedisSaver.from_url(url, key_prefix=prefix, cache_threads=0)
+        else:
+            server = fakeredis.FakeServer()
+            a, b, fresh_saver = (
+                RedisSaver(fakeredis.FakeAsyncRedis(server=server), **options)
+                for options in ({}, {}, {"cache_threads": 0})
+            )
+        try:
+            apps = [chat_graph(a), chat_graph(b)]
+            config = RunnableConfig(thread_id="t")
+            for turn in range(6):
+                await apps[turn % 2].ainvoke({"messages": [f"turn {turn}"]}, config)
+                expected = await fresh_saver.aget("t")
+                same(await a.aget("t"), expected)
+                same(await b.aget("t"), expected)
+            decodes = _count_decodes(a)
+            assert await a.aget("t") is not None and decodes[0] <= 1
+            await apps[1].ainvoke({"messages": ["turn 6"]}, config)
+            decodes[0] = 0
+            read = await a.aget("t")
+            assert read is not None and read.values["messages"][-1] == "reply to turn 6"
+            assert decodes[0] <= 5
+        finally:
+            for saver in (a, b, fresh_saver):
+                await saver.aclose()
+
+    asyncio.run(main())
