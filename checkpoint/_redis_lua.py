@@ -108,10 +108,10 @@ for _, op in ipairs(ops) do
   idx[key] = {'l', list, length}
 end
 redis.call('HSET', KEYS[3], id, header)
-redis.call('HSET', KEYS[4], id, cjson.encode(idx))
+local written = cjson.encode(idx)
+redis.call('HSET', KEYS[4], id, written)
 redis.call('ZADD', KEYS[7], redis.call('HINCRBY', KEYS[2], 'seq', 1), id)
 redis.call('SET', KEYS[1], id)
-local written = cjson.encode(idx)
 if keep > 0 then
   local total = redis.call('ZCARD', KEYS[7])
   if total > keep then
