@@ -1,4 +1,5 @@
-"""The Lua scripts that make a RedisSaver write atomic and a read one round trip.
+"""The Lua scripts that make a RedisSaver write atomic, a read one round trip, and a history
+read one round trip per page.
 
 Keys of one thread (all share the thread's hash tag, so they live in one cluster slot):
 KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list`` and
@@ -261,24 +262,97 @@ end
 return out
 """
 
-# KEYS[1] head, KEYS[2] ids. ARGV: before ('' = from the newest), limit ('' = all).
-# Returns the ids newest first (in write order), starting after ``before``; {} when the
-# thread never had ``before``; {'!', why} when the head is not among the ids.
-LIST = r"""
+# ARGV: before ('' = from the newest), count (at most this many ids), ttl to refresh ('0' =
+#       none), then (list, have)*: the items the client already holds (positions below have).
+# Returns one page of the history, newest first in write order, starting after ``before``:
+# {scanned, last, {id, header, index}*, {field, value}*, {list, from, {item*}}*}: ``scanned``
+# is how many ids the page looked at (fewer than count: the history ends here), ``last`` the
+# last of them (the next page starts after it; an id without a header is skipped), each value
+# field (``<id>\n<key>``) is sent once per page and each list's items from ``have`` up to the
+# longest prefix the page's checkpoints hold. {0, '', {}, {}, {}} when the thread never had
+# ``before`` (or no longer has it: pruning drops the oldest first, so nothing older is left);
+# {'!', why} when the head is not among the ids or the stored data is corrupt or partly gone.
+HISTORY = r"""
 local head = redis.call('GET', KEYS[1])
-if head and not redis.call('ZSCORE', KEYS[2], head) then
+if head and not redis.call('ZSCORE', KEYS[7], head) then
   return {'!', 'its head ' .. head .. ' is missing from its list of checkpoints'}
 end
 local start = 0
 if ARGV[1] ~= '' then
-  local rank = redis.call('ZREVRANK', KEYS[2], ARGV[1])
-  if not rank then return {} end
+  local rank = redis.call('ZREVRANK', KEYS[7], ARGV[1])
+  if not rank then return {0, '', {}, {}, {}} end
   start = rank + 1
 end
-local stop = -1
-if ARGV[2] ~= '' then
-  if tonumber(ARGV[2]) <= 0 then return {} end
-  stop = start + tonumber(ARGV[2]) - 1
+local count = tonumber(ARGV[2])
+if count <= 0 then return {0, '', {}, {}, {}} end
+local ids = redis.call('ZREVRANGE', KEYS[7], start, start + count - 1)
+local have = {}
+for a = 4, #ARGV - 1, 2 do have[ARGV[a]] = tonumber(ARGV[a + 1]) end
+local stored = redis.call('HLEN', KEYS[6])
+local checkpoints, values, sent, need, named, tips = {}, {}, {}, {}, {}, {}
+for _, id in ipairs(ids) do
+  local header = redis.call('HGET', KEYS[3], id)
+  if header then
+    local raw = redis.call('HGET', KEYS[4], id)
+    if not raw then return {'!', 'checkpoint ' .. id .. ' has no stored index'} end
+    local ok, idx = pcall(cjson.decode, raw)
+    if not ok or type(idx) ~= 'table' then
+      return {'!', 'the index of checkpoint ' .. id .. ' is not valid JSON'}
+    end
+    for key, ref in pairs(idx) do
+      if type(ref) ~= 'table' then return {'!', "the index entry of '" .. key .. "' is not valid"} end
+      if ref[1] == 'v' then
+        local field = tostring(ref[2]) .. '\n' .. key
+        if not sent[field] then
+          local value = redis.call('HGET', KEYS[5], field)
+          if not value then return {'!', "the stored value of '" .. key .. "' is missing"} end
+          sent[field] = true
+          values[#values + 1] = field
+          values[#values + 1] = value
+        end
+      elseif ref[1] == 'l' then
+        local list, length = tostring(ref[2]), tonumber(ref[3])
+        if tips[list] == nil then
+          tips[list] = tonumber(redis.call('HGET', KEYS[2], 'len:' .. list) or '-1')
+        end
+        if not length or length < 0 or length > tips[list] or length > stored then
+          return {'!', "the list '" .. key .. "' claims " .. tostring(ref[3])
+            .. ' items, more than are stored'}
+        end
+        if length > (need[list] or 0) then need[list] = length; named[list] = key end
+      else
+        return {'!', "the index entry of '" .. key .. "' is not valid"}
+      end
+    end
+    checkpoints[#checkpoints + 1] = id
+    checkpoints[#checkpoints + 1] = header
+    checkpoints[#checkpoints + 1] = raw
+  end
 end
-return redis.call('ZREVRANGE', KEYS[2], start, stop)
+local lists = {}
+for list, length in pairs(need) do
+  local from = have[list] or 0
+  if length > from then
+    local items = {}
+    for first = from, length - 1, 500 do
+      local fields = {}
+      for p = first, math.min(first + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
+      local got = redis.call('HMGET', KEYS[6], unpack(fields))
+      for p = 1, #fields do
+        if not got[p] then
+          return {'!', 'item ' .. (first + p - 1) .. " of the list '" .. named[list] .. "' is missing"}
+        end
+        items[#items + 1] = got[p]
+      end
+    end
+    lists[#lists + 1] = list
+    lists[#lists + 1] = from
+    lists[#lists + 1] = items
+  end
+end
+local ttl = tonumber(ARGV[3])
+if ttl > 0 then
+  for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
+end
+return {#ids, ids[#ids] or '', checkpoints, values, lists}
 """

@@ -25,7 +25,7 @@ from .base import Checkpoint, CheckpointDelta
 from .errors import CheckpointDataError, SerializationError
 from .serde import Serializer
 
-__all__ = ["ReadAgain", "corrupt", "listed", "read_reply", "written_reply"]
+__all__ = ["ReadAgain", "corrupt", "read_reply", "written_reply"]
 
 
 def _text(data: Any) -> str:
@@ -45,13 +45,6 @@ def corrupt(thread_id: str, checkpoint_id: str | None, why: str, doing: str) -> 
         thread_id=thread_id,
         checkpoint_id=checkpoint_id,
     )
-
-
-def listed(thread_id: str, reply: Sequence[bytes]) -> list[str]:
-    """The ids the list script answered, or its complaint raised."""
-    if reply and reply[0] == b"!":
-        raise corrupt(thread_id, None, reply[1].decode(), "listed")
-    return [cid.decode() for cid in reply]
 
 
 class ReadAgain(Exception):

@@ -15,9 +15,9 @@ from ._head import CachedHead, HeadCache
 from ._index import header_of
 from ._redis_errors import is_transient, retrying, translate, where_of
 from ._redis_eviction import on_memory_info
+from ._redis_history import HistoryPages
 from ._redis_read import ReadAgain, read_reply, written_reply
 from ._redis_read import corrupt as _corrupt
-from ._redis_read import listed as _listed
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import (
     CheckpointConflictError,
@@ -122,9 +122,9 @@ class RedisSaver(BaseCheckpointSaver):
         self._aread = (
             async_client.register_script(_redis_lua.READ) if async_client is not None else None
         )
-        self._list = client.register_script(_redis_lua.LIST) if client is not None else None
+        self._list = client.register_script(_redis_lua.HISTORY) if client is not None else None
         self._alist = (
-            async_client.register_script(_redis_lua.LIST) if async_client is not None else None
+            async_client.register_script(_redis_lua.HISTORY) if async_client is not None else None
         )
         self._policy_checked: set[int] = set()  # ids of the clients whose policy was checked
         self._async_factory: Callable[[], Any] | None = None
@@ -422,22 +422,24 @@ class RedisSaver(BaseCheckpointSaver):
                 continue
         raise AssertionError("a read holding nothing is never read again")  # pragma: no cover
 
-    def _list_args(self, limit: int | None, before: str | None) -> builtins.list[Any]:
-        return [before or "", "" if limit is None else limit]
+    def _pages(self, thread_id: str, limit: int | None, before: str | None) -> HistoryPages:
+        ttl = self.ttl if (self.ttl and self.refresh_on_read) else 0
+        return HistoryPages(self.serializer, thread_id, limit, before, ttl)
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> Iterator[Checkpoint]:
-        """The thread's checkpoints, newest first in the order they were written."""
+        """The thread's checkpoints, newest first in the order they were written: one round
+        trip per page of ``_redis_history.PAGE`` checkpoints (``limit`` asks for no more),
+        each list item and value sent and decoded once for the whole listing."""
         script = self._list
         if script is None:
             raise CheckpointError("this RedisSaver has only an async client: use alist()")
-        keys, args = self.keys(thread_id)[::6], self._list_args(limit, before)
-        ids = self._retry(lambda: script(keys=keys, args=args), thread_id, "list")
-        for cid in _listed(thread_id, ids):
-            checkpoint = self.get(thread_id, cid)
-            if checkpoint is not None:
-                yield checkpoint
+        keys, pages = self.keys(thread_id), self._pages(thread_id, limit, before)
+        self._check_policy(self.client, thread_id, "read")
+        while not pages.done:
+            call = functools.partial(script, keys=keys, args=pages.args())
+            yield from pages.take(self._retry(call, thread_id, "list"))
 
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
@@ -450,12 +452,12 @@ class RedisSaver(BaseCheckpointSaver):
         await self._aready()
         script = self._alist
         assert script is not None  # set with the async client
-        keys, args = self.keys(thread_id)[::6], self._list_args(limit, before)
-        ids = await self._aretry(lambda: script(keys=keys, args=args), thread_id, "list")
-        for cid in _listed(thread_id, ids):
-            found = await self.aget(thread_id, cid)
-            if found is not None:
-                yield found
+        keys, pages = self.keys(thread_id), self._pages(thread_id, limit, before)
+        await self._acheck_policy(thread_id, "read")
+        while not pages.done:
+            call = functools.partial(script, keys=keys, args=pages.args())
+            for checkpoint in pages.take(await self._aretry(call, thread_id, "list")):
+                yield checkpoint
 
     def stored_bytes(self, thread_id: str) -> int:
         """Bytes Redis reports for the thread's keys (``MEMORY USAGE``)."""
@@ -482,7 +484,7 @@ class RedisSaver(BaseCheckpointSaver):
                 self.async_client = self._async_factory()
                 self._awrite = self.async_client.register_script(_redis_lua.WRITE)
                 self._aread = self.async_client.register_script(_redis_lua.READ)
-                self._alist = self.async_client.register_script(_redis_lua.LIST)
+                self._alist = self.async_client.register_script(_redis_lua.HISTORY)
             self._async_loop = loop
         initialize = getattr(self.async_client, "initialize", None)
         if initialize is not None:

@@ -20,6 +20,7 @@ from ._head_read import (
     plan_head_read,
     remember_write,
 )
+from ._history import Decoded
 from ._index import (
     LIST,
     VALUE,
@@ -450,8 +451,10 @@ class SqliteSaver(BaseCheckpointSaver):
     ) -> Iterator[Checkpoint]:
         """Newest first: the reverse of the order the checkpoints were written in (never the
         order of their ids). ``before`` starts after that checkpoint; one this thread does not
-        hold (pruned, or never written) gives nothing. All of it is read in one transaction;
-        each checkpoint's values are decoded as it is yielded."""
+        hold (pruned, or never written) gives nothing. All of it is read in one transaction
+        (only the rows ``limit`` and ``before`` select, and each list's items once, up to the
+        longest prefix they hold); each checkpoint is built as it is yielded, from values
+        and items decoded once for the whole listing (see ``_history.Decoded``)."""
         with self._read(f"listing thread {thread_id!r}"):
             db = self._conn
             top: int | None = None
@@ -468,8 +471,9 @@ class SqliteSaver(BaseCheckpointSaver):
             ).fetchall()
             indexes = [self.serializer.loads(row[4]) for row in rows]
             blobs = self._blobs(db, thread_id, indexes)
+        decoded = Decoded(self.serializer.loads)  # each value and list item decoded once
         for row, index in zip(rows, indexes):
-            yield self._checkpoint(thread_id, row, index, blobs)
+            yield self._checkpoint(thread_id, row, index, blobs, decoded)
 
     def _blobs(self, db: sqlite3.Connection, thread: str, indexes: Sequence[Index]) -> _Blobs:
         """The bytes of every value and list item the checkpoints with these indexes hold:
@@ -504,10 +508,14 @@ class SqliteSaver(BaseCheckpointSaver):
             ]
         return blobs
 
-    def _checkpoint(self, thread: str, row: Row, index: Index, blobs: _Blobs) -> Checkpoint:
-        """The checkpoint a row describes, its values decoded from ``blobs``."""
+    def _checkpoint(
+        self, thread: str, row: Row, index: Index, blobs: _Blobs, decoded: Decoded | None = None
+    ) -> Checkpoint:
+        """The checkpoint a row describes, its values decoded from ``blobs`` (through
+        ``decoded``, which the checkpoints of one listing share)."""
         cid, parent_id, step, header_blob, _ = row
         loads = self.serializer.loads
+        decoded = decoded if decoded is not None else Decoded(loads)
         values: dict[str, Any] = {}
         missing = []
         for key, ref in index.items():
@@ -516,13 +524,13 @@ class SqliteSaver(BaseCheckpointSaver):
                 if blob is None:
                     missing.append(key)
                 else:
-                    values[key] = loads(blob)
+                    values[key] = decoded.value((ref[1], key), blob)
             else:
                 items = blobs.lists.get(ref[1], [])
                 if len(items) < ref[2]:
                     missing.append(key)
                 else:
-                    values[key] = [loads(blob) for blob in items[: ref[2]]]
+                    values[key] = decoded.items(ref[1], items, ref[2])
         if missing:
             raise CheckpointError(
                 f"{self!r}: checkpoint {cid!r} of thread {thread!r} is missing its stored "
