@@ -39,6 +39,7 @@ from graph_agent import (
     tool,
 )
 
+from . import test_history as history
 from . import test_redis_store as store_layout
 from . import test_saver_contract as saver_contract
 from . import test_store as store_contract
@@ -84,6 +85,10 @@ CONTRACT: list[Callable[[BaseCheckpointSaver], None]] = [
     saver_contract.test_fork_moves_the_head_without_check,
     saver_contract.test_replaced_append_key_resets_the_list,
     saver_contract.test_delete_thread,
+    history.test_every_listed_checkpoint_is_the_one_get_reads,
+    history.test_forks_list_as_written,
+    history.test_changing_a_listed_checkpoint_changes_nothing_else,
+    history.test_a_listing_decodes_each_stored_item_once,
 ]
 
 
