@@ -54,7 +54,7 @@ def table(records: list[dict[str, object]]) -> str:
     for r in records:
         notes = []
         for key in ("growth_ratio", "bytes_per_turn_1_10", "bytes_per_turn_191_200", "create_threads_per_s",
-                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us"):  # fmt: skip
+                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us", "history_s", "limit10_ms"):  # fmt: skip
             if key in r:
                 notes.append(f"{key}={r[key]}")
         per_op = r.get("per_op_us")
@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         description="graph-agent benchmarks (shared/bench/WORKLOADS.md)"
     )
     parser.add_argument(
-        "--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W12", help="comma-separated workloads"
+        "--only",
+        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12",
+        help="comma-separated workloads",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")
     parser.add_argument("--out", help="where to write the JSON lines")
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     binary = redis_binary()
     with server([binary]) if binary else nullcontext("") as url:
         for name in names:
-            if name == "W4D" and url:
+            if name in ("W4D", "W11") and url:
                 env["BENCH_REDIS_URL"] = url + "/0"
             if name == "W5":
                 if not url:

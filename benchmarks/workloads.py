@@ -9,7 +9,8 @@ parser's time per chunk, ours only) is in benchmarks/stream_parse.py, W10 (what 
 per model and tool call, ours only) in benchmarks/tracing.py, W4D (W4 on the durable savers: a
 turn on a 5,000-message thread against one on a 10-message thread, ours only) in
 benchmarks/long_threads.py, W12 (5,000 conversations at once on one loop: turns/s and the
-garbage collector's share, ours only) in benchmarks/concurrency.py.
+garbage collector's share, ours only) in benchmarks/concurrency.py, W11 (the history of a
+1,000-turn thread on SQLite and Redis, whole and with ``limit=10``) in benchmarks/history.py.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import concurrency
+import history
 import long_threads
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
@@ -56,6 +58,8 @@ SIZES: dict[str, int] = {
     "w4_turns": 200,
     "w4d_turns": 2500,
     "w4d_samples": 20,
+    "w11_turns": 1000,
+    "w11_trials": 5,
     "w12_conversations": 5000,
     "w5_floor_pairs": 5000,
     "w5_conversations": 25,
@@ -69,7 +73,7 @@ SIZES: dict[str, int] = {
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
-    "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w12_conversations": 20, "w5_floor_pairs": 50, "w5_conversations": 2,
+    "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w11_turns": 10, "w11_trials": 1, "w12_conversations": 20, "w5_floor_pairs": 50, "w5_conversations": 2,
     "w5_threads": 5, "w6_invokes": 5, "w7_invokes": 3, "w8_invokes": 2, "w8_width": 16,
     "w9_repeats": 2, "w10_rounds": 1,
 }  # fmt: skip
@@ -593,6 +597,13 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W4D": lambda: long_threads.w4_durable(
         SIZES["w4d_turns"],
         SIZES["w4d_samples"],
+        os.environ.get("BENCH_REDIS_URL"),
+        make_react,
+        emit,
+    ),
+    "W11": lambda: history.w11_history(
+        SIZES["w11_turns"],
+        SIZES["w11_trials"],
         os.environ.get("BENCH_REDIS_URL"),
         make_react,
         emit,

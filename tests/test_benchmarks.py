@@ -27,7 +27,7 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     records = {r["workload"]: r for r in map(json.loads, out.read_text().splitlines())}
     expected = {"W1_linear", "W2_react_mem", "W2_react_mem_handbuilt", "W3_resume", "W4_history",
                 "W4_history_handbuilt", "W6_fanout", "W7_subgraph", "W7_subgraph_mem", "W8_send",
-                "W9_stream_parse", "W9_stream_parse_merge"}  # fmt: skip
+                "W9_stream_parse", "W9_stream_parse_merge", "W11_history_sqlite"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
@@ -40,6 +40,7 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
             "W5_react_redis",
             "W5_round_trips",
             "W5_resume_redis",
+            "W11_history_redis",
         }
     assert expected <= set(records), expected - set(records)
     for name in expected - {"W5_saver_probe_plain", "W5_round_trips"}:
@@ -51,6 +52,10 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
         records["W4_history"]["bytes_per_turn_191_200"]
         <= 1.5 * records["W4_history"]["bytes_per_turn_1_10"]
     )
+    # W11 reads the history linearly: per checkpoint its header, index and a value or two,
+    # and each of the thread's messages once (not once per checkpoint that holds it)
+    for name in {"W11_history_sqlite", "W11_history_redis"} & set(records):
+        assert records[name]["decodes"] <= 5 * records[name]["n"], records[name]
     assert records["W7_subgraph"]["steps_per_invoke"] == 23
     assert (
         records["W8_send"]["n"]
