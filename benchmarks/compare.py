@@ -40,7 +40,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
             "MAXSEARCHRESULTS", "10000", "MAXAGGREGATERESULTS", "10000"]  # fmt: skip
 
 
-EXTRA = {"W7", "W8"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
+EXTRA = {"W7", "W8", "W11"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
 OURS_ONLY = {"W4D", "W12"}  # workloads LangGraph does not run here (see their modules)
 
 
@@ -99,6 +99,11 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"- W5 round trips per checkpoint write: {trips.get('round_trips_per_checkpoint_write')} (target <= 1)",
         f"- W4D a turn on a {ours.get('W4_long_sqlite', {}).get('messages')}-message thread / on a 10-message thread: "
         f"SQLite {ours.get('W4_long_sqlite', {}).get('growth_ratio')}, Redis {ours.get('W4_long_redis', {}).get('growth_ratio')} (target <= 2)",
+        f"- W11 history of a {ours.get('W11_history_sqlite', {}).get('turns')}-turn thread, whole / limit=10: "
+        f"SQLite {ours.get('W11_history_sqlite', {}).get('history_s')} s / {ours.get('W11_history_sqlite', {}).get('limit10_ms')} ms, "
+        f"Redis {ours.get('W11_history_redis', {}).get('history_s')} s / {ours.get('W11_history_redis', {}).get('limit10_ms')} ms (target < 1 s); "
+        f"LangGraph's Redis saver {peer.get('W11_history_redis', {}).get('history_s')} s / {peer.get('W11_history_redis', {}).get('limit10_ms')} ms "
+        f"(ratio {_ratio(ours.get('W11_history_redis', {}).get('history_s'), peer.get('W11_history_redis', {}).get('history_s'))}; no LangGraph SQLite saver in the peer set)",
         f"- W12 5,000 conversations at once on one loop: {ours.get('W12_many_conversations', {}).get('turns_per_s')} turns/s, "
         f"garbage collector {ours.get('W12_many_conversations', {}).get('gc_share_of_cpu')} of the CPU (target < 0.3)",
     ]  # fmt: skip
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-python", required=True, help="the interpreter of the LangGraph venv"
     )
-    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W12")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W11,W12")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
     )
@@ -145,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                            check=True, cwd=SHARED_BENCH)  # fmt: skip
         if extra_names:
             subprocess.run([args.peer_python, str(HERE / "peer_extra.py"), "--only", ",".join(extra_names),
-                            "--out", str(extra_file)], check=True, cwd=HERE)  # fmt: skip
+                            "--redis-modules", modules_url, "--out", str(extra_file)], check=True, cwd=HERE)  # fmt: skip
     peer = {**_load(peer_file), **_load(extra_file)}
     text = report(_load(ours_file), peer)
     (results / f"compare-{stamp}.md").write_text(text + "\n")

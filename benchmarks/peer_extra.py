@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""LangGraph's side of W7 (subgraph) and W8 (Send fan-out), beside shared/bench/peer_langgraph.py.
+"""LangGraph's side of W7 (subgraph), W8 (Send fan-out) and W11 (history of a long thread),
+beside shared/bench/peer_langgraph.py.
 
-    .venv-peer/bin/python benchmarks/peer_extra.py [--only W7,W8] [--out FILE] [--trials 3]
+    .venv-peer/bin/python benchmarks/peer_extra.py [--only W7,W8,W11] [--out FILE] [--trials 3]
+        [--redis-modules redis://127.0.0.1:6392]
 
 Same rules and JSON lines as peer_langgraph.py (shared/bench/WORKLOADS.md): each workload runs
 in a fresh subprocess (``--child NAME``) for its own peak RSS; construction, compilation and
@@ -18,6 +20,14 @@ W8 send: ``{items: list (+), results: list (+), total: int}``; ``plan`` returns 
 0..255, a conditional edge sends ``Send("work", {"item": i})`` for each, ``work`` returns
 results=[2 * item], ``work -> reduce`` sets total = sum(results); 50 invokes, one op is a Send
 task (50 x 256).
+
+W11 history: ``StateGraph(MessagesState)`` with one node that answers with an ``AIMessage``; a
+turn is one ``HumanMessage`` and that answer. 1,000 turns on one thread of LangGraph's
+``RedisSaver`` (``langgraph-checkpoint-redis``: needs RediSearch + RedisJSON, the
+``--redis-modules`` server; skipped without one), then ``get_state_history`` of the whole
+thread and with ``limit=10``, alternately, ``--trials`` times; medians reported as
+``history_s`` and ``limit10_ms`` (ours: benchmarks/history.py). LangGraph's SQLite saver
+(``langgraph-checkpoint-sqlite``) is not in the pinned peer set, so there is no SQLite side.
 """
 
 from __future__ import annotations
@@ -40,6 +50,8 @@ warnings.filterwarnings("ignore")
 TRIALS = 3  # --trials
 W7_NODES, W7_SUB_AT, W7_SUB_NODES, W7_INVOKES = 20, 9, 3, 200  # node n9 (the 10th) is the child
 W8_WIDTH, W8_INVOKES = 256, 50
+W11_TURNS = 1000
+REDIS_MODULES = ""  # --redis-modules: a server with RediSearch + RedisJSON ('' = none)
 
 
 def peak_rss_mb() -> float:
@@ -191,18 +203,62 @@ def w8_send() -> None:
          per_invoke_us=round(dt / W8_INVOKES * 1e6, 1), **ex)  # fmt: skip
 
 
-CHILDREN = {"W7": w7_subgraph, "W8": w8_send}
+def w11_history() -> None:
+    import statistics
+
+    if not REDIS_MODULES:
+        print(json.dumps({"workload": "W11_history_redis", "skipped": "no --redis-modules server"}))
+        return
+    import redis
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.redis import RedisSaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    redis.Redis.from_url(REDIS_MODULES).flushdb()  # our own throw-away loopback server
+    saver = RedisSaver(redis_url=REDIS_MODULES)
+    saver.setup()
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [AIMessage(f"answer {len(s['messages'])}")]})
+    g.add_edge(START, "agent")
+    g.add_edge("agent", END)
+    app = g.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "long"}, "recursion_limit": 10_000}
+    t0 = time.perf_counter()
+    for _ in range(W11_TURNS):
+        app.invoke({"messages": [HumanMessage("next")]}, config)
+    built = time.perf_counter() - t0
+    whole: list[float] = []
+    limited: list[float] = []
+    for _trial in range(TRIALS):
+        t0 = time.perf_counter()
+        history = list(app.get_state_history(config))
+        whole.append(time.perf_counter() - t0)
+        assert len(history[0].values["messages"]) == 2 * W11_TURNS
+        t0 = time.perf_counter()
+        assert len(list(app.get_state_history(config, limit=10))) == 10
+        limited.append(time.perf_counter() - t0)
+    median = statistics.median(whole)
+    emit("W11_history_redis", len(history), median, unit="checkpoint listed (whole history)",
+         turns=W11_TURNS, history_s=round(median, 4),
+         limit10_ms=round(statistics.median(limited) * 1e3, 3),
+         trial_seconds=[round(t, 4) for t in whole],
+         trial_limit10_ms=[round(t * 1e3, 3) for t in limited], build_s=round(built, 2),
+         server="Valkey + RediSearch + RedisJSON")  # fmt: skip
+
+
+CHILDREN = {"W7": w7_subgraph, "W8": w8_send, "W11": w11_history}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="LangGraph's W7 and W8")
+    ap = argparse.ArgumentParser(description="LangGraph's W7, W8 and W11")
     ap.add_argument("--child")
     ap.add_argument("--only", default=",".join(CHILDREN))
     ap.add_argument("--out")
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--redis-modules", default="", help="a server with RediSearch + RedisJSON")
     args = ap.parse_args()
-    global TRIALS
-    TRIALS = args.trials
+    global TRIALS, REDIS_MODULES
+    TRIALS, REDIS_MODULES = args.trials, args.redis_modules
     if args.child:
         if args.child not in CHILDREN:
             raise SystemExit(f"unknown workload {args.child}")
@@ -211,7 +267,8 @@ def main() -> None:
     lines = []
     t_all = time.perf_counter()
     for name in [n for n in args.only.split(",") if n]:
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--trials", str(args.trials)]  # fmt: skip
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--trials", str(args.trials),
+               "--redis-modules", args.redis_modules]  # fmt: skip
         t0 = time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
