@@ -5,6 +5,7 @@ once for a whole listing, and nothing that ``limit`` or ``before`` leaves out.""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import uuid
 from collections.abc import Callable, Iterator
@@ -261,3 +262,26 @@ def test_a_listing_stops_decoding_where_the_caller_stops(
         listing.close()
     assert newest.values["n"] == 29
     assert taken <= 30 + 2 * 3 + 30  # the newest (its 30 items), plus the indexes SQLite reads
+
+
+def test_alist_lists_what_list_does(any_saver: BaseCheckpointSaver) -> None:
+    ids = chat(any_saver, "a", 6)
+    listed = list(any_saver.list("a"))
+
+    async def main() -> list[list[Any]]:
+        try:
+            with small_pages():
+                return [
+                    [c async for c in any_saver.alist("a")],
+                    [c async for c in any_saver.alist("a", limit=5)],
+                    [c async for c in any_saver.alist("a", before=ids[7], limit=4)],
+                ]
+        finally:
+            if isinstance(any_saver, RedisSaver):  # its async client closes on its own loop
+                await any_saver.aclose()
+
+    whole, limited, before = asyncio.run(main())
+    newest = ids[::-1]
+    assert [c.id for c in whole] == newest and whole == listed
+    assert [c.id for c in limited] == newest[:5]
+    assert [c.id for c in before] == newest[5:9]
