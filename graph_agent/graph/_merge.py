@@ -139,6 +139,9 @@ def merge_updates(
     # ``Updates`` are one writer's, in order.
     replacing: dict[str, tuple[str, bool, int]] = {}  # key -> (writer, Overwrite?, writer no.)
     merging: dict[str, tuple[str, int]] = {}
+    # APPEND keys whose list in ``merged`` this merge made: later writers extend it in place
+    # (copying it for each of a fan-out's writers would cost O(width^2))
+    fresh: set[str] = set()
     for number, (writer, given) in enumerate(updates):
         parts = given.parts if type(given) is Updates else (given,)
         for update in parts:
@@ -150,7 +153,9 @@ def merge_updates(
                     "dict (e.g. {'key': value}) or None",
                     node=writer,
                 )
-            _merge_one(merged, writer, number, update, strategies, tracker, replacing, merging)
+            _merge_one(
+                merged, writer, number, update, strategies, tracker, replacing, merging, fresh
+            )
     return merged
 
 
@@ -163,6 +168,7 @@ def _merge_one(
     tracker: DeltaTracker,
     replacing: dict[str, tuple[str, bool, int]],
     merging: dict[str, tuple[str, int]],
+    fresh: set[str],
 ) -> None:
     for key, value in update.items():
         if not isinstance(key, str):
@@ -182,6 +188,7 @@ def _merge_one(
                 raise _conflict(other[0], writer, key, overwrite)
             replacing[key] = (writer, overwrite, number)
             merged[key] = value.value if overwrite else value
+            fresh.discard(key)
             tracker.replace(key)
             continue
         first = replacing.get(key)
@@ -190,11 +197,14 @@ def _merge_one(
         merging.setdefault(key, (writer, number))
         if strategy is _APPEND:
             items = value if isinstance(value, (list, tuple)) else (value,)
-            old = merged.get(key)
-            if old is None:
+            if key in fresh:
+                merged[key].extend(items)
+            elif (old := merged.get(key)) is None:
                 merged[key] = list(items)
+                fresh.add(key)
             elif isinstance(old, list):
                 merged[key] = old + list(items)
+                fresh.add(key)
             else:
                 raise InvalidUpdateError(
                     f"{_who(writer)} appended to key {key!r}, whose current value is a "
