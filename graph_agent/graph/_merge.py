@@ -139,9 +139,9 @@ def merge_updates(
     # ``Updates`` are one writer's, in order.
     replacing: dict[str, tuple[str, bool, int]] = {}  # key -> (writer, Overwrite?, writer no.)
     merging: dict[str, tuple[str, int]] = {}
-    # APPEND keys whose list in ``merged`` this merge made: later writers extend it in place
-    # (copying it for each of a fan-out's writers would cost O(width^2))
-    fresh: set[str] = set()
+    # APPEND key -> the list this merge made for it: while ``merged`` holds that list, later
+    # writers extend it in place (copying it for each of a fan-out's writers is O(width^2))
+    fresh: dict[str, list[Any]] = {}
     for number, (writer, given) in enumerate(updates):
         parts = given.parts if type(given) is Updates else (given,)
         for update in parts:
@@ -168,7 +168,7 @@ def _merge_one(
     tracker: DeltaTracker,
     replacing: dict[str, tuple[str, bool, int]],
     merging: dict[str, tuple[str, int]],
-    fresh: set[str],
+    fresh: dict[str, list[Any]],
 ) -> None:
     for key, value in update.items():
         if not isinstance(key, str):
@@ -188,7 +188,6 @@ def _merge_one(
                 raise _conflict(other[0], writer, key, overwrite)
             replacing[key] = (writer, overwrite, number)
             merged[key] = value.value if overwrite else value
-            fresh.discard(key)
             tracker.replace(key)
             continue
         first = replacing.get(key)
@@ -197,14 +196,13 @@ def _merge_one(
         merging.setdefault(key, (writer, number))
         if strategy is _APPEND:
             items = value if isinstance(value, (list, tuple)) else (value,)
-            if key in fresh:
-                merged[key].extend(items)
-            elif (old := merged.get(key)) is None:
-                merged[key] = list(items)
-                fresh.add(key)
+            old = merged.get(key)
+            if old is not None and old is fresh.get(key):
+                old.extend(items)
+            elif old is None:
+                merged[key] = fresh[key] = list(items)
             elif isinstance(old, list):
-                merged[key] = old + list(items)
-                fresh.add(key)
+                merged[key] = fresh[key] = old + list(items)
             else:
                 raise InvalidUpdateError(
                     f"{_who(writer)} appended to key {key!r}, whose current value is a "
