@@ -197,8 +197,9 @@ def _merge_one(
         if strategy is _APPEND:
             items = value if isinstance(value, (list, tuple)) else (value,)
             old = merged.get(key)
-            if old is not None and old is fresh.get(key):
-                old.extend(items)
+            made = fresh.get(key)
+            if old is made and made is not None:
+                made.extend(items)
             elif old is None:
                 merged[key] = fresh[key] = list(items)
             elif isinstance(old, list):
