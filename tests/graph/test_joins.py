@@ -3,6 +3,7 @@ merge in node order, whatever the width; the bookkeeping grows with the width, n
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 from collections.abc import Callable
@@ -41,12 +42,18 @@ def _wide(width: int, order: list[int] | None = None, **compile_kw: Any) -> Comp
     return graph.compile(**compile_kw)
 
 
-def test_a_wide_fan_out_runs_in_one_step_and_joins_once_with_every_item_in_node_order() -> None:
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_wide_fan_out_runs_in_one_step_and_joins_once_with_every_item_in_node_order(
+    run: str,
+) -> None:
     saver = MemorySaver()
     order = list(range(WIDE))
     random.Random(7).shuffle(order)
     app = _wide(WIDE, order, saver=saver)
-    out = app.invoke({}, {"thread_id": "wide"})
+    if run == "invoke":
+        out = app.invoke({}, {"thread_id": "wide"})
+    else:
+        out = asyncio.run(app.ainvoke({}, {"thread_id": "wide"}))
     assert out["joins"] == [WIDE]  # once, after all of them
     assert out["items"] == order  # the order the nodes were added, not the order they finished
     steps = [s.metadata["nodes"] for s in app.get_state_history({"thread_id": "wide"})][::-1]
