@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""LangGraph's side of W7 (subgraph), W8 (Send fan-out) and W11 (history of a long thread),
-beside shared/bench/peer_langgraph.py.
+"""LangGraph's side of W6 at widths 64 and 256, W7 (subgraph), W8 (Send fan-out) and W11
+(history of a long thread), beside shared/bench/peer_langgraph.py.
 
-    .venv-peer/bin/python benchmarks/peer_extra.py [--only W7,W8,W11] [--out FILE] [--trials 3]
+    .venv-peer/bin/python benchmarks/peer_extra.py [--only W6W,W7,W8,W11] [--out FILE] [--trials 3]
         [--redis-modules redis://127.0.0.1:6392]
 
 Same rules and JSON lines as peer_langgraph.py (shared/bench/WORKLOADS.md): each workload runs
 in a fresh subprocess (``--child NAME``) for its own peak RSS; construction, compilation and
 one warm-up invoke are outside the timed loop; 3 trials, the median one is reported; the
 correctness asserts follow the timed loop. The workloads (ours: benchmarks/workloads.py):
+
+W6W fan-out widths: W6 (``{x: int, items: list (+)}``; ``fan`` (x+1) -> ``w0..w{N-1}``,
+``wi`` returns items=[i] -> ``join``, which waits for all of them and sets x = len(items))
+at N = 64 (100 invokes) and N = 256 (25 invokes); one op is a task, N + 2 per invoke, so
+``per_op_us`` = ``per_task_us``. ``W6_fanout`` (N = 8) stays in peer_langgraph.py.
 
 W7 subgraph: ``{x: int}``; a 20-node chain, node 10 is a compiled 3-node child graph (each
 x+1, sharing ``x``), the other 19 do x+1; 200 invokes, final x == 22. One op is a node step:
@@ -50,6 +55,7 @@ warnings.filterwarnings("ignore")
 TRIALS = 3  # --trials
 W7_NODES, W7_SUB_AT, W7_SUB_NODES, W7_INVOKES = 20, 9, 3, 200  # node n9 (the 10th) is the child
 W8_WIDTH, W8_INVOKES = 256, 50
+W6_WIDTHS = ((64, 100), (256, 25))  # (width, invokes)
 W11_TURNS = 1000
 REDIS_MODULES = ""  # --redis-modules: a server with RediSearch + RedisJSON ('' = none)
 
@@ -84,6 +90,50 @@ def cfg(thread_id: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------------------
+
+
+class W6State(TypedDict):
+    x: int
+    items: Annotated[list, operator.add]
+
+
+def _w6(width: int, invokes: int) -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    g = StateGraph(W6State)
+    g.add_node("fan", lambda s: {"x": s["x"] + 1})
+
+    def mk(i: int) -> Any:
+        return lambda s: {"items": [i]}
+
+    for i in range(width):
+        g.add_node(f"w{i}", mk(i))
+        g.add_edge("fan", f"w{i}")
+    g.add_node("join", lambda s: {"x": len(s["items"])})
+    g.add_edge(START, "fan")
+    g.add_edge([f"w{i}" for i in range(width)], "join")
+    g.add_edge("join", END)
+    app = g.compile()
+    out = app.invoke({"x": 0, "items": []})
+    assert out["x"] == width and sorted(out["items"]) == list(range(width)), out
+    res = []
+    for _trial in range(TRIALS):
+        t0 = time.perf_counter()
+        for _ in range(invokes):
+            out = app.invoke({"x": 0, "items": []})
+        dt = time.perf_counter() - t0
+        assert out["x"] == width and len(out["items"]) == width
+        res.append((dt, {}))
+    dt, ex = median_trial(res)
+    tasks = invokes * (width + 2)
+    emit(f"W6_fanout_{width}", tasks, dt, unit=f"task (fan + {width} parallel + join per invoke)",
+         invokes=invokes, width=width, per_task_us=round(dt / tasks * 1e6, 2),
+         per_invoke_us=round(dt / invokes * 1e6, 1), **ex)  # fmt: skip
+
+
+def w6_widths() -> None:
+    for width, invokes in W6_WIDTHS:
+        _w6(width, invokes)
 
 
 class XState(TypedDict):
@@ -246,11 +296,11 @@ def w11_history() -> None:
          server="Valkey + RediSearch + RedisJSON")  # fmt: skip
 
 
-CHILDREN = {"W7": w7_subgraph, "W8": w8_send, "W11": w11_history}
+CHILDREN = {"W6W": w6_widths, "W7": w7_subgraph, "W8": w8_send, "W11": w11_history}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="LangGraph's W7, W8 and W11")
+    ap = argparse.ArgumentParser(description="LangGraph's W6 widths, W7, W8 and W11")
     ap.add_argument("--child")
     ap.add_argument("--only", default=",".join(CHILDREN))
     ap.add_argument("--out")

@@ -3,14 +3,15 @@
 Each function runs in its own process (see run.py) and prints JSON lines with the same field
 names and correctness asserts as shared/bench/peer_langgraph.py, so the two compare as ratios.
 ``SIZES`` holds the workload sizes; ``--smoke`` shrinks them to seconds (no timing checks).
-W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out) are not in the shared spec; their
-LangGraph side is benchmarks/peer_extra.py, whose docstring describes them. W9 (the streaming
-parser's time per chunk, ours only) is in benchmarks/stream_parse.py, W10 (what tracing adds
-per model and tool call, ours only) in benchmarks/tracing.py, W4D (W4 on the durable savers: a
-turn on a 5,000-message thread against one on a 10-message thread, ours only) in
-benchmarks/long_threads.py, W12 (5,000 conversations at once on one loop: turns/s and the
-garbage collector's share, ours only) in benchmarks/concurrency.py, W11 (the history of a
-1,000-turn thread on SQLite and Redis, whole and with ``limit=10``) in benchmarks/history.py.
+W6 at widths 64 and 256, W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out) are not
+in the shared spec; their LangGraph side is benchmarks/peer_extra.py, whose docstring
+describes them. W9 (the streaming parser's time per chunk, ours only) is in
+benchmarks/stream_parse.py, W10 (what tracing adds per model and tool call, ours only) in
+benchmarks/tracing.py, W4D (W4 on the durable savers: a turn on a 5,000-message thread against
+one on a 10-message thread, ours only) in benchmarks/long_threads.py, W12 (5,000 conversations
+at once on one loop: turns/s and the garbage collector's share, ours only) in
+benchmarks/concurrency.py, W11 (the history of a 1,000-turn thread on SQLite and Redis, whole
+and with ``limit=10``) in benchmarks/history.py.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ SIZES: dict[str, int] = {
     "w5_conversations": 25,
     "w5_threads": 1000,
     "w6_invokes": 200,
+    "w6_64_invokes": 200,
+    "w6_256_invokes": 100,
     "w7_invokes": 200,
     "w8_invokes": 50,
     "w8_width": 256,
@@ -74,7 +77,8 @@ SIZES: dict[str, int] = {
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
     "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w11_turns": 10, "w11_trials": 1, "w12_conversations": 20, "w5_floor_pairs": 50, "w5_conversations": 2,
-    "w5_threads": 5, "w6_invokes": 5, "w7_invokes": 3, "w8_invokes": 2, "w8_width": 16,
+    "w5_threads": 5, "w6_invokes": 5, "w6_64_invokes": 2, "w6_256_invokes": 2, "w7_invokes": 3,
+    "w8_invokes": 2, "w8_width": 16,
     "w9_repeats": 2, "w10_rounds": 1,
 }  # fmt: skip
 
@@ -355,8 +359,7 @@ def _history(name: str, variant: str) -> None:
     emit(name, turns, dt, unit="turn", **ex)
 
 
-def w6_fanout() -> None:
-    width, invokes = 8, SIZES["w6_invokes"]
+def _w6_app(width: int) -> Any:
     graph = StateGraph(key_strategies={"items": KeyStrategy.APPEND})
     graph.add_node("fan", lambda s: {"x": s["x"] + 1})
     for i in range(width):
@@ -364,7 +367,11 @@ def w6_fanout() -> None:
         graph.add_edge("fan", f"w{i}").add_edge(f"w{i}", "join")
     graph.add_node("join", lambda s: {"x": len(s["items"])})
     graph.add_edge(START, "fan").add_edge("join", END)
-    app = graph.compile()
+    return graph.compile()
+
+
+def _w6_time(width: int, invokes: int) -> tuple[float, dict[str, Any]]:
+    app = _w6_app(width)
     out = app.invoke({"x": 0, "items": []})
     assert out["x"] == width and sorted(out["items"]) == list(range(width))
     results = []
@@ -375,9 +382,24 @@ def w6_fanout() -> None:
         dt = time.perf_counter() - t0
         assert out["x"] == width and len(out["items"]) == width
         results.append((dt, {}))
-    dt, ex = median_trial(results)
+    return median_trial(results)
+
+
+def w6_fanout() -> None:
+    """W6 at width 8 (``W6_fanout``, the shared spec), then at 64 and 256 (``W6_fanout_64``,
+    ``W6_fanout_256``: one op is a task, width + 2 per invoke; LangGraph's side is in
+    peer_extra.py). Each width builds its own graph; the narrow one runs first, so its peak
+    RSS is its own."""
+    width, invokes = 8, SIZES["w6_invokes"]
+    dt, ex = _w6_time(width, invokes)
     emit("W6_fanout", invokes, dt, unit="invoke (fan + 8 parallel + join)",
          per_node_step_us=round(dt / (invokes * (width + 2)) * 1e6, 2), **ex)  # fmt: skip
+    for width, invokes in ((64, SIZES["w6_64_invokes"]), (256, SIZES["w6_256_invokes"])):
+        dt, ex = _w6_time(width, invokes)
+        tasks = invokes * (width + 2)
+        emit(f"W6_fanout_{width}", tasks, dt, unit=f"task (fan + {width} parallel + join per invoke)",
+             invokes=invokes, width=width, per_task_us=round(dt / tasks * 1e6, 2),
+             per_invoke_us=round(dt / invokes * 1e6, 1), **ex)  # fmt: skip
 
 
 W7_NODES, W7_SUB_AT, W7_SUB_NODES = 20, 9, 3  # node n9 (the 10th) is the 3-node child graph

@@ -12,6 +12,7 @@ check that in the same read.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +40,9 @@ class MissingValuesError(Exception):
     def __init__(self, keys: list[str]) -> None:
         super().__init__(keys)
         self.keys = sorted(keys)
+
+
+_log = logging.getLogger("checkpoint")
 
 
 class UndecodableError(Exception):
@@ -178,14 +182,18 @@ def remember_write(
     if parent is not None and cache.head_id(thread) != parent:
         cache.forget(thread)
         return
-    private, kinds = private_delta(delta, cache.serializer)
 
     def make(values: HeadValues) -> CachedHead:
         return CachedHead(checkpoint.id, parent, checkpoint.step, header, index, values)
 
-    if parent is None:
-        first = HeadValues()
-        first.advance(private, kinds)
-        cache.keep(thread, make(first))
-    elif not cache.advance(thread, parent, make, private, kinds):
+    try:
+        private, kinds = private_delta(delta, cache.serializer)
+        if parent is None:
+            first = HeadValues()
+            first.advance(private, kinds)
+            cache.keep(thread, make(first))
+        elif not cache.advance(thread, parent, make, private, kinds):
+            cache.forget(thread)
+    except Exception:  # the write is stored: holding nothing is always right
+        _log.debug("not holding thread %r after a write", thread, exc_info=True)
         cache.forget(thread)

@@ -127,7 +127,11 @@ def written_reply(
 ) -> None:
     """After a write the script accepted: the head held for the thread moves on with it
     (or is dropped when the reply does not say what was written)."""
-    if int(reply[0]) == 1 and len(reply) > 1:
-        remember_write(cache, checkpoint, delta, json.loads(reply[1]), header)
-    else:  # a retried write whose first run had written: its index is not known here
+    try:
+        index = json.loads(reply[1]) if int(reply[0]) == 1 and len(reply) > 1 else None
+    except ValueError:
+        index = None
+    if index is None:  # a retried write whose first run had written: its index is unknown
         cache.forget(checkpoint.thread_id)
+    else:
+        remember_write(cache, checkpoint, delta, index, header)

@@ -368,13 +368,13 @@ class SqliteSaver(BaseCheckpointSaver):
                 if found is None:
                     self._heads.forget(thread_id)
                     return None
-                checkpoint_id = found[0]
-                wanted_head = True
+                checkpoint_id, wanted_head, stored = found[0], True, True
             else:
                 wanted_head = held is not None and held.id == checkpoint_id
+                stored = False  # not known yet: the id may have been pruned
             if held is not None and held.id == checkpoint_id:
                 values = self._heads.values_if(thread_id, checkpoint_id)
-                if values is not None and self._holds(db, thread_id, checkpoint_id):
+                if values is not None and (stored or self._holds(db, thread_id, checkpoint_id)):
                     return head_checkpoint(self.serializer, thread_id, held, values)
             row: Row | None = db.execute(
                 f"SELECT {_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",

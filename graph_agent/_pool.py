@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -39,31 +41,78 @@ def run_all(calls: Sequence[Callable[[], T]]) -> list[T | BaseException]:
     """Run the calls concurrently (the first on this thread) and wait for every one; each
     result is the call's value or the exception it raised, in the calls' order.
 
-    A waiting thread never blocks on a call that has not started: it takes the call back
-    from the pool's queue and runs it itself. So nested graphs and agents (a node that
-    invokes a graph whose step runs parallel nodes, at any depth) cannot deadlock the
-    shared pool; when the pool is busy the nested calls simply run on the caller's thread.
+    A waiting thread never blocks on a call that has not started: it takes the calls no
+    worker has taken and runs them itself. So nested graphs and agents (a node that invokes
+    a graph whose step runs parallel nodes, at any depth) cannot deadlock the shared pool;
+    when the pool is busy the nested calls simply run on the caller's thread.
     """
-    rest = calls[1:]
-    contexts = [contextvars.copy_context() for _ in rest]
-    pool = thread_pool()
-    futures = [pool.submit(ctx.run, call) for ctx, call in zip(contexts, rest)]
-    results: list[T | BaseException] = [_outcome(calls[0])]
-    # Workers take calls from the front of the queue; this thread takes them back from the
-    # end, so short calls are not handed from thread to thread when nobody needs to.
-    taken: dict[int, T | BaseException] = {}
-    for index in range(len(futures) - 1, -1, -1):
-        if futures[index].cancel():
-            taken[index] = _outcome(functools.partial(contexts[index].run, rest[index]))
-    for index, future in enumerate(futures):
-        if index in taken:
-            results.append(taken[index])
-        else:
-            try:
-                results.append(future.result())
-            except BaseException as exc:
-                results.append(exc)
+    if len(calls) < 2:
+        return [_outcome(call) for call in calls]
+    batch = _Batch(calls)
+    batch.spawn()
+    results = batch.results
+    results[0] = _outcome(calls[0])
+    # Helpers take calls from the front; this thread takes them from the end, so short
+    # calls are not handed from thread to thread when nobody needs to.
+    queue = batch.queue
+    while queue:
+        try:
+            index, context, call = queue.pop()
+        except IndexError:
+            break
+        results[index] = _outcome(functools.partial(context.run, call))
+    for helper in batch.close():
+        if not helper.cancel():
+            helper.result()  # it is running a call (or has finished): wait for it
     return results
+
+
+class _Batch:
+    """The calls of one ``run_all`` that no thread has taken yet, and its helpers: pool
+    jobs that take calls from the queue until it is empty.
+
+    Each call is one deque item, not one pool job: a pool job costs a future, a lock and a
+    queue hand-over, which for a wide fan-out of short calls cost more than the calls.
+    A helper that starts asks for one more while calls wait, so helpers (up to the pool's
+    size) join as fast as workers are free, and none are woken for calls already done."""
+
+    __slots__ = ("_closed", "_helpers", "_limit", "_lock", "queue", "results")
+
+    def __init__(self, calls: Sequence[Callable[[], Any]]) -> None:
+        # every call runs in a copy of the caller's context, taken now (the first runs in it)
+        self.queue: deque[tuple[int, contextvars.Context, Callable[[], Any]]] = deque(
+            (index, contextvars.copy_context(), calls[index]) for index in range(1, len(calls))
+        )
+        self.results: list[Any] = [None] * len(calls)
+        self._helpers: list[Future[None]] = []
+        self._limit = min(len(calls) - 1, thread_pool()._max_workers)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def spawn(self) -> None:
+        """Ask the pool for one more helper, while calls wait and the limit allows."""
+        with self._lock:
+            if self._closed or not self.queue or len(self._helpers) >= self._limit:
+                return
+            # RuntimeError: the pool is shut down (interpreter exit); the caller runs the calls
+            with contextlib.suppress(RuntimeError):
+                self._helpers.append(thread_pool().submit(self._help))
+
+    def _help(self) -> None:
+        self.spawn()
+        queue, results = self.queue, self.results
+        while True:
+            try:
+                index, context, call = queue.popleft()
+            except IndexError:
+                return
+            results[index] = _outcome(functools.partial(context.run, call))
+
+    def close(self) -> list[Future[None]]:
+        """No more helpers; the ones asked for so far."""
+        with self._lock:
+            self._closed = True
+            return list(self._helpers)
 
 
 def _outcome(call: Callable[[], T]) -> T | BaseException:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {"workload", "n", "seconds", "per_op_us", "peak_rss_mb"}
 
@@ -26,7 +28,7 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     records = {r["workload"]: r for r in map(json.loads, out.read_text().splitlines())}
     expected = {"W1_linear", "W2_react_mem", "W2_react_mem_handbuilt", "W3_resume", "W4_history",
-                "W4_history_handbuilt", "W6_fanout", "W7_subgraph", "W7_subgraph_mem", "W8_send",
+                "W4_history_handbuilt", "W6_fanout", "W6_fanout_64", "W6_fanout_256", "W7_subgraph", "W7_subgraph_mem", "W8_send",
                 "W9_stream_parse", "W9_stream_parse_merge", "W11_history_sqlite"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
@@ -57,6 +59,10 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     for name in {"W11_history_sqlite", "W11_history_redis"} & set(records):
         assert records[name]["decodes"] <= 5 * records[name]["n"], records[name]
     assert records["W7_subgraph"]["steps_per_invoke"] == 23
+    for width in (64, 256):
+        wide = records[f"W6_fanout_{width}"]
+        assert wide["width"] == width and wide["n"] == wide["invokes"] * (width + 2)
+        assert wide["per_task_us"] == pytest.approx(wide["per_op_us"], abs=0.01)
     assert (
         records["W8_send"]["n"]
         == records["W8_send"]["invokes"] * records["W8_send"]["sends_per_invoke"]

@@ -149,6 +149,13 @@ def test_run_all_runs_calls_concurrently_when_workers_are_free() -> None:
     assert run_all([barrier.wait, barrier.wait, barrier.wait]) is not None
 
 
+def test_run_all_runs_every_call_at_once_when_each_waits_for_all_the_others() -> None:
+    width = 12  # helpers join one after another until every call has a thread
+    barrier = threading.Barrier(width, timeout=10)
+    results = finishes(lambda: run_all([barrier.wait] * width))
+    assert sorted(results) == list(range(width))  # no BrokenBarrierError: all were waiting
+
+
 def test_a_call_taken_back_from_the_queue_sees_the_callers_context() -> None:
     import contextvars
 

@@ -389,19 +389,16 @@ class GraphRun(Cursor):
         """
         if len(frontier) < 2:
             return frontier, []
-        reach = self.spec.reach
-
-        def waits(node: str, other: str) -> bool:
-            to_node = reach[other].get(node)
-            if to_node is None:
-                return False
-            back = reach[node].get(other)
-            return back is None or to_node < back
-
-        runnable = [n for n in frontier if not any(waits(n, m) for m in frontier if m != n)]
+        blockers = self.spec.reach.blockers
+        scheduled = set(frontier)
+        runnable: list[str] = []
+        waiting: list[str] = []
+        for node in frontier:
+            # sets: isdisjoint walks the smaller one, so a wide fan-out costs O(width)
+            (runnable if blockers(node).isdisjoint(scheduled) else waiting).append(node)
         if not runnable:
             return frontier, []
-        return runnable, [n for n in frontier if n not in runnable]
+        return runnable, waiting
 
 
 def _union_in_order(spec: GraphSpec, first: Sequence[str], second: Sequence[str]) -> list[str]:

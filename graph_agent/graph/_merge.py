@@ -139,6 +139,9 @@ def merge_updates(
     # ``Updates`` are one writer's, in order.
     replacing: dict[str, tuple[str, bool, int]] = {}  # key -> (writer, Overwrite?, writer no.)
     merging: dict[str, tuple[str, int]] = {}
+    # APPEND key -> the list this merge made for it: while ``merged`` holds that list, later
+    # writers extend it in place (copying it for each of a fan-out's writers is O(width^2))
+    fresh: dict[str, list[Any]] = {}
     for number, (writer, given) in enumerate(updates):
         parts = given.parts if type(given) is Updates else (given,)
         for update in parts:
@@ -150,7 +153,9 @@ def merge_updates(
                     "dict (e.g. {'key': value}) or None",
                     node=writer,
                 )
-            _merge_one(merged, writer, number, update, strategies, tracker, replacing, merging)
+            _merge_one(
+                merged, writer, number, update, strategies, tracker, replacing, merging, fresh
+            )
     return merged
 
 
@@ -163,6 +168,7 @@ def _merge_one(
     tracker: DeltaTracker,
     replacing: dict[str, tuple[str, bool, int]],
     merging: dict[str, tuple[str, int]],
+    fresh: dict[str, list[Any]],
 ) -> None:
     for key, value in update.items():
         if not isinstance(key, str):
@@ -191,10 +197,13 @@ def _merge_one(
         if strategy is _APPEND:
             items = value if isinstance(value, (list, tuple)) else (value,)
             old = merged.get(key)
-            if old is None:
-                merged[key] = list(items)
+            made = fresh.get(key)
+            if old is made and made is not None:
+                made.extend(items)
+            elif old is None:
+                merged[key] = fresh[key] = list(items)
             elif isinstance(old, list):
-                merged[key] = old + list(items)
+                merged[key] = fresh[key] = old + list(items)
             else:
                 raise InvalidUpdateError(
                     f"{_who(writer)} appended to key {key!r}, whose current value is a "

@@ -141,25 +141,56 @@ class BranchSpec:
 
 
 class Reachability:
-    """How many edges it takes to get from one node to another; computed per node on demand
-    (only steps that run several nodes ask), then kept."""
+    """Which scheduled nodes hold a node back at a join, from how many edges it takes to get
+    from one node to another; worked out per node on demand (only steps that run several
+    nodes ask), then kept."""
 
-    __slots__ = ("_distances", "_graph", "_lock")
+    __slots__ = ("_blockers", "_graph", "_lock", "_pred", "_succ")
 
     def __init__(self, graph: nx.DiGraph) -> None:
         self._graph = graph
-        self._distances: dict[str, dict[str, int]] = {}
+        self._succ: dict[str, list[str]] = {}
+        self._pred: dict[str, list[str]] = {}
+        self._blockers: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
 
-    def __getitem__(self, source: str) -> dict[str, int]:
-        """Distances from ``source`` to every node it can reach (itself excluded)."""
-        distances = self._distances.get(source)
-        if distances is None:
+    def blockers(self, node: str) -> frozenset[str]:
+        """The nodes that make ``node`` wait while they are scheduled beside it: every node
+        that can reach it, unless ``node`` can reach that node too and no later than it
+        would be reached (in a cycle the nearer upstream node goes first)."""
+        found = self._blockers.get(node)
+        if found is None:
             with self._lock:
-                distances = dict(nx.single_source_shortest_path_length(self._graph, source))
-                del distances[source]
-                self._distances[source] = distances
-        return distances
+                if not self._succ:
+                    graph = self._graph
+                    self._succ = {n: list(graph.successors(n)) for n in graph}
+                    self._pred = {n: list(graph.predecessors(n)) for n in graph}
+                onward = _distances(self._succ, node)
+                found = frozenset(
+                    m
+                    for m, d in _distances(self._pred, node).items()
+                    if m not in onward or d < onward[m]
+                )
+                self._blockers[node] = found
+        return found
+
+
+def _distances(adjacent: Mapping[str, list[str]], source: str) -> dict[str, int]:
+    """Edges from ``source`` to every node reachable over ``adjacent`` (itself excluded)."""
+    seen = {source: 0}
+    layer = [source]
+    depth = 0
+    while layer:
+        depth += 1
+        following = []
+        for node in layer:
+            for other in adjacent.get(node, ()):
+                if other not in seen:
+                    seen[other] = depth
+                    following.append(other)
+        layer = following
+    del seen[source]
+    return seen
 
 
 class GraphSpec:

@@ -46,9 +46,10 @@ class McpServerError(GraphAgentError, ConnectionError):
 class Connection:
     """One server: its session, its current tool list, and whether it is still there."""
 
-    def __init__(self, server: Server, timeout: float) -> None:
+    def __init__(self, server: Server, timeout: float, start_timeout: float = 30.0) -> None:
         self.server = server
-        self.timeout = timeout
+        self.timeout = timeout  # a tool call's
+        self.start_timeout = start_timeout  # the handshake's, and each listing's
         self.name = server.name or server.describe()
         self.tools: tuple[Any, ...] = ()  # the server's mcp.types.Tool list, as last listed
         self.dead: str | None = None  # what happened to it: "exited with code 3", ...
@@ -109,7 +110,9 @@ class Connection:
                 ClientSession(
                     receive,
                     transport.write,
-                    read_timeout_seconds=datetime.timedelta(seconds=self.timeout),
+                    # requests without a timeout of their own (the handshake, listings);
+                    # a tool call passes the provider's ``timeout``
+                    read_timeout_seconds=datetime.timedelta(seconds=self.start_timeout),
                     message_handler=self._on_message,
                 )
             )
@@ -174,6 +177,11 @@ class Connection:
         what = self.dead or _leaf(error)
         if isinstance(error, McpServerError):
             what = str(error)
+        elif _has_code(error, _REQUEST_TIMEOUT):
+            what = (
+                f"it did not answer within {self.start_timeout:g} s while starting "
+                "(McpToolProvider(start_timeout=...))"
+            )
         tail = self._transport.stderr_tail(10) if self._transport is not None else []
         details = "".join(f"\n  stderr: {line}" for line in tail)
         where = self.server.transport
@@ -280,6 +288,27 @@ class Connection:
             "(McpToolProvider(timeout=...)); the call may still be running on the server",
             server=self.name,
         )
+
+
+def _has_code(error: BaseException, code: int) -> bool:
+    """Whether ``error``, or an error in it (exception groups, causes), is an ``McpError``
+    with ``code``."""
+    from mcp.shared.exceptions import McpError
+
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, McpError) and current.error.code == code:
+            return True
+        pending.extend(getattr(current, "exceptions", ()))
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                pending.append(linked)
+    return False
 
 
 def _leaf(error: BaseException) -> str:

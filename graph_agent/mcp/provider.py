@@ -122,7 +122,8 @@ class McpToolProvider:
 
     Open it with ``with`` (or ``open()``/``close()``) or ``async with`` (``aopen()``/
     ``aclose()``): every server's session opens once (the servers start in parallel) and
-    closes with the provider. A call waits at most ``timeout`` seconds for the server. With
+    closes with the provider. A call waits at most ``timeout`` seconds for the server; a
+    server gets ``start_timeout`` seconds to answer its handshake and each listing. With
     ``prefix=True`` a tool is named ``<server>__<tool>`` (the server's ``name=``, else the
     name it gives itself), which two servers offering one tool name need. Names are made to
     fit OpenAI's rules (letters, digits, ``_`` and ``-``, 64 at most); the server is called
@@ -132,18 +133,26 @@ class McpToolProvider:
     server's ``tools/list_changed`` is seen by the next model call.
     """
 
-    def __init__(self, *servers: Server, prefix: bool = False, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        *servers: Server,
+        prefix: bool = False,
+        timeout: float = 30.0,
+        start_timeout: float = 30.0,
+    ) -> None:
         if not servers:
             raise ValueError("McpToolProvider needs at least one StdioServer or HttpServer")
         for server in servers:
             if not isinstance(server, (StdioServer, HttpServer)):
                 raise TypeError(f"{server!r} is not a StdioServer or an HttpServer")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        for name, value in (("timeout", timeout), ("start_timeout", start_timeout)):
+            if not value > 0:
+                raise ValueError(f"McpToolProvider({name}=...) must be positive, got {value!r}")
         self.servers: tuple[Server, ...] = servers
         self.prefix = prefix
         self.timeout = timeout
-        self._connections = [Connection(server, timeout) for server in servers]
+        self.start_timeout = start_timeout
+        self._connections = [Connection(server, timeout, start_timeout) for server in servers]
         self._portal_cm: Any = None
         self._portal: BlockingPortal | None = None
         self._owners: list[concurrent.futures.Future[None]] = []

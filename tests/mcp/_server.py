@@ -5,7 +5,8 @@ python tests/mcp/_server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT
 
 It lists its tools in pages of ``PAGE`` (through the SDK's low-level list handler), so every
 listing is paginated. ``WEATHER_FAIL_AT_START=1`` in its environment makes it exit with
-code 2 before speaking MCP, after a line on stderr.
+code 2 before speaking MCP, after a line on stderr; ``WEATHER_START_DELAY=<seconds>`` makes it
+wait that long before it answers anything.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
@@ -138,6 +140,7 @@ if __name__ == "__main__":
     if os.environ.get("WEATHER_FAIL_AT_START") == "1":
         print("cannot read /etc/weather.toml", file=sys.stderr, flush=True)
         sys.exit(2)
+    time.sleep(float(os.environ.get("WEATHER_START_DELAY", "0")))
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.settings.port = int(sys.argv[2])
         server.run("streamable-http")

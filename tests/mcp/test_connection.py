@@ -118,6 +118,32 @@ def test_a_server_that_exits_at_start_is_an_error_with_its_exit_code_and_stderr(
     assert caught.value.server == "weather"
 
 
+def test_a_server_that_never_answers_its_handshake_fails_after_start_timeout() -> None:
+    silent = StdioServer(sys.executable, ["-c", "import time; time.sleep(30)"], name="silent")
+    started = time.monotonic()
+    with pytest.raises(McpServerError) as caught:
+        McpToolProvider(silent, timeout=60, start_timeout=0.5).open()
+    assert time.monotonic() - started < 10  # the start timeout, not the call timeout
+    assert str(caught.value).startswith(
+        f"could not start MCP server 'silent' (stdio: {sys.executable} -c import time; "
+        "time.sleep(30)): it did not answer within 0.5 s while starting "
+        "(McpToolProvider(start_timeout=...))"
+    )
+
+
+def test_the_call_timeout_does_not_bound_the_start() -> None:
+    """A short call timeout is for calls: a server may take longer than it to start."""
+    slow = stdio(env={"WEATHER_START_DELAY": "1.0"})
+    with McpToolProvider(slow, timeout=0.2) as provider:
+        assert provider.get_tool_callbacks()
+
+
+@pytest.mark.parametrize("option", ["timeout", "start_timeout"])
+def test_timeouts_must_be_positive(option: str) -> None:
+    with pytest.raises(ValueError, match=f"McpToolProvider\\({option}=...\\) must be positive"):
+        McpToolProvider(stdio(), **{option: 0})
+
+
 def test_a_command_that_does_not_exist_is_an_error_naming_it() -> None:
     with pytest.raises(McpServerError) as caught:
         McpToolProvider(StdioServer("weather-server-that-does-not-exist")).open()
