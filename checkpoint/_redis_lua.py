@@ -161,6 +161,27 @@ end
 return {1, written}
 """
 
+# A Lua function the read scripts begin with: the items of stored list ``list`` from position
+# ``from`` up to ``length`` (excluded), in HMGETs of 500, or nil and the complaint when one is
+# missing (``key`` names the list in it).
+_LIST_ITEMS = r"""
+local function list_items(list, from, length, key)
+  local items = {}
+  for first = from, length - 1, 500 do
+    local fields = {}
+    for p = first, math.min(first + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
+    local got = redis.call('HMGET', KEYS[6], unpack(fields))
+    for p = 1, #fields do
+      if not got[p] then
+        return nil, 'item ' .. (first + p - 1) .. " of the list '" .. key .. "' is missing"
+      end
+      items[#items + 1] = got[p]
+    end
+  end
+  return items
+end
+"""
+
 # ARGV: id ('' = the head), ttl to refresh ('0' = none), held ('' = none: the id of a
 #       checkpoint of the thread whose values the client holds decoded).
 # Returns nil; {id, '='} when the checkpoint is the held one; or
@@ -169,7 +190,7 @@ return {1, written}
 #  list's items), "=" (the held checkpoint has the same reference: data '') or "a" (the held
 #  checkpoint's list, grown: data holds the items after the held length);
 # or {'!', why} when the thread's stored data is corrupt, truncated or partly gone.
-READ = r"""
+READ = _LIST_ITEMS + r"""
 local id, held = ARGV[1], ARGV[3]
 if id == '' then
   id = redis.call('GET', KEYS[1])
@@ -242,18 +263,8 @@ for key, ref in pairs(idx) do
       start = tonumber(old[3])
       out[#out] = 'a'
     end
-    local items = {}
-    for from = start, length - 1, 500 do
-      local fields = {}
-      for p = from, math.min(from + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
-      local got = redis.call('HMGET', KEYS[6], unpack(fields))
-      for p = 1, #fields do
-        if not got[p] then
-          return {'!', 'item ' .. (from + p - 1) .. " of the list '" .. key .. "' is missing"}
-        end
-        items[#items + 1] = got[p]
-      end
-    end
+    local items, why = list_items(list, start, length, key)
+    if not items then return {'!', why} end
     out[#out + 1] = items
   else
     return {'!', "the index entry of '" .. key .. "' is not valid"}
@@ -272,7 +283,7 @@ return out
 # longest prefix the page's checkpoints hold. {0, '', {}, {}, {}} when the thread never had
 # ``before`` (or no longer has it: pruning drops the oldest first, so nothing older is left);
 # {'!', why} when the head is not among the ids or the stored data is corrupt or partly gone.
-HISTORY = r"""
+HISTORY = _LIST_ITEMS + r"""
 local head = redis.call('GET', KEYS[1])
 if head and not redis.call('ZSCORE', KEYS[7], head) then
   return {'!', 'its head ' .. head .. ' is missing from its list of checkpoints'}
@@ -333,18 +344,8 @@ local lists = {}
 for list, length in pairs(need) do
   local from = have[list] or 0
   if length > from then
-    local items = {}
-    for first = from, length - 1, 500 do
-      local fields = {}
-      for p = first, math.min(first + 499, length - 1) do fields[#fields + 1] = list .. ':' .. p end
-      local got = redis.call('HMGET', KEYS[6], unpack(fields))
-      for p = 1, #fields do
-        if not got[p] then
-          return {'!', 'item ' .. (first + p - 1) .. " of the list '" .. named[list] .. "' is missing"}
-        end
-        items[#items + 1] = got[p]
-      end
-    end
+    local items, why = list_items(list, from, length, named[list])
+    if not items then return {'!', why} end
     lists[#lists + 1] = list
     lists[#lists + 1] = from
     lists[#lists + 1] = items
