@@ -8,7 +8,7 @@
 Same rules and JSON lines as peer_langgraph.py (shared/bench/WORKLOADS.md): each workload runs
 in a fresh subprocess (``--child NAME``) for its own peak RSS; construction, compilation and
 one warm-up invoke are outside the timed loop; 3 trials, the median one is reported; the
-correctness asserts follow the timed loop. The workloads (ours: benchmarks/workloads.py):
+correctness asserts follow the timed loop. The workloads (ours: benchmarks/graph_shapes.py):
 
 W6W fan-out widths: W6 (``{x: int, items: list (+)}``; ``fan`` (x+1) -> ``w0..w{N-1}``,
 ``wi`` returns items=[i] -> ``join``, which waits for all of them and sets x = len(items))

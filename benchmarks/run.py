@@ -28,10 +28,11 @@ from _servers import redis_binary, server  # noqa: E402  (benchmarks/ is not a p
 
 def child(name: str, smoke: bool) -> None:
     sys.path.insert(0, str(ROOT))
+    import _common
     import workloads
 
     if smoke:
-        workloads.SIZES.update(workloads.SMOKE)
+        _common.SIZES.update(_common.SMOKE)  # the one dict every workload module reads
     workloads.WORKLOADS[name]()
 
 

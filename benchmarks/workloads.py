@@ -1,34 +1,35 @@
-"""The workloads of shared/bench/WORKLOADS.md (W1-W6), plus W7-W9, on graph-agent's public API.
+"""The workloads of shared/bench/WORKLOADS.md (W1-W6), plus W7-W12, on graph-agent's public API.
 
 Each function runs in its own process (see run.py) and prints JSON lines with the same field
 names and correctness asserts as shared/bench/peer_langgraph.py, so the two compare as ratios.
-``SIZES`` holds the workload sizes; ``--smoke`` shrinks them to seconds (no timing checks).
-W6 at widths 64 and 256, W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out) are not
-in the shared spec; their LangGraph side is benchmarks/peer_extra.py, whose docstring
-describes them. W9 (the streaming parser's time per chunk, ours only) is in
-benchmarks/stream_parse.py, W10 (what tracing adds per model and tool call, ours only) in
-benchmarks/tracing.py, W4D (W4 on the durable savers: a turn on a 5,000-message thread against
-one on a 10-message thread, ours only) in benchmarks/long_threads.py, W12 (5,000 conversations
-at once on one loop: turns/s and the garbage collector's share, ours only) in
-benchmarks/concurrency.py, W11 (the history of a 1,000-turn thread on SQLite and Redis, whole
-and with ``limit=10``) in benchmarks/history.py.
+``SIZES`` (in _common.py) holds the workload sizes; ``--smoke`` shrinks them to seconds (no
+timing checks). This module has the model workloads (W1-W5); the others live beside it:
+W6 (also at widths 64 and 256), W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out)
+in benchmarks/graph_shapes.py, with their LangGraph side in benchmarks/peer_extra.py; W9 (the
+streaming parser's time per chunk, ours only) in benchmarks/stream_parse.py; W10 (what
+tracing adds per model and tool call, ours only) in benchmarks/tracing.py; W4D (W4 on the
+durable savers: a turn on a 5,000-message thread against one on a 10-message thread, ours
+only) in benchmarks/long_threads.py; W11 (the history of a 1,000-turn thread on SQLite and
+Redis, whole and with ``limit=10``) in benchmarks/history.py; W12 (5,000 conversations at once
+on one loop: turns/s and the garbage collector's share, ours only) in benchmarks/concurrency.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import statistics
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import concurrency
+import graph_shapes
 import history
 import long_threads
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
+from _common import SIZES, cfg, emit, median_trial
 
 from checkpoint import MemorySaver, RedisSaver
 from graph_agent import (
@@ -39,7 +40,6 @@ from graph_agent import (
     KeyStrategy,
     Prompt,
     ReactAgent,
-    RunnableConfig,
     StateGraph,
     ToolCall,
     ToolCallingChatOptions,
@@ -48,65 +48,6 @@ from graph_agent import (
     UserMessage,
     tool,
 )
-
-SIZES: dict[str, int] = {
-    "trials": 3,
-    "w1_invokes": 200,
-    "w1_nodes": 100,
-    "w2_conversations": 25,
-    "w2_k": 20,
-    "w3_threads": 1000,
-    "w4_turns": 200,
-    "w4d_turns": 2500,
-    "w4d_samples": 20,
-    "w11_turns": 1000,
-    "w11_trials": 5,
-    "w12_conversations": 5000,
-    "w5_floor_pairs": 5000,
-    "w5_conversations": 25,
-    "w5_threads": 1000,
-    "w6_invokes": 200,
-    "w6_64_invokes": 200,
-    "w6_256_invokes": 100,
-    "w7_invokes": 200,
-    "w8_invokes": 50,
-    "w8_width": 256,
-    "w9_repeats": 60,
-    "w10_rounds": 12,
-}
-SMOKE = {
-    "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
-    "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w11_turns": 10, "w11_trials": 1, "w12_conversations": 20, "w5_floor_pairs": 50, "w5_conversations": 2,
-    "w5_threads": 5, "w6_invokes": 5, "w6_64_invokes": 2, "w6_256_invokes": 2, "w7_invokes": 3,
-    "w8_invokes": 2, "w8_width": 16,
-    "w9_repeats": 2, "w10_rounds": 1,
-}  # fmt: skip
-
-
-def peak_rss_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
-
-
-def emit(workload: str, n: int, seconds: float, **extra: Any) -> None:
-    record = {
-        "workload": workload,
-        "n": n,
-        "seconds": round(seconds, 6),
-        "per_op_us": round(seconds / n * 1e6, 3) if n else None,
-        "peak_rss_mb": peak_rss_mb(),
-    }
-    record.update(extra)
-    print(json.dumps(record), flush=True)
-
-
-def median_trial(results: list[tuple[float, dict[str, Any]]]) -> tuple[float, dict[str, Any]]:
-    ordered = sorted(results, key=lambda r: r[0])
-    seconds, extra = ordered[len(ordered) // 2]
-    extra = dict(extra)
-    extra["trials"] = len(results)
-    extra["trial_seconds"] = [round(r[0], 4) for r in results]
-    return seconds, extra
-
 
 # -- the scripted model and the trivial tool (WORKLOADS.md) ------------------------------------
 
@@ -175,10 +116,6 @@ def make_react(k: int, saver: Any, variant: str = "prebuilt") -> Any:
     graph.add_edge(START, "agent").add_conditional_edges("agent", route, ["tools", END])
     graph.add_edge("tools", "agent")
     return graph.compile(saver=saver, recursion_limit=10_000)
-
-
-def cfg(thread_id: str) -> RunnableConfig:
-    return RunnableConfig(thread_id=thread_id, recursion_limit=10_000)
 
 
 def thread_bytes(saver: Any, thread_id: str) -> int:
@@ -359,133 +296,6 @@ def _history(name: str, variant: str) -> None:
     emit(name, turns, dt, unit="turn", **ex)
 
 
-def _w6_app(width: int) -> Any:
-    graph = StateGraph(key_strategies={"items": KeyStrategy.APPEND})
-    graph.add_node("fan", lambda s: {"x": s["x"] + 1})
-    for i in range(width):
-        graph.add_node(f"w{i}", lambda s, i=i: {"items": [i]})
-        graph.add_edge("fan", f"w{i}").add_edge(f"w{i}", "join")
-    graph.add_node("join", lambda s: {"x": len(s["items"])})
-    graph.add_edge(START, "fan").add_edge("join", END)
-    return graph.compile()
-
-
-def _w6_time(width: int, invokes: int) -> tuple[float, dict[str, Any]]:
-    app = _w6_app(width)
-    out = app.invoke({"x": 0, "items": []})
-    assert out["x"] == width and sorted(out["items"]) == list(range(width))
-    results = []
-    for _ in range(SIZES["trials"]):
-        t0 = time.perf_counter()
-        for _ in range(invokes):
-            out = app.invoke({"x": 0, "items": []})
-        dt = time.perf_counter() - t0
-        assert out["x"] == width and len(out["items"]) == width
-        results.append((dt, {}))
-    return median_trial(results)
-
-
-def w6_fanout() -> None:
-    """W6 at width 8 (``W6_fanout``, the shared spec), then at 64 and 256 (``W6_fanout_64``,
-    ``W6_fanout_256``: one op is a task, width + 2 per invoke; LangGraph's side is in
-    peer_extra.py). Each width builds its own graph; the narrow one runs first, so its peak
-    RSS is its own."""
-    width, invokes = 8, SIZES["w6_invokes"]
-    dt, ex = _w6_time(width, invokes)
-    emit("W6_fanout", invokes, dt, unit="invoke (fan + 8 parallel + join)",
-         per_node_step_us=round(dt / (invokes * (width + 2)) * 1e6, 2), **ex)  # fmt: skip
-    for width, invokes in ((64, SIZES["w6_64_invokes"]), (256, SIZES["w6_256_invokes"])):
-        dt, ex = _w6_time(width, invokes)
-        tasks = invokes * (width + 2)
-        emit(f"W6_fanout_{width}", tasks, dt, unit=f"task (fan + {width} parallel + join per invoke)",
-             invokes=invokes, width=width, per_task_us=round(dt / tasks * 1e6, 2),
-             per_invoke_us=round(dt / invokes * 1e6, 1), **ex)  # fmt: skip
-
-
-W7_NODES, W7_SUB_AT, W7_SUB_NODES = 20, 9, 3  # node n9 (the 10th) is the 3-node child graph
-
-
-def _w7(name: str, saver: MemorySaver | None) -> None:
-    invokes = SIZES["w7_invokes"]
-    final = W7_NODES - 1 + W7_SUB_NODES
-    steps = W7_NODES + W7_SUB_NODES  # 19 plain + the subgraph node + 3 inner = 23
-
-    def inc(state: Any) -> dict[str, int]:
-        return {"x": state["x"] + 1}
-
-    t0 = time.perf_counter()
-    child = StateGraph()
-    for j in range(W7_SUB_NODES):
-        child.add_node(f"s{j}", inc)
-    child.add_edge(START, "s0").add_edge(f"s{W7_SUB_NODES - 1}", END)
-    for j in range(W7_SUB_NODES - 1):
-        child.add_edge(f"s{j}", f"s{j + 1}")
-    sub = child.compile()
-    graph = StateGraph()
-    for i in range(W7_NODES):
-        graph.add_node(f"n{i}", sub if i == W7_SUB_AT else inc)
-    graph.add_edge(START, "n0").add_edge(f"n{W7_NODES - 1}", END)
-    for i in range(W7_NODES - 1):
-        graph.add_edge(f"n{i}", f"n{i + 1}")
-    app = graph.compile(saver=saver)
-    compile_s = time.perf_counter() - t0
-
-    def config(tid: str) -> RunnableConfig | None:
-        return cfg(tid) if saver is not None else None
-
-    assert app.invoke({"x": 0}, config(f"{name}-warm"))["x"] == final
-    results = []
-    for trial in range(SIZES["trials"]):
-        t0 = time.perf_counter()
-        for i in range(invokes):
-            out = app.invoke({"x": 0}, config(f"{name}-{trial}-{i}"))  # a new thread each
-        dt = time.perf_counter() - t0
-        assert out["x"] == final, out
-        results.append((dt, {}))
-    dt, ex = median_trial(results)
-    emit(name, invokes * steps, dt,
-         unit=f"node step ({W7_NODES - 1} plain + 1 subgraph node + {W7_SUB_NODES} inner = {steps} per invoke)",
-         invokes=invokes, steps_per_invoke=steps, checkpointer=type(saver).__name__ if saver else None,
-         per_invoke_us=round(dt / invokes * 1e6, 1), build_compile_ms=round(compile_s * 1e3, 2), **ex)  # fmt: skip
-
-
-def w7_subgraph() -> None:
-    _w7("W7_subgraph", None)
-    _w7("W7_subgraph_mem", MemorySaver())
-
-
-def w8_send() -> None:
-    from graph_agent import Send
-
-    width, invokes = SIZES["w8_width"], SIZES["w8_invokes"]
-    total = sum(2 * i for i in range(width))
-    graph = StateGraph(key_strategies={"items": KeyStrategy.APPEND, "results": KeyStrategy.APPEND})
-    graph.add_node("plan", lambda s: {"items": list(range(width))})
-    graph.add_node("work", lambda s: {"results": [s["item"] * 2]})
-    graph.add_node("reduce", lambda s: {"total": sum(s["results"])})
-    graph.add_edge(START, "plan")
-    graph.add_conditional_edges("plan", lambda s: [Send("work", {"item": i}) for i in s["items"]])
-    graph.add_edge("work", "reduce").add_edge("reduce", END)
-    app = graph.compile()
-
-    def check(out: Any) -> None:
-        assert len(out["results"]) == width, len(out["results"])
-        assert out["total"] == total and sorted(out["results"]) == [2 * i for i in range(width)]
-
-    check(app.invoke({"items": [], "results": [], "total": 0}))
-    results = []
-    for _ in range(SIZES["trials"]):
-        t0 = time.perf_counter()
-        for _ in range(invokes):
-            out = app.invoke({"items": [], "results": [], "total": 0})
-        dt = time.perf_counter() - t0
-        check(out)
-        results.append((dt, {}))
-    dt, ex = median_trial(results)
-    emit("W8_send", invokes * width, dt, unit=f"Send task (plan + {width} Sends + reduce per invoke)",
-         invokes=invokes, sends_per_invoke=width, per_invoke_us=round(dt / invokes * 1e6, 1), **ex)  # fmt: skip
-
-
 # -- Redis -------------------------------------------------------------------------------------
 
 
@@ -612,9 +422,9 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W3": w3_resume,
     "W4": w4_history,
     "W5": w5_redis,
-    "W6": w6_fanout,
-    "W7": w7_subgraph,
-    "W8": w8_send,
+    "W6": graph_shapes.w6_fanout,
+    "W7": graph_shapes.w7_subgraph,
+    "W8": graph_shapes.w8_send,
     "W9": lambda: stream_parse.w9_stream_parse(SIZES["w9_repeats"]),
     "W4D": lambda: long_threads.w4_durable(
         SIZES["w4d_turns"],

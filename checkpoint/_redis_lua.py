@@ -190,7 +190,9 @@ end
 #  list's items), "=" (the held checkpoint has the same reference: data '') or "a" (the held
 #  checkpoint's list, grown: data holds the items after the held length);
 # or {'!', why} when the thread's stored data is corrupt, truncated or partly gone.
-READ = _LIST_ITEMS + r"""
+READ = (
+    _LIST_ITEMS
+    + r"""
 local id, held = ARGV[1], ARGV[3]
 if id == '' then
   id = redis.call('GET', KEYS[1])
@@ -272,6 +274,7 @@ for key, ref in pairs(idx) do
 end
 return out
 """
+)
 
 # ARGV: before ('' = from the newest), count (at most this many ids), ttl to refresh ('0' =
 #       none), then (list, have)*: the items the client already holds (positions below have).
@@ -283,7 +286,9 @@ return out
 # longest prefix the page's checkpoints hold. {0, '', {}, {}, {}} when the thread never had
 # ``before`` (or no longer has it: pruning drops the oldest first, so nothing older is left);
 # {'!', why} when the head is not among the ids or the stored data is corrupt or partly gone.
-HISTORY = _LIST_ITEMS + r"""
+HISTORY = (
+    _LIST_ITEMS
+    + r"""
 local head = redis.call('GET', KEYS[1])
 if head and not redis.call('ZSCORE', KEYS[7], head) then
   return {'!', 'its head ' .. head .. ' is missing from its list of checkpoints'}
@@ -357,3 +362,4 @@ if ttl > 0 then
 end
 return {#ids, ids[#ids] or '', checkpoints, values, lists}
 """
+)
