@@ -29,7 +29,6 @@ __all__ = [
     "MissingValuesError",
     "UndecodableError",
     "head_checkpoint",
-    "plan_head_read",
     "remember_write",
 ]
 
@@ -148,11 +147,6 @@ class HeadRead:
         return CachedHead(
             checkpoint_id, parent_id, step, header, index, HeadValues(result, how, owned)
         )
-
-
-def plan_head_read(index: Index, held: CachedHead | None) -> HeadRead:
-    """What must be read for the head with ``index`` when ``held`` (still stored) is held."""
-    return HeadRead(index, held)
 
 
 def head_checkpoint(

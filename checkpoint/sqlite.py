@@ -13,11 +13,11 @@ from typing import Any
 
 from ._head import CachedHead, HeadCache
 from ._head_read import (
+    HeadRead,
     HeldHeadChangedError,
     MissingValuesError,
     UndecodableError,
     head_checkpoint,
-    plan_head_read,
     remember_write,
 )
 from ._history import Decoded
@@ -410,7 +410,7 @@ class SqliteSaver(BaseCheckpointSaver):
         list items it added are read and decoded."""
         cid, parent_id, step, header, idx = row
         index: Index = self.serializer.loads(idx)
-        plan = plan_head_read(index, held)
+        plan = HeadRead(index, held)  # what must be read: what ``held`` lacks
         values: dict[str, bytes] = {}
         for key in plan.values:
             found = db.execute(
