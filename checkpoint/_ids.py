@@ -7,12 +7,21 @@ disagree, so no saver orders checkpoints by id: the order is the order of the wr
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 from datetime import datetime, timezone
 
 _lock = threading.Lock()
 _last_ns = 0
+
+# Random tails come from a generator of our own, seeded from the OS once per process (and again
+# in a forked child), not from os.urandom per id: urandom releases the GIL, and an event loop
+# thread that releases it while tool threads run waits to get it back (measured: 19 us per id
+# under W12 against 0.3 us alone). Our own instance, because a user's random.seed() must not
+# make two processes draw the same ids.
+_random = random.Random()
+os.register_at_fork(after_in_child=_random.seed)
 
 
 def new_checkpoint_id() -> str:
@@ -28,7 +37,12 @@ def new_checkpoint_id() -> str:
         if now <= _last_ns:
             now = _last_ns + 1
         _last_ns = now
-    return f"{now:016x}{os.urandom(4).hex()}"
+    return f"{now:016x}{_random.getrandbits(32):08x}"
+
+
+def new_run_id() -> str:
+    """A random 32-hex-digit id (a run's, or a fresh thread's): unique across processes."""
+    return f"{_random.getrandbits(128):032x}"
 
 
 def created_at_of(checkpoint_id: str) -> datetime:

@@ -8,13 +8,13 @@ calls, the other awaits it. The engine runs whichever the run needs.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._context import TaskScope, current_task
+from .._workers import to_worker
 from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
@@ -375,7 +375,7 @@ class _CallHook(Effect):
         if inspect.iscoroutinefunction(self.method):
             return await self.method(self.state, self.config)
         # a sync hook may block (a summarizing model call): keep it off the loop
-        result = await asyncio.to_thread(self.method, self.state, self.config)
+        result = await to_worker(self.method, self.state, self.config)
         return (await result) if inspect.isawaitable(result) else result
 
 

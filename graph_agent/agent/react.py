@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
+from checkpoint._ids import new_run_id
 
 from ..errors import AgentMaxIterationsError, GraphRecursionError, GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent
@@ -212,7 +212,7 @@ class ReactAgent:
                 f"agent '{self.name}': resuming (input None or Command) needs the paused run's "
                 "thread: pass config={'thread_id': ...}, the id the paused run was given"
             )
-        fresh = f"{self.name}-{uuid.uuid4().hex}"
+        fresh = f"{self.name}-{new_run_id()}"
         return {**config, "thread_id": fresh} if config else {"thread_id": fresh}
 
     # -- running -----------------------------------------------------------------------------

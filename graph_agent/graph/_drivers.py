@@ -21,6 +21,7 @@ from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
 from .._context import RunScope, TaskScope, current_task, kept_id
 from .._pool import run_all
+from .._workers import to_worker
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
 from ._effects import (
@@ -138,7 +139,7 @@ async def _arun_task(
             if node.afn is not None:
                 out = await _call(node.afn, node.afn_takes_config, task)
             else:
-                out = await asyncio.to_thread(_call, node.fn, node.takes_config, task)
+                out = await to_worker(_call, node.fn, node.takes_config, task)
                 if inspect.isawaitable(out):  # a sync callable that returned an awaitable
                     out = await out
         except NodeInterrupt as interrupt:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import uuid
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping
 from typing import Any
 
 import networkx as nx
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
+from checkpoint._ids import new_run_id
 
 from .._context import EventBus, RunScope, current_task
 from .._listeners import run_listeners
@@ -167,7 +167,7 @@ class CompiledGraph:
             listeners = run_listeners(self.listeners)
             if listeners:
                 bus = EventBus(listeners)
-        return RunScope(uuid.uuid4().hex, config.thread_id, namespace, bus, self.saver)
+        return RunScope(new_run_id(), config.thread_id, namespace, bus, self.saver)
 
     def _start(
         self, inputs: Input, config: ConfigLike, stream: bool, bus: EventBus | None = None

@@ -11,10 +11,10 @@ before the cancellation goes on.
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 from collections.abc import Callable
 from typing import Any
+
+from .._workers import start_in_worker
 
 __all__ = ["FinishedAfterCancel", "in_thread"]
 
@@ -37,16 +37,17 @@ class FinishedAfterCancel(asyncio.CancelledError):
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` in a worker thread with the caller's context (as ``asyncio.to_thread``);
     cancelled, it waits for the thread and raises ``FinishedAfterCancel`` with the outcome."""
-    loop = asyncio.get_running_loop()
-    context = contextvars.copy_context()
-    future = loop.run_in_executor(None, functools.partial(context.run, fn, *args))
+    call = start_in_worker(fn, *args)
     try:
-        return await asyncio.shield(future)
+        await call.waiter
     except asyncio.CancelledError:
         try:
-            result = await asyncio.shield(future)  # the thread runs on: wait for its end
+            await call.wait_again()  # the thread runs on: wait for its end
         except asyncio.CancelledError:
             raise  # cancelled again while waiting: give up on keeping it
+        try:
+            result = call.outcome()
         except BaseException as error:
             raise FinishedAfterCancel(error=error) from None
         raise FinishedAfterCancel(result=result) from None
+    return call.outcome()

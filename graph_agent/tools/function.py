@@ -72,7 +72,8 @@ class FunctionToolCallback(Generic[P, R]):
     ``call`` runs an async function to completion: inside a sync graph or agent run on that
     run's one event loop, elsewhere with ``asyncio.run`` (on a worker thread when the calling
     thread already runs an event loop, which then waits); ``acall`` awaits it, and runs a
-    sync function in a worker thread (``asyncio.to_thread``) so the loop is never blocked.
+    sync function in a worker thread (as ``asyncio.to_thread`` would) so the loop is never
+    blocked.
     """
 
     __name__: str

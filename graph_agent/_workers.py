@@ -1,0 +1,127 @@
+"""Worker threads for the sync calls an async run makes (sync tools, nodes and hooks).
+
+``asyncio.to_thread`` hands a call over through a ``concurrent.futures.Future`` (with its
+condition, lock and waiter deque), an asyncio future chained to it by closures, and, where the
+outcome must survive a cancellation, ``asyncio.shield``'s futures and callbacks: about thirty
+objects the garbage collector tracks for as long as the call runs. With thousands of runs
+waiting on tools at once those objects are most of what every full collection walks. Here a
+call is one queue item and one asyncio future; the threads are started as calls need them, up
+to ``WORKERS`` (``asyncio``'s default executor size), and each call runs in a copy of the
+caller's context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import os
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["WORKERS", "WorkerCall", "to_worker"]
+
+WORKERS = min(32, (os.cpu_count() or 1) + 4)
+"""How many worker threads sync calls from async runs share (as ``asyncio.to_thread``)."""
+
+
+class WorkerCall:
+    """One call handed to a worker thread. ``waiter`` is set (to ``None``) on the loop once the
+    worker finished; then ``finished`` is true and ``outcome()`` returns or raises."""
+
+    __slots__ = ("_error", "_loop", "_value", "finished", "waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.waiter: asyncio.Future[None] = loop.create_future()
+        self.finished = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def outcome(self) -> Any:
+        """The call's value, or the exception it raised, raised (only once ``finished``)."""
+        if self._error is not None:
+            error, self._error = self._error, None  # no traceback cycle kept alive by us
+            raise error
+        return self._value
+
+    def wait_again(self) -> asyncio.Future[None]:
+        """A fresh future to wait for the worker after the first wait was cancelled."""
+        self.waiter = self._loop.create_future()
+        if self.finished:
+            self.waiter.set_result(None)
+        return self.waiter
+
+    def _finish(self, value: Any, error: BaseException | None) -> None:
+        """Worker thread: keep the outcome and wake the loop."""
+        self._value, self._error = value, error
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self._loop.call_soon_threadsafe(self._settle)
+
+    def _settle(self) -> None:
+        self.finished = True
+        if not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+class _Workers:
+    """The threads and their queue; threads start only when no started one is idle."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._started = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: tuple[Any, ...]) -> None:
+        self._jobs.put(job)
+        if self._idle.acquire(blocking=False):
+            return
+        with self._lock:
+            if self._started < self._size:
+                self._started += 1
+                threading.Thread(
+                    target=self._work, name=f"graph-agent-async_{self._started}", daemon=True
+                ).start()
+
+    def _work(self) -> None:
+        jobs, idle = self._jobs, self._idle
+        while True:
+            context, fn, args, call = jobs.get()
+            try:
+                value, error = context.run(fn, *args), None
+            except BaseException as exc:
+                value, error = None, exc
+            call._finish(value, error)
+            del context, fn, args, call, value, error
+            idle.release()
+
+
+_workers = _Workers(WORKERS)
+
+
+def _fresh_after_fork() -> None:
+    global _workers
+    _workers = _Workers(WORKERS)  # a forked child has none of the parent's threads
+
+
+os.register_at_fork(after_in_child=_fresh_after_fork)
+
+
+def start_in_worker(fn: Callable[..., Any], *args: Any) -> WorkerCall:
+    """Hand ``fn(*args)`` to a worker thread, in a copy of the current context; call it on
+    the event loop's thread."""
+    call = WorkerCall(asyncio.get_running_loop())
+    _workers.submit((contextvars.copy_context(), fn, args, call))
+    return call
+
+
+async def to_worker(fn: Callable[..., Any], *args: Any) -> Any:
+    """``await asyncio.to_thread(fn, *args)`` for less: run ``fn(*args)`` in a worker thread
+    with the caller's context. Cancelled, it stops waiting; the thread runs on."""
+    call = start_in_worker(fn, *args)
+    await call.waiter
+    return call.outcome()
