@@ -16,6 +16,7 @@ from ._index import header_of
 from ._redis_errors import is_transient, retrying, translate, where_of
 from ._redis_eviction import on_memory_info
 from ._redis_history import HistoryPages
+from ._redis_lean import ScriptCalls
 from ._redis_read import ReadAgain, read_reply, written_reply
 from ._redis_read import corrupt as _corrupt
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
@@ -123,6 +124,7 @@ class RedisSaver(BaseCheckpointSaver):
             async_client.register_script(_redis_lua.READ) if async_client is not None else None
         )
         self._list = client.register_script(_redis_lua.HISTORY) if client is not None else None
+        self._calls = ScriptCalls(client)  # the sync scripts' calls, on lean connections
         self._alist = (
             async_client.register_script(_redis_lua.HISTORY) if async_client is not None else None
         )
@@ -185,6 +187,7 @@ class RedisSaver(BaseCheckpointSaver):
         """Close the sync client ``from_url`` made (a client passed in stays open, as its
         owner's). Safe to call twice."""
         client, owned = self.client, self._owns_clients
+        self._calls.close()
         if owned and client is not None:
             client.close()
 
@@ -302,7 +305,7 @@ class RedisSaver(BaseCheckpointSaver):
         for _ in range(len(current.appended) + 2):
             args = self._args(checkpoint, current, check_head, whole, base, header)
             reply = self._retry(
-                functools.partial(write, keys=keys, args=args),
+                functools.partial(self._calls.call, write, keys, args),
                 checkpoint.thread_id,
                 "write",
                 self.write_retries,
@@ -398,7 +401,8 @@ class RedisSaver(BaseCheckpointSaver):
         self._check_policy(self.client, thread_id, "read")
         for retry in (False, True):
             args, held = self._read_args(thread_id, checkpoint_id, retry)
-            reply = self._retry(functools.partial(read, keys=keys, args=args), thread_id, "read")
+            call = functools.partial(self._calls.call, read, keys, args)
+            reply = self._retry(call, thread_id, "read")
             try:
                 return self._reply(thread_id, checkpoint_id, reply, held)
             except ReadAgain:
@@ -438,7 +442,7 @@ class RedisSaver(BaseCheckpointSaver):
         keys, pages = self.keys(thread_id), self._pages(thread_id, limit, before)
         self._check_policy(self.client, thread_id, "read")
         while not pages.done:
-            call = functools.partial(script, keys=keys, args=pages.args())
+            call = functools.partial(self._calls.call, script, keys, pages.args())
             yield from pages.take(self._retry(call, thread_id, "list"))
 
     async def alist(

@@ -274,18 +274,23 @@ def test_bytes_written_per_turn_stay_flat_on_a_real_server(redis_url):
     with redis.Redis.from_url(redis_url) as client:
         saver = RedisSaver(client, key_prefix=f"flat-{uuid.uuid4().hex[:6]}")
         sent: list[int] = []
-        write = saver._write
+        calls = saver._calls
 
-        def measured(**kwargs):  # what one write sends: its keys and arguments
-            sent.append(
-                sum(
-                    len(str(a).encode()) if not isinstance(a, bytes) else len(a)
-                    for a in [*kwargs["keys"], *kwargs["args"]]
-                )
-            )
-            return write(**kwargs)
+        class Measured:  # what one write sends: its keys and arguments
+            def call(self, script, keys, args):
+                if script is saver._write:
+                    sent.append(
+                        sum(
+                            len(a) if isinstance(a, bytes) else len(str(a).encode())
+                            for a in [*keys, *args]
+                        )
+                    )
+                return calls.call(script, keys, args)
 
-        saver._write = measured
+            def close(self):
+                calls.close()
+
+        saver._calls = Measured()
         app = chat_graph(saver)
         for turn in range(120):
             app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})

@@ -1,0 +1,136 @@
+"""A RedisSaver's script calls on connections of its own, with as few client layers as it can.
+
+redis-py's ``Script.__call__`` goes through ``execute_command``, the pool's checks and
+metrics, a retry wrapper and a generic argument packer: on a loopback server that is about
+as long as the round trip itself. The saver already retries what is transient itself
+(``RedisSaver._retry``), sends only bytes, str and int, and reads every reply whole, so on a
+plain ``redis.Redis`` it packs the ``EVALSHA`` itself and sends it on a redis-py
+``Connection`` (made with the client's own connection settings: address, credentials, TLS,
+timeouts, protocol) that it keeps for the next call. Anything else (a cluster client, a
+client with client-side caching or a single connection, a subclass or instance that
+overrides ``execute_command``, an ``execute_command`` wrapped by an instrumentation
+library) goes through redis-py's ``Script`` unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["ScriptCalls"]
+
+_CRLF = b"\r\n"
+
+
+def pack_command(parts: Sequence[bytes | str | int], encoding: str, errors: str) -> bytes:
+    """One command in RESP (an array of bulk strings)."""
+    out = [b"*%d\r\n" % len(parts)]
+    for part in parts:
+        if type(part) is bytes:
+            data = part
+        elif type(part) is str:
+            data = part.encode(encoding, errors)
+        elif type(part) is int:
+            data = b"%d" % part
+        else:
+            raise TypeError(
+                f"a Redis command argument must be bytes, str or int, got {type(part)!r}"
+            )
+        out += (b"$%d\r\n" % len(data), data, _CRLF)
+    return b"".join(out)
+
+
+def lean_pool(client: Any) -> Any:
+    """``client``'s connection pool when the saver may use connections of its own on it,
+    else ``None``."""
+    try:
+        import redis
+        import redis.connection as connection
+    except ImportError:  # pragma: no cover - the saver needs redis-py anyway
+        return None
+    method = type(client).__dict__.get("execute_command", redis.Redis.execute_command)
+    if (
+        not isinstance(client, redis.Redis)
+        or method is not redis.Redis.execute_command
+        or hasattr(method, "__wrapped__")  # wrapt / functools.wraps instrumentation
+        or "execute_command" in vars(client)
+        or getattr(client, "connection", None) is not None  # single_connection_client
+    ):
+        return None
+    pool: Any = getattr(client, "connection_pool", None)
+    if type(pool) not in (connection.ConnectionPool, connection.BlockingConnectionPool):
+        return None
+    if getattr(pool, "cache", None) is not None or pool.connection_class not in (
+        connection.Connection,
+        connection.SSLConnection,
+        connection.UnixDomainSocketConnection,
+    ):
+        return None
+    return pool
+
+
+class ScriptCalls:
+    """Runs a saver's Lua scripts on one sync client: ``call(script, keys, args)``.
+
+    Thread-safe: each call takes an idle connection of its own (or makes one), and gives it
+    back only after reading the whole reply; a connection that failed is closed, never
+    reused. After a fork the child makes new connections.
+    """
+
+    __slots__ = ("_encoding", "_errors", "_idle", "_pid", "_pool")
+
+    def __init__(self, client: Any) -> None:
+        self._pool = lean_pool(client)
+        self._idle: list[Any] = []
+        self._pid = os.getpid()
+        encoder = self._pool.get_encoder() if self._pool is not None else None
+        self._encoding: str = getattr(encoder, "encoding", "utf-8")
+        self._errors: str = getattr(encoder, "encoding_errors", "strict")
+
+    @property
+    def lean(self) -> bool:
+        """Whether calls go on the saver's own connections."""
+        return self._pool is not None
+
+    def call(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """``script`` (a redis-py ``Script``) run with ``keys`` and ``args``; redis-py's
+        errors as it raises them."""
+        pool = self._pool
+        if pool is None:
+            return script(keys=keys, args=args)
+        import redis
+
+        if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
+            self._idle, self._pid = [], os.getpid()
+        parts = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:
+            return self._send(pool, pack_command(parts, self._encoding, self._errors))
+        except redis.exceptions.NoScriptError:  # not cached on this server (yet, or any more)
+            body = ("EVAL", script.script, len(keys), *keys, *args)
+            return self._send(pool, pack_command(body, self._encoding, self._errors))
+
+    def _send(self, pool: Any, packed: bytes) -> Any:
+        import redis
+
+        try:
+            conn = self._idle.pop()
+        except IndexError:
+            conn = pool.connection_class(**pool.connection_kwargs)
+        try:
+            conn.send_packed_command((packed,))
+            reply = conn.read_response()
+        except redis.exceptions.ResponseError:  # the whole reply was read: the link is sound
+            self._idle.append(conn)
+            raise
+        except BaseException:
+            conn.disconnect()
+            raise
+        self._idle.append(conn)
+        return reply
+
+    def close(self) -> None:
+        """Close the idle connections (a call in flight closes its own when it fails)."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.disconnect()

@@ -1,0 +1,149 @@
+"""A RedisSaver on a plain ``redis.Redis`` sends its scripts on connections of its own
+(``checkpoint/_redis_lean.py``); anything that customises how commands are sent keeps
+redis-py's path."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import fakeredis
+import pytest
+import redis
+
+from checkpoint import RedisSaver
+from checkpoint._redis_lean import ScriptCalls, lean_pool, pack_command
+
+from ._graphs import chat_graph
+
+
+def _saver(url: str, **options: Any) -> RedisSaver:
+    return RedisSaver.from_url(url, key_prefix=f"lean-{uuid.uuid4().hex[:8]}", **options)
+
+
+def _commands(client: redis.Redis) -> dict[str, int]:
+    stats = client.info("commandstats")
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+
+def test_pack_command_is_resp_bulk_strings() -> None:
+    packed = pack_command(("EVALSHA", b"\x00\xff", 2, "día"), "utf-8", "strict")
+    assert packed == (b"*4\r\n$7\r\nEVALSHA\r\n$2\r\n\x00\xff\r\n$1\r\n2\r\n$4\r\nd\xc3\xada\r\n")
+    with pytest.raises(TypeError, match="bytes, str or int, got <class 'float'>"):
+        pack_command(("SET", "k", 1.5), "utf-8", "strict")
+
+
+def test_only_a_plain_client_gets_lean_calls(redis_url: str) -> None:
+    class Counting(redis.Redis):
+        def execute_command(self, *args: Any, **options: Any) -> Any:
+            return super().execute_command(*args, **options)
+
+    plain = redis.Redis.from_url(redis_url)
+    overridden = Counting.from_url(redis_url)
+    patched = redis.Redis.from_url(redis_url)
+    patched.execute_command = lambda *a, **k: None  # type: ignore[method-assign]
+    single = redis.Redis.from_url(redis_url, single_connection_client=True)
+    try:
+        assert lean_pool(plain) is plain.connection_pool
+        for client in (overridden, patched, single, fakeredis.FakeRedis(), None):
+            assert lean_pool(client) is None, client
+    finally:
+        for client in (plain, overridden, patched, single):
+            client.close()
+
+
+def test_one_evalsha_per_write_and_read_on_the_saver_s_own_connection(
+    redis_url: str, real_redis: redis.Redis
+) -> None:
+    with _saver(redis_url) as saver:
+        assert saver._calls.lean
+        app = chat_graph(saver)
+        app.invoke({"messages": ["warm"]}, {"thread_id": "rt"})
+        real_redis.config_resetstat()
+        for turn in range(10):
+            app.invoke({"messages": [f"turn {turn}"]}, {"thread_id": "rt"})
+        commands = _commands(real_redis)
+        # a turn: one head read, two writes; the server runs the script's own commands too
+        assert commands["evalsha"] == 30
+        assert "eval" not in commands and "script|load" not in commands
+        assert len(saver.get("rt").values["messages"]) == 22
+
+
+def test_a_flushed_script_cache_is_refilled_by_the_next_call(
+    redis_url: str, real_redis: redis.Redis
+) -> None:
+    with _saver(redis_url) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": ["one"]}, {"thread_id": "f"})
+        real_redis.script_flush()
+        app.invoke({"messages": ["two"]}, {"thread_id": "f"})
+        app.invoke({"messages": ["three"]}, {"thread_id": "f"})
+        assert [m for m in saver.get("f").values["messages"] if m in ("one", "two", "three")] == [
+            "one",
+            "two",
+            "three",
+        ]
+
+
+def test_a_killed_connection_is_dropped_and_the_write_retried(
+    redis_url: str, real_redis: redis.Redis
+) -> None:
+    with _saver(redis_url) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": ["one"]}, {"thread_id": "k"})
+        idle = list(saver._calls._idle)
+        assert len(idle) == 1
+        real_redis.client_kill_filter(_type="normal", skipme=True)
+        app.invoke({"messages": ["two"]}, {"thread_id": "k"})
+        assert saver._calls._idle and saver._calls._idle[0] is not idle[0]
+        assert saver.get("k").values["messages"][-2:] == ["two", "reply to two"]
+
+
+def test_an_error_reply_keeps_the_connection(redis_url: str, real_redis: redis.Redis) -> None:
+    with _saver(redis_url) as saver:
+        chat_graph(saver).invoke({"messages": ["one"]}, {"thread_id": "ok"})
+        (conn,) = saver._calls._idle
+        real_redis.hset(saver.keys("bad")[0], "not", "a string")  # a head key of the wrong type
+        with pytest.raises(Exception, match="WRONGTYPE"):
+            saver.get("bad")
+        assert saver._calls._idle == [conn]
+        assert saver.get("ok") is not None
+
+
+def test_close_closes_the_saver_s_own_connections(redis_url: str, real_redis: redis.Redis) -> None:
+    def clients() -> int:
+        return len(real_redis.client_list(_type="normal"))
+
+    before = clients()
+    saver = _saver(redis_url)
+    chat_graph(saver).invoke({"messages": ["one"]}, {"thread_id": "c"})
+    assert clients() > before
+    saver.close()
+    assert clients() == before
+
+
+def test_a_forked_child_makes_connections_of_its_own(redis_url: str) -> None:
+    with _saver(redis_url) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": ["parent"]}, {"thread_id": "p"})
+        pid = os.fork()
+        if pid == 0:  # the child: write, then leave without running the parent's cleanup
+            try:
+                app.invoke({"messages": ["child"]}, {"thread_id": "c"})
+                os._exit(0 if saver.get("c") is not None else 1)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        app.invoke({"messages": ["parent again"]}, {"thread_id": "p"})
+        assert saver.get("c").values["messages"] == ["child", "reply to child"]
+        assert saver.get("p").values["messages"][-2] == "parent again"
+
+
+def test_script_calls_without_a_plain_client_use_redis_py() -> None:
+    client = fakeredis.FakeRedis()
+    calls = ScriptCalls(client)
+    assert not calls.lean
+    script = client.register_script("return ARGV[1]")
+    assert calls.call(script, [], ["x"]) == b"x"
