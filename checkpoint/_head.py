@@ -55,14 +55,15 @@ class HeadValues:
         self,
         values: dict[str, Any] | None = None,
         how: dict[str, int] | None = None,
-        owned: set[str] | None = None,
+        owned: dict[str, None] | None = None,
     ) -> None:
         self.values: dict[str, Any] = {} if values is None else values
         self.how: dict[str, int] = (
             {k: how_to_hand_out(v) for k, v in self.values.items()} if how is None else how
         )
         # a list not made here may be shared with a stored record: copied on its first append
-        self.owned: set[str] = set() if owned is None else owned
+        # (a dict of names, not a set: the garbage collector does not track it)
+        self.owned: dict[str, None] = {} if owned is None else owned
 
     def advance(self, delta: CheckpointDelta, kinds: Kinds) -> None:
         """Apply a private delta (``private_delta``) in place."""
@@ -70,7 +71,7 @@ class HeadValues:
         for key, value in delta.replaced.items():
             values[key] = value
             how[key] = kinds[key]
-            owned.discard(key)
+            owned.pop(key, None)
         for key, items in delta.appended.items():
             current = values.get(key)
             was = how.get(key, LIST) if current is not None else LIST
@@ -78,7 +79,7 @@ class HeadValues:
                 current.extend(items)  # type: ignore[union-attr]
             else:
                 values[key] = [*(current or ()), *items]
-                owned.add(key)
+                owned[key] = None
             if was == LIST and kinds[key]:
                 how[key] = LIST
             else:

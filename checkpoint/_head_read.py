@@ -117,7 +117,7 @@ class HeadRead:
             raise MissingValuesError(missing)
         result: dict[str, Any] = {}
         how: dict[str, int] = {}
-        owned: set[str] = set()
+        owned: dict[str, None] = {}
         with cache.lock:  # the held head may be advanced in place by a write meanwhile
             if self.held is not None and cache.entry(thread_id) is not self.held:
                 raise HeldHeadChangedError
@@ -134,13 +134,13 @@ class HeadRead:
                     else:
                         result[key] = value = fresh
                         how[key] = how_to_hand_out(value)
-                    owned.add(key)
+                    owned[key] = None
                 else:
                     assert held is not None
                     value = held.values[key]
                     if key in held.owned:  # the held head may extend it: take a copy
                         value = list(value)
-                        owned.add(key)
+                        owned[key] = None
                     result[key] = value
                     how[key] = held.how[key]
         checkpoint_id, parent_id, step, header = head

@@ -245,6 +245,11 @@ class _HasId(Protocol):
     def id(self) -> str: ...
 
 
+# A node's own worker threads may call interrupt(); one lock for every scope (interrupts are
+# rare) rather than a lock object per task, which the garbage collector would track.
+_COUNTS_LOCK = threading.Lock()
+
+
 class TaskScope:
     """One task of a run: the node it runs, its stable id (``task.id``, computed only when
     asked), and the resume values of the interrupts it may raise (by interrupt id).
@@ -255,7 +260,6 @@ class TaskScope:
 
     __slots__ = (
         "_counts",
-        "_lock",
         "can_interrupt",
         "kept",
         "key",
@@ -288,7 +292,6 @@ class TaskScope:
         # its retried attempts; stored with the thread when the task fails or pauses.
         self.kept: dict[str, Any] = {} if kept is None else kept
         self._counts: dict[str, int] = {}
-        self._lock = threading.Lock()  # a node's own worker threads may call interrupt()
 
     @property
     def task_id(self) -> str:
@@ -323,7 +326,7 @@ class TaskScope:
     def next_interrupt_id(self) -> str:
         """The id of the next ``interrupt()`` call in this scope: derived from the task id,
         the scope's key and the call's position, so it is the same when the task re-runs."""
-        with self._lock:
+        with _COUNTS_LOCK:
             index = self._counts.get(self.key, 0)
             self._counts[self.key] = index + 1
         return derive_id(self.task_id, self.key, index)

@@ -47,7 +47,9 @@ class Effect:
     def run(self) -> Any:
         raise NotImplementedError
 
-    async def arun(self) -> Any:
+    def arun(self) -> Awaitable[Any]:
+        """What to await. (Effects that only pass on an inner coroutine return it as it is:
+        one coroutine less waiting in every run is one object less for the collector.)"""
         raise NotImplementedError
 
 
@@ -203,8 +205,8 @@ class _CallModel(Effect):
     def run(self) -> ChatResponse:
         return self.chain.handler(self.request)
 
-    async def arun(self) -> ChatResponse:
-        return await self.chain.ahandler(self.request)
+    def arun(self) -> Awaitable[ChatResponse]:
+        return self.chain.ahandler(self.request)
 
 
 class _ModelChain:
@@ -309,8 +311,8 @@ class _RunTools(Effect):
             self.prompt, self.response, tool_context=self.context, tool_callbacks=self.callbacks
         )
 
-    async def arun(self) -> Any:
-        return await self.parts.manager.aexecute_tool_calls(
+    def arun(self) -> Awaitable[Any]:
+        return self.parts.manager.aexecute_tool_calls(
             self.prompt, self.response, tool_context=self.context, tool_callbacks=self.callbacks
         )
 
@@ -321,11 +323,11 @@ def tool_logic(parts: AgentParts) -> Logic:
     order by each key's strategy, as if each call had been a node of its own."""
 
     def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
-        messages = list(state.get(MESSAGES) or ())
+        messages = state.get(MESSAGES) or ()
         last = messages[-1] if messages else None
         if not isinstance(last, AssistantMessage) or not last.tool_calls:
             return cleared(state, {})
-        earlier = messages[:-1]
+        earlier = list(messages[:-1])
         tools = parts.tools_offered_for(earlier, state, config)
         prompt = Prompt(earlier, parts.options(tools))
         context = parts.tool_context_for(state, config)

@@ -210,15 +210,14 @@ class GraphRun(Cursor):
             if base is not None:
                 resume, done, base = {}, {}, None
             names = _union_in_order(spec, deferred, triggered) if deferred else triggered
-            pauses: list[dict[str, Any]] = []
+            pauses: Sequence[dict[str, Any]] = ()
             if names and (spec.interrupt_after or spec.interrupt_before):
-                after = spec.interrupt_after
                 pauses = [
-                    static_record(self.scope.namespace, self.head_id, n, "after")
-                    for n in runnable
-                    if n in after
+                    *_after_hits(
+                        self.scope.namespace, self.head_id, runnable, spec.interrupt_after
+                    ),
+                    *self._before_hits(names, (self.head_id, self.step + 1)),
                 ]
-                pauses += self._before_hits(names, (self.head_id, self.step + 1))
             if self.has_saver:
                 yield from self.write(
                     (names, sends), source="loop", nodes=runnable, updates=updates,
@@ -226,10 +225,7 @@ class GraphRun(Cursor):
                 )  # fmt: skip
             if self.stream:
                 public = OverAllState(spec.public(merged))
-                ns = self.scope.namespace
-                yield EmitEffect(
-                    [NodeOutput(n, combined(u, spec.strategies), public, ns) for n, u in updates]
-                )
+                yield EmitEffect(_outputs(updates, spec, public, self.scope.namespace))
             if pauses:
                 self._announce(pauses)
                 return
@@ -399,6 +395,22 @@ class GraphRun(Cursor):
         if not runnable:
             return frontier, []
         return runnable, waiting
+
+
+# Comprehensions live in functions of their own: one inside ``_run`` would turn the locals it
+# reads into cells, objects the garbage collector tracks for as long as the run lasts.
+
+
+def _after_hits(
+    namespace: tuple[str, ...], head_id: str | None, runnable: list[str], after: frozenset[str]
+) -> list[dict[str, Any]]:
+    return [static_record(namespace, head_id, n, "after") for n in runnable if n in after]
+
+
+def _outputs(
+    updates: list[tuple[str, Any]], spec: GraphSpec, public: OverAllState, ns: tuple[str, ...]
+) -> list[NodeOutput]:
+    return [NodeOutput(n, combined(u, spec.strategies), public, ns) for n, u in updates]
 
 
 def _union_in_order(spec: GraphSpec, first: Sequence[str], second: Sequence[str]) -> list[str]:

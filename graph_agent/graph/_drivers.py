@@ -174,11 +174,17 @@ def _execute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[
     return results  # type: ignore[return-value]
 
 
+def _started_tasks(
+    tasks: list[Task], run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+) -> list[asyncio.Future[TaskResult]]:
+    # not a comprehension inside _aexecute: that would make cells of its arguments, tracked by
+    # the garbage collector while every run's step waits
+    return [asyncio.ensure_future(_arun_task(t, run, resume, can_interrupt)) for t in tasks]
+
+
 async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:
-    tasks, resume = effect.tasks, effect.resume
-    if len(tasks) == 1:
-        return [await _arun_task(tasks[0], run, resume, can_interrupt)]
-    running = [asyncio.ensure_future(_arun_task(t, run, resume, can_interrupt)) for t in tasks]
+    """Several tasks at once (``adrive`` awaits a single one itself)."""
+    running = _started_tasks(effect.tasks, run, effect.resume, can_interrupt)
     try:
         pending: set[asyncio.Future[TaskResult]] = set(running)
         while pending:  # a failed task cancels its siblings; what finished is kept
@@ -313,7 +319,11 @@ async def adrive(
         failure = None
         try:
             if isinstance(effect, ExecuteEffect):
-                send = await _aexecute(effect, run, can_interrupt)
+                tasks = effect.tasks
+                if len(tasks) == 1:  # awaited here: one coroutine less while the node runs
+                    send = [await _arun_task(tasks[0], run, effect.resume, can_interrupt)]
+                else:
+                    send = await _aexecute(effect, run, can_interrupt)
             elif isinstance(effect, PutEffect):
                 assert saver is not None
                 send = None

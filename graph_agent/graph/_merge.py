@@ -16,13 +16,17 @@ _MERGE = KeyStrategy.MERGE
 
 
 class DeltaTracker:
-    """What changed since the last checkpoint: new items of APPEND keys, names of other keys."""
+    """What changed since the last checkpoint: new items of APPEND keys, names of other keys.
+
+    ``replaced`` is a dict of names to ``None``, not a set: a dict of strings is not tracked by
+    the garbage collector, a set always is (and one lives in every run for as long as it
+    lasts)."""
 
     __slots__ = ("appended", "replaced")
 
     def __init__(self) -> None:
         self.appended: dict[str, list[Any]] = {}
-        self.replaced: set[str] = set()
+        self.replaced: dict[str, None] = {}
 
     def append(self, key: str, items: Sequence[Any]) -> None:
         if key in self.replaced:
@@ -34,7 +38,7 @@ class DeltaTracker:
             pending.extend(items)
 
     def replace(self, key: str) -> None:
-        self.replaced.add(key)
+        self.replaced[key] = None
         self.appended.pop(key, None)
 
     def absorb(self, other: DeltaTracker) -> None:
@@ -50,7 +54,7 @@ class DeltaTracker:
             appended=self.appended, replaced={key: values[key] for key in self.replaced}
         )
         self.appended = {}
-        self.replaced = set()
+        self.replaced = {}
         return delta
 
 

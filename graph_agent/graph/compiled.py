@@ -238,7 +238,7 @@ class CompiledGraph:
 
     async def ainvoke(self, inputs: Input, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: async nodes are awaited, sync ones run in worker threads."""
-        return (await self.arun(inputs, config)).values
+        return (await self._run_async(inputs, config, None)).values
 
     async def astream(
         self, inputs: Input, config: ConfigLike = None, *, subgraphs: bool = False

@@ -8,7 +8,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._context import NOTHING_KEPT, NodeInterrupt, TaskScope, current_task
@@ -22,6 +22,7 @@ from ..errors import (
 from ..events import ToolEnd, ToolStart
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
+from ._execute import AExecute, Execute
 from ._threads import FinishedAfterCancel
 from .callback import ToolCallback
 from .context import ToolContext
@@ -30,7 +31,6 @@ from .execution import (
     DefaultToolExecutionExceptionProcessor,
     ToolExecutionExceptionProcessor,
     UnknownToolStrategy,
-    unknown_tool_response,
 )
 
 if TYPE_CHECKING:
@@ -249,6 +249,8 @@ class ToolCallingManager:
         options = prompt.tool_options
         found = list(callbacks) if callbacks is not None else self.resolve_tool_callbacks(options)
         by_name = {c.tool_definition.name: c for c in found}
+        if isinstance(tool_context, ToolContext) and (options is None or not options.tool_context):
+            return generation.output, by_name, tool_context  # each call gets its own copy
         entries: dict[str, Any] = dict(options.tool_context) if options is not None else {}
         if isinstance(tool_context, ToolContext):
             entries.update(tool_context.context)
@@ -261,16 +263,7 @@ class ToolCallingManager:
     ) -> Callable[[ToolCallRequest], str]:
         """The call of one tool, wrapped by the interceptors (the first is outermost);
         ``ran`` receives the request as it finally reached the tool."""
-
-        def execute(request: ToolCallRequest) -> str:
-            ran.append(request)
-            if request.tool is None:
-                return unknown_tool_response(
-                    self.unknown_tool_strategy, request.tool_call.name, sorted(by_name)
-                )
-            return request.tool.call(request.tool_call.arguments, request.tool_context)
-
-        handler = execute
+        handler: Callable[[ToolCallRequest], str] = Execute(self, by_name, ran)
         for interceptor in reversed(self.interceptors):
             handler = functools.partial(_intercept, interceptor, handler=handler)
         return handler
@@ -278,15 +271,7 @@ class ToolCallingManager:
     def _achain(
         self, by_name: Mapping[str, ToolCallback], ran: list[ToolCallRequest]
     ) -> Callable[[ToolCallRequest], Awaitable[str]]:
-        async def execute(request: ToolCallRequest) -> str:
-            ran.append(request)
-            if request.tool is None:
-                return unknown_tool_response(
-                    self.unknown_tool_strategy, request.tool_call.name, sorted(by_name)
-                )
-            return await request.tool.acall(request.tool_call.arguments, request.tool_context)
-
-        handler = execute
+        handler: Callable[[ToolCallRequest], Awaitable[str]] = AExecute(self, by_name, ran)
         for interceptor in reversed(self.interceptors):
             handler = functools.partial(_aintercept, interceptor, handler=handler)
         return handler
@@ -428,7 +413,7 @@ class ToolCallingManager:
         """Async ``execute_tool_calls``: calls run as concurrent tasks; sync tools run in
         worker threads."""
         message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
-        coroutines = [self._arun_one(c, by_name, context) for c in message.tool_calls]
+        coroutines = _calls_of(self, message.tool_calls, by_name, context)
         if self.parallel and len(coroutines) > 1:
             results = await asyncio.gather(*coroutines, return_exceptions=True)
         else:
@@ -440,6 +425,16 @@ class ToolCallingManager:
                 for rest in coroutines[len(results) + 1 :]:
                     rest.close()
         return self._result(prompt, message, _finished(results))
+
+
+def _calls_of(
+    manager: ToolCallingManager,
+    calls: Sequence[ToolCall],
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+) -> list[Coroutine[Any, Any, _Outcome]]:
+    # not a comprehension inside aexecute_tool_calls: its variables would become cells
+    return [manager._arun_one(c, by_name, context) for c in calls]
 
 
 class _CallScope:
