@@ -18,7 +18,7 @@ from .._workers import to_worker
 from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
-from ..messages import AssistantMessage
+from ..messages import AssistantMessage, Message
 from ..models import ChatResponse, Prompt
 from ..models.base import acall_model, call_model
 from ..tools import ToolCallback, ToolCallRequest, ToolContext
@@ -317,6 +317,22 @@ class _RunTools(Effect):
         )
 
 
+def _run_tools(
+    parts: AgentParts,
+    state: OverAllState,
+    config: RunnableConfig,
+    messages: Sequence[Message],
+    last: AssistantMessage,
+) -> _RunTools:
+    # built here, not in the logic: its locals would stay alive while the tools run
+    earlier = messages[:-1]
+    tools = parts.tools_offered_for(earlier, state, config)
+    prompt = Prompt(earlier, parts.options(tools))
+    return _RunTools(
+        parts, prompt, ChatResponse.of(last), parts.tool_context_for(state, config), tools
+    )
+
+
 def tool_logic(parts: AgentParts) -> Logic:
     """The tool node: run the last message's tool calls (only tools the model was offered)
     and keep their responses; what the tools wrote to ``extra_state`` is merged in call
@@ -327,11 +343,7 @@ def tool_logic(parts: AgentParts) -> Logic:
         last = messages[-1] if messages else None
         if not isinstance(last, AssistantMessage) or not last.tool_calls:
             return cleared(state, {})
-        earlier = list(messages[:-1])
-        tools = parts.tools_offered_for(earlier, state, config)
-        prompt = Prompt(earlier, parts.options(tools))
-        context = parts.tool_context_for(state, config)
-        result = yield _RunTools(parts, prompt, ChatResponse.of(last), context, tools)
+        result = yield _run_tools(parts, state, config, messages, last)
         update: dict[str, Any] = {MESSAGES: [result.tool_response]}
         if result.return_direct:
             direct = AssistantMessage(result.tool_response.text, metadata={"return_direct": True})

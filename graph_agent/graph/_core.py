@@ -148,6 +148,8 @@ class GraphRun(Cursor):
             if started is None:
                 return
             names, sends = started
+        # what the loop below no longer needs is let go: a run may wait long on a node
+        checkpoint = started = None
         limit = self.config.recursion_limit or spec.default_recursion_limit
         steps = 0
         bus = self.scope.bus
@@ -165,70 +167,92 @@ class GraphRun(Cursor):
                 raise RunStopped()
             steps += 1
             step_base = base or (self.head_id, self.step + 1)
-            # A step that starts from a checkpoint this run did not write may have run
-            # before (and failed or paused): a subgraph of it may have a thread to continue.
-            resuming = base is not None or self.last_written is None
-            tasks = self._tasks(runnable, sends, step_base, resuming)
-            if done or self.child_outputs:
-                results = yield from self._execute(tasks, done, resume)
-            else:
-                results = yield ExecuteEffect(tasks, resume)
-                if self.child_outputs:
-                    outputs, self.child_outputs = self.child_outputs, []
-                    yield EmitEffect(outputs)
-            updates: list[tuple[str, Any]] = []
-            ran: list[tuple[str, list[str | Send] | None]] = []
-            stopped = False
-            for result in results:
-                update = result.update
-                if result.error is not None or result.interrupt is not None:
-                    stopped = True
-                    continue
-                name = result.task.node.name
-                if type(update) is Command:
-                    if update.graph is not None:
-                        self._to_parent(result)
-                    goto = update.goto_targets() if update.goto is not None else None
-                    update = update.update
-                else:
-                    goto = None
-                updates.append((name, update))
-                ran.append((name, goto))
-            if stopped:
-                yield from self._stop(results, (names, sends), runnable, resume, step_base)
+            frontier = yield from self._step(
+                names, sends, runnable, deferred, done, resume, base, step_base
+            )
+            if frontier is None:
                 return
-            step = DeltaTracker()
-            merged = merge_updates(self.values, updates, spec.strategies, step)
-            new_state = OverAllState(merged)
-            if len(ran) == 1 and ran[0][1] is None and ran[0][0] not in spec.branches:
-                triggered = spec.static_after.get(ran[0][0]) or []
-                sends = []
-            else:
-                triggered, sends = yield from self.successors(ran, new_state)
-            self.values = merged
-            self.tracker.absorb(step)
+            names, sends = frontier
+            frontier = None
             if base is not None:
                 resume, done, base = {}, {}, None
-            names = _union_in_order(spec, deferred, triggered) if deferred else triggered
-            pauses: Sequence[dict[str, Any]] = ()
-            if names and (spec.interrupt_after or spec.interrupt_before):
-                pauses = [
-                    *_after_hits(
-                        self.scope.namespace, self.head_id, runnable, spec.interrupt_after
-                    ),
-                    *self._before_hits(names, (self.head_id, self.step + 1)),
-                ]
-            if self.has_saver:
-                yield from self.write(
-                    (names, sends), source="loop", nodes=runnable, updates=updates,
-                    interrupts=pauses,
-                )  # fmt: skip
-            if self.stream:
-                public = OverAllState(spec.public(merged))
-                yield EmitEffect(_outputs(updates, spec, public, self.scope.namespace))
-            if pauses:
-                self._announce(pauses)
-                return
+
+    def _step(
+        self,
+        names: list[str],
+        sends: list[Send],
+        runnable: list[str],
+        deferred: list[str],
+        done: Mapping[str, tuple[str, Any, list[str | Send] | None]],
+        resume: Mapping[str, Any],
+        base: tuple[str | None, int] | None,
+        step_base: tuple[str | None, int],
+    ) -> Generator[Effect, Any, Frontier | None]:
+        """One super-step: run its tasks, merge their updates, checkpoint. What runs next, or
+        ``None`` when the run ends here (paused; a failure is raised). A method of its own so
+        that what a step made (results, updates, trackers) is gone while the next one runs."""
+        spec = self.spec
+        # A step that starts from a checkpoint this run did not write may have run
+        # before (and failed or paused): a subgraph of it may have a thread to continue.
+        resuming = base is not None or self.last_written is None
+        tasks = self._tasks(runnable, sends, step_base, resuming)
+        if done or self.child_outputs:
+            results = yield from self._execute(tasks, done, resume)
+        else:
+            results = yield ExecuteEffect(tasks, resume)
+            if self.child_outputs:
+                outputs, self.child_outputs = self.child_outputs, []
+                yield EmitEffect(outputs)
+        updates: list[tuple[str, Any]] = []
+        ran: list[tuple[str, list[str | Send] | None]] = []
+        stopped = False
+        for result in results:
+            update = result.update
+            if result.error is not None or result.interrupt is not None:
+                stopped = True
+                continue
+            name = result.task.node.name
+            if type(update) is Command:
+                if update.graph is not None:
+                    self._to_parent(result)
+                goto = update.goto_targets() if update.goto is not None else None
+                update = update.update
+            else:
+                goto = None
+            updates.append((name, update))
+            ran.append((name, goto))
+        if stopped:
+            yield from self._stop(results, (names, sends), runnable, resume, step_base)
+            return None
+        step = DeltaTracker()
+        merged = merge_updates(self.values, updates, spec.strategies, step)
+        new_state = OverAllState(merged)
+        if len(ran) == 1 and ran[0][1] is None and ran[0][0] not in spec.branches:
+            triggered = spec.static_after.get(ran[0][0]) or []
+            sends = []
+        else:
+            triggered, sends = yield from self.successors(ran, new_state)
+        self.values = merged
+        self.tracker.absorb(step)
+        names = _union_in_order(spec, deferred, triggered) if deferred else triggered
+        pauses: Sequence[dict[str, Any]] = ()
+        if names and (spec.interrupt_after or spec.interrupt_before):
+            pauses = [
+                *_after_hits(self.scope.namespace, self.head_id, runnable, spec.interrupt_after),
+                *self._before_hits(names, (self.head_id, self.step + 1)),
+            ]
+        if self.has_saver:
+            yield from self.write(
+                (names, sends), source="loop", nodes=runnable, updates=updates,
+                interrupts=pauses,
+            )  # fmt: skip
+        if self.stream:
+            public = OverAllState(spec.public(merged))
+            yield EmitEffect(_outputs(updates, spec, public, self.scope.namespace))
+        if pauses:
+            self._announce(pauses)
+            return None
+        return names, sends
 
     def _stop(
         self,

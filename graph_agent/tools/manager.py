@@ -413,6 +413,9 @@ class ToolCallingManager:
         """Async ``execute_tool_calls``: calls run as concurrent tasks; sync tools run in
         worker threads."""
         message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
+        if len(message.tool_calls) == 1:  # the common case, with nothing more to keep meanwhile
+            outcome = await self._arun_one(message.tool_calls[0], by_name, context)
+            return self._result(prompt, message, _finished([outcome]))
         coroutines = _calls_of(self, message.tool_calls, by_name, context)
         if self.parallel and len(coroutines) > 1:
             results = await asyncio.gather(*coroutines, return_exceptions=True)
