@@ -56,7 +56,8 @@ class _Thread:
 
     def __init__(self) -> None:
         self.records: dict[str, _Record] = {}  # insertion order is the order of the writes
-        self.children: dict[str, list[str]] = {}
+        # tuples of ids, not lists: the garbage collector stops tracking a tuple of strings
+        self.children: dict[str, tuple[str, ...]] = {}
         self.head: str | None = None
         self.head_values = HeadValues()  # the head's values (private: never handed out)
 
@@ -140,7 +141,8 @@ class MemorySaver(BaseCheckpointSaver):
             thread.records.pop(record.id, None)  # written again: it is the newest write now
             thread.records[record.id] = record
             if record.parent_id is not None:
-                thread.children.setdefault(record.parent_id, []).append(record.id)
+                siblings = thread.children.get(record.parent_id, ())
+                thread.children[record.parent_id] = (*siblings, record.id)
             self._advance_head(thread, head, record, kinds)
             thread.head = record.id
             if self.max_retained is not None:

@@ -180,9 +180,9 @@ class GraphRun(Cursor):
     def _step(
         self,
         names: list[str],
-        sends: list[Send],
+        sends: Sequence[Send],
         runnable: list[str],
-        deferred: list[str],
+        deferred: Sequence[str],
         done: Mapping[str, tuple[str, Any, list[str | Send] | None]],
         resume: Mapping[str, Any],
         base: tuple[str | None, int] | None,
@@ -229,7 +229,7 @@ class GraphRun(Cursor):
         new_state = OverAllState(merged)
         if len(ran) == 1 and ran[0][1] is None and ran[0][0] not in spec.branches:
             triggered = spec.static_after.get(ran[0][0]) or []
-            sends = []
+            sends = ()
         else:
             triggered, sends = yield from self.successors(ran, new_state)
         self.values = merged
@@ -286,7 +286,7 @@ class GraphRun(Cursor):
     def _tasks(
         self,
         runnable: list[str],
-        sends: list[Send],
+        sends: Sequence[Send],
         base: tuple[str | None, int],
         resuming: bool,
     ) -> list[Task]:
@@ -353,7 +353,7 @@ class GraphRun(Cursor):
         self, checkpoint: Checkpoint | None, command: Command | None
     ) -> tuple[
         list[str],
-        list[Send],
+        Sequence[Send],
         dict[str, Any],
         dict[str, tuple[str, Any, list[str | Send] | None]],
         tuple[str | None, int] | None,
@@ -400,7 +400,7 @@ class GraphRun(Cursor):
             self.merge([("__resume__", command.update)])
         return list(checkpoint.next_nodes), sends, resume, done, base
 
-    def _split_joins(self, frontier: list[str]) -> tuple[list[str], list[str]]:
+    def _split_joins(self, frontier: list[str]) -> tuple[list[str], Sequence[str]]:
         """Nodes that run now, and nodes that wait: a join runs once, after all its branches.
 
         A node waits while another scheduled node can still reach it, unless it can reach
@@ -408,7 +408,7 @@ class GraphRun(Cursor):
         node goes first). If every node would wait, all of them run.
         """
         if len(frontier) < 2:
-            return frontier, []
+            return frontier, ()
         blockers = self.spec.reach.blockers
         scheduled = set(frontier)
         runnable: list[str] = []
@@ -417,7 +417,7 @@ class GraphRun(Cursor):
             # sets: isdisjoint walks the smaller one, so a wide fan-out costs O(width)
             (runnable if blockers(node).isdisjoint(scheduled) else waiting).append(node)
         if not runnable:
-            return frontier, []
+            return frontier, ()
         return runnable, waiting
 
 

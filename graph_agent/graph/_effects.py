@@ -106,4 +106,4 @@ class EmitEffect:
 
 
 Effect = LoadEffect | ExecuteEffect | RouteEffect | PutEffect | EmitEffect
-Frontier = tuple[list[str], list[Send]]
+Frontier = tuple[list[str], Sequence[Send]]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import functools
 import logging
@@ -137,20 +136,22 @@ class ToolCallInterceptor(Protocol):
     ) -> str: ...
 
 
-def _intercept(
-    interceptor: ToolCallInterceptor,
-    request: ToolCallRequest,
-    handler: Callable[[ToolCallRequest], str],
-) -> str:
-    return interceptor.intercept_tool_call(request, handler)
+class _Intercepted:
+    """``handler`` wrapped by ``interceptor``: called with a request, it calls the
+    interceptor's ``intercept_tool_call`` (``aintercept_tool_call`` when ``is_async``) and
+    returns what that returns, so an async chain is the interceptors' own coroutines."""
 
+    __slots__ = ("handler", "interceptor", "is_async")
 
-async def _aintercept(
-    interceptor: ToolCallInterceptor,
-    request: ToolCallRequest,
-    handler: Callable[[ToolCallRequest], Awaitable[str]],
-) -> str:
-    return await interceptor.aintercept_tool_call(request, handler)
+    def __init__(self, interceptor: ToolCallInterceptor, handler: Any, is_async: bool) -> None:
+        self.interceptor = interceptor
+        self.handler = handler
+        self.is_async = is_async
+
+    def __call__(self, request: ToolCallRequest) -> Any:
+        if self.is_async:
+            return self.interceptor.aintercept_tool_call(request, self.handler)
+        return self.interceptor.intercept_tool_call(request, self.handler)
 
 
 @dataclasses.dataclass(slots=True)
@@ -265,7 +266,7 @@ class ToolCallingManager:
         ``ran`` receives the request as it finally reached the tool."""
         handler: Callable[[ToolCallRequest], str] = Execute(self, by_name, ran)
         for interceptor in reversed(self.interceptors):
-            handler = functools.partial(_intercept, interceptor, handler=handler)
+            handler = _Intercepted(interceptor, handler, False)
         return handler
 
     def _achain(
@@ -273,7 +274,7 @@ class ToolCallingManager:
     ) -> Callable[[ToolCallRequest], Awaitable[str]]:
         handler: Callable[[ToolCallRequest], Awaitable[str]] = AExecute(self, by_name, ran)
         for interceptor in reversed(self.interceptors):
-            handler = functools.partial(_aintercept, interceptor, handler=handler)
+            handler = _Intercepted(interceptor, handler, True)
         return handler
 
     def _call_steps(
@@ -288,7 +289,13 @@ class ToolCallingManager:
         chain's exception thrown in. ``ran`` receives the request as it finally reached the
         tool (an interceptor may rewrite it)."""
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
-        with _CallScope(call) as scope:
+        # Inside a graph task the call has a scope of its own (its interrupts are numbered apart
+        # from its siblings', so each parallel call is resumed with its own value); outside,
+        # none. Set and reset here, not by a context manager: one object less per waiting call.
+        task = current_task.get()
+        scope = task.child(call.id) if task is not None else None
+        token = current_task.set(scope) if scope is not None else None
+        try:
             earlier = _recalled(scope, request)
             if earlier is not None:
                 return earlier
@@ -312,6 +319,9 @@ class ToolCallingManager:
                 # only when the error goes back to the model: a raised one reaches the caller
                 _log_tool_error(call, exc)
             return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
+        finally:
+            if token is not None:
+                current_task.reset(token)
 
     def _run_one(
         self,
@@ -438,29 +448,6 @@ def _calls_of(
 ) -> list[Coroutine[Any, Any, _Outcome]]:
     # not a comprehension inside aexecute_tool_calls: its variables would become cells
     return [manager._arun_one(c, by_name, context) for c in calls]
-
-
-class _CallScope:
-    """Inside a graph task: the call's own scope (its interrupts are numbered apart from its
-    siblings', so each parallel call is resumed with its own value). Outside: ``None``."""
-
-    __slots__ = ("call", "token")
-
-    def __init__(self, call: ToolCall) -> None:
-        self.call = call
-        self.token: contextvars.Token[TaskScope | None] | None = None
-
-    def __enter__(self) -> TaskScope | None:
-        task = current_task.get()
-        if task is None:
-            return None
-        scope = task.child(self.call.id)
-        self.token = current_task.set(scope)
-        return scope
-
-    def __exit__(self, *exc: object) -> None:
-        if self.token is not None:
-            current_task.reset(self.token)
 
 
 def _started(scope: TaskScope | None, call: ToolCall) -> None:
