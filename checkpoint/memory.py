@@ -21,32 +21,30 @@ __all__ = ["MemorySaver"]
 
 
 class _Record:
-    """One stored checkpoint: its header (as bytes) and its delta, made of objects only this
-    saver holds (values that cannot change are shared, the others are private copies)."""
+    """One stored checkpoint: its header and its delta, serialized as a durable saver stores
+    them. Bytes, not objects: a thread's history costs the garbage collector nothing, and
+    what is read back is decoded afresh, so no caller can reach what is stored. (The head's
+    values are kept decoded beside it, in ``HeadValues``.)"""
 
     __slots__ = (
+        "body",
         "created_at",
-        "delta",
         "header",
         "id",
         "is_base",
         "next_nodes",
         "parent_id",
-        "size",
         "step",
     )
 
-    def __init__(
-        self, checkpoint: Checkpoint, delta: CheckpointDelta, header: bytes, size: int
-    ) -> None:
+    def __init__(self, checkpoint: Checkpoint, header: bytes, body: bytes) -> None:
         self.id = checkpoint.id
         self.parent_id = checkpoint.parent_id
         self.step = checkpoint.step
         self.next_nodes = checkpoint.next_nodes
         self.created_at: datetime = checkpoint.created_at
         self.header = header  # [metadata, interrupts, resume values, pending writes]
-        self.delta = delta
-        self.size: int | None = size  # serialized bytes; None: compute when asked
+        self.body = body  # [replaced values, appended items]
         # A base record's delta holds the full values: rebuilding stops here.
         self.is_base = checkpoint.parent_id is None
 
@@ -115,9 +113,9 @@ class MemorySaver(BaseCheckpointSaver):
     ) -> None:
         if delta is None:
             delta = CheckpointDelta.full(checkpoint.values)
-        header, size = self._encode(checkpoint, delta)  # an unstorable value fails here
+        header, body = self._encode(checkpoint, delta)  # an unstorable value fails here
         private, kinds = private_delta(delta, self.serializer)
-        record = _Record(checkpoint, private, header, size)
+        record = _Record(checkpoint, header, body)
         with self._lock:
             thread = self._threads.get(checkpoint.thread_id)
             head = thread.head if thread is not None else None
@@ -129,8 +127,8 @@ class MemorySaver(BaseCheckpointSaver):
                 thread is None or record.parent_id not in thread.records
             ):  # the parent was pruned (or forgotten): keep the full values here
                 full = CheckpointDelta.full(checkpoint.values)
-                _, record.size = self._encode(checkpoint, full)
-                record.delta, kinds = private_delta(full, self.serializer)
+                _, record.body = self._encode(checkpoint, full)
+                private, kinds = private_delta(full, self.serializer)
                 record.is_base = True
             if thread is None:
                 thread = self._threads[checkpoint.thread_id] = _Thread()
@@ -143,33 +141,42 @@ class MemorySaver(BaseCheckpointSaver):
             if record.parent_id is not None:
                 siblings = thread.children.get(record.parent_id, ())
                 thread.children[record.parent_id] = (*siblings, record.id)
-            self._advance_head(thread, head, record, kinds)
+            self._advance_head(thread, head, record, private, kinds)
             thread.head = record.id
             if self.max_retained is not None:
                 self._prune(thread, self.max_retained)
 
-    def _encode(self, checkpoint: Checkpoint, delta: CheckpointDelta) -> tuple[bytes, int]:
-        """Check that ``put`` could store this as a durable saver would; return the header's
-        bytes and the size of everything. A value that cannot be stored raises the
-        ``UnserializableValueError`` every saver raises (same message, key and path)."""
+    def _encode(self, checkpoint: Checkpoint, delta: CheckpointDelta) -> tuple[bytes, bytes]:
+        """The header's bytes and the delta's, as ``put`` stores them. A value that cannot be
+        stored raises the ``UnserializableValueError`` every saver raises (same message, key
+        and path)."""
         s = self.serializer
         try:
             header = s.dumps(list(engine_record_of(checkpoint).values()))
             body = s.dumps([dict(delta.replaced), {k: list(v) for k, v in delta.appended.items()}])
         except SerializationError:
-            encoded = encode_put(s, checkpoint, delta)  # raises the durable savers' error
-            return s.dumps(list(engine_record_of(checkpoint).values())), encoded.size
-        return header, len(header) + len(body)
+            encode_put(s, checkpoint, delta)  # raises the durable savers' error
+            raise
+        return header, body
 
     def _advance_head(
-        self, thread: _Thread, old_head: str | None, record: _Record, kinds: Kinds
+        self,
+        thread: _Thread,
+        old_head: str | None,
+        record: _Record,
+        private: CheckpointDelta,
+        kinds: Kinds,
     ) -> None:
         """Make the thread's kept head values those of ``record``: advanced in place by its
-        delta when it extends the old head, so a write costs its delta; rebuilt otherwise."""
+        ``private`` delta when it extends the old head, so a write costs its delta; rebuilt
+        otherwise."""
         if record.parent_id != old_head or record.is_base or old_head is None:
-            thread.head_values = HeadValues(self._materialize(thread, record))
+            # the ancestors decoded, then the private delta: what cannot change is shared
+            older = self._chain(thread, record)[1:]
+            deltas = [*(self._delta(r) for r in reversed(older)), private]
+            thread.head_values = HeadValues(apply_deltas(deltas))
         else:
-            thread.head_values.advance(record.delta, kinds)
+            thread.head_values.advance(private, kinds)
 
     def _prune(self, thread: _Thread, keep: int) -> None:
         """Drop the oldest writes until ``keep`` checkpoints remain; the head, the last write,
@@ -181,9 +188,9 @@ class MemorySaver(BaseCheckpointSaver):
             for child_id in thread.children.pop(oldest_id, ()):
                 child = thread.records.get(child_id)
                 if child is not None and not child.is_base:
-                    child.delta = CheckpointDelta.full(self._materialize(thread, child))
+                    full = [self._materialize(thread, child), {}]
+                    child.body = self.serializer.dumps(full)
                     child.is_base = True
-                    child.size = None
             del thread.records[oldest_id]
 
     def delete_thread(self, thread_id: str) -> None:
@@ -193,6 +200,14 @@ class MemorySaver(BaseCheckpointSaver):
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        return self._get(thread_id, checkpoint_id, None)
+
+    def _get(
+        self,
+        thread_id: str,
+        checkpoint_id: str | None,
+        decoded: dict[bytes, CheckpointDelta] | None,
+    ) -> Checkpoint | None:
         s = self.serializer
         with self._lock:
             thread = self._threads.get(thread_id)
@@ -203,17 +218,17 @@ class MemorySaver(BaseCheckpointSaver):
             record = thread.records.get(record_id) if record_id is not None else None
             if record is None:
                 return None
-            if self.copy:
-                source = thread.head_values.values if record.id == thread.head else None
-                values = s.loads_mapping(
-                    s.dumps_mapping(source or self._materialize(thread, record))
+            if record.id == thread.head:
+                head = thread.head_values
+                values = (
+                    s.loads_mapping(s.dumps_mapping(head.values)) if self.copy else head.hand_out(s)
                 )
-            elif record.id == thread.head:
-                values = thread.head_values.hand_out(s)
-            else:
+            elif decoded is None:  # decoded afresh: the caller's own objects
+                values = self._materialize(thread, record)
+            else:  # decoded objects shared within a listing: what could change is copied
                 values = {
                     k: hand_out(v, how_to_hand_out(v), s)
-                    for k, v in self._materialize(thread, record).items()
+                    for k, v in self._materialize(thread, record, decoded).items()
                 }
             return self._checkpoint(thread_id, record, values)
 
@@ -222,7 +237,7 @@ class MemorySaver(BaseCheckpointSaver):
     ) -> Iterator[Checkpoint]:
         """Newest first: the reverse of the order the checkpoints were written in (never the
         order of their ids). ``before`` starts after that checkpoint; one this thread does not
-        hold (pruned, or never written) gives nothing."""
+        hold (pruned, or never written) gives nothing. Each stored delta is decoded once."""
         with self._lock:
             thread = self._threads.get(thread_id)
             ids = list(reversed(thread.records)) if thread is not None else []
@@ -230,8 +245,9 @@ class MemorySaver(BaseCheckpointSaver):
             ids = ids[ids.index(before) + 1 :] if before in ids else []
         if limit is not None:
             ids = ids[:limit]
+        decoded: dict[bytes, CheckpointDelta] = {}
         for record_id in ids:
-            checkpoint = self.get(thread_id, record_id)
+            checkpoint = self._get(thread_id, record_id, decoded)
             if checkpoint is not None:  # pruned meanwhile
                 yield checkpoint
 
@@ -242,8 +258,22 @@ class MemorySaver(BaseCheckpointSaver):
             chain.append(thread.records[chain[-1].parent_id])  # type: ignore[index]
         return chain
 
-    def _materialize(self, thread: _Thread, record: _Record) -> dict[str, Any]:
-        return apply_deltas(r.delta for r in reversed(self._chain(thread, record)))
+    def _materialize(
+        self, thread: _Thread, record: _Record, decoded: dict[bytes, CheckpointDelta] | None = None
+    ) -> dict[str, Any]:
+        """``record``'s values, decoded afresh; ``decoded``: the deltas a listing decoded
+        already (by stored bytes), so each is decoded once however many checkpoints use it."""
+        chain = reversed(self._chain(thread, record))
+        if decoded is None:
+            return apply_deltas(self._delta(r) for r in chain)
+        return apply_deltas(
+            decoded[r.body] if r.body in decoded else decoded.setdefault(r.body, self._delta(r))
+            for r in chain
+        )
+
+    def _delta(self, record: _Record) -> CheckpointDelta:
+        replaced, appended = self.serializer.loads(record.body)
+        return CheckpointDelta(appended=appended, replaced=replaced)
 
     def _checkpoint(self, thread_id: str, record: _Record, values: Mapping[str, Any]) -> Checkpoint:
         metadata, interrupts, resume, pending = self.serializer.loads(record.header)
@@ -265,19 +295,11 @@ class MemorySaver(BaseCheckpointSaver):
 
     def stored_bytes(self, thread_id: str) -> int:
         """Serialized bytes of the thread's checkpoints (what a durable saver would store)."""
-        s = self.serializer
         with self._lock:
             thread = self._threads.get(thread_id)
             if thread is None:
                 return 0
-            total = 0
-            for record in thread.records.values():
-                if record.size is None:  # a rebuilt base
-                    delta = record.delta
-                    body = s.dumps([dict(delta.replaced), dict(delta.appended)])
-                    record.size = len(record.header) + len(body)
-                total += record.size
-            return total
+            return sum(len(r.header) + len(r.body) for r in thread.records.values())
 
     def stored_values(self, thread_id: str) -> int:
         """How many state values the thread's checkpoints hold: each appended item and each
@@ -288,7 +310,7 @@ class MemorySaver(BaseCheckpointSaver):
                 return 0
             total = 0
             for record in thread.records.values():
-                delta = record.delta
+                delta = self._delta(record)
                 total += sum(len(items) for items in delta.appended.values())
                 total += sum(
                     len(v) if isinstance(v, (list, tuple)) else 1 for v in delta.replaced.values()

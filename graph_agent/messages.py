@@ -26,8 +26,24 @@ __all__ = [
 MessageType = Literal["system", "user", "assistant", "tool"]
 
 
+# One shared set per distinct set of given field names. Every pydantic model carries the set
+# of the fields its creator gave (``model_fields_set``), and a set is an object the garbage
+# collector tracks: sharing it saves one object per message, and a long conversation, or
+# thousands at once, holds many messages. Frozen models never change that set (``model_copy``
+# copies it before it adds to it), so sharing cannot leak a change between messages.
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def model_post_init(self, context: Any, /) -> None:
+        given = self.__pydantic_fields_set__
+        key = frozenset(given)
+        shared = _FIELD_SETS.get(key)
+        if shared is None:
+            shared = _FIELD_SETS.setdefault(key, given)
+        object.__setattr__(self, "__pydantic_fields_set__", shared)
 
 
 @register_type(name="graph_agent.ToolCall")

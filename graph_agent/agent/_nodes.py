@@ -274,11 +274,12 @@ class RejectedToolCalls:
         reason = self._reason(request)
         return handler(request) if reason is None else reason
 
-    async def aintercept_tool_call(
+    def aintercept_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[str]]
-    ) -> str:
+    ) -> Awaitable[str]:
+        # not async: the handler's own awaitable is returned, no coroutine waits around it
         reason = self._reason(request)
-        return await handler(request) if reason is None else reason
+        return handler(request) if reason is None else _answered(reason)
 
     @staticmethod
     def _reason(request: ToolCallRequest) -> str | None:
@@ -287,6 +288,10 @@ class RejectedToolCalls:
         if not rejected or request.tool_call.id not in rejected:
             return None
         return f"The user rejected this tool call: {rejected[request.tool_call.id]}"
+
+
+async def _answered(text: str) -> str:
+    return text
 
 
 class _RunTools(Effect):

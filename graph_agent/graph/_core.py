@@ -57,10 +57,12 @@ class GraphRun(Cursor):
         self.child_outputs: list[NodeOutput] = []
 
     def effects(self) -> Generator[Effect, Any, None]:
+        """The run's effects, for a driver to perform; with the run's events when someone
+        listens (without, the run itself: no generator around it while it waits)."""
+        return self._run() if self.scope.bus is None else self._announced()
+
+    def _announced(self) -> Generator[Effect, Any, None]:
         scope = self.scope
-        if scope.bus is None:
-            yield from self._run()
-            return
         scope.event(RunStart, input=self.inputs, graph=self.graph_name(), agent=self.spec.is_agent)
         try:
             yield from self._run()
@@ -149,7 +151,7 @@ class GraphRun(Cursor):
                 return
             names, sends = started
         # what the loop below no longer needs is let go: a run may wait long on a node
-        checkpoint = started = None
+        checkpoint = started = self.inputs = None
         limit = self.config.recursion_limit or spec.default_recursion_limit
         steps = 0
         bus = self.scope.bus

@@ -184,7 +184,7 @@ class Cursor:
                     else:
                         targets[target] = None
         targets.pop(END, None)
-        return sorted(targets, key=lambda n: spec.nodes[n].index), sends
+        return sorted(targets, key=lambda n: spec.nodes[n].index), sends or ()
 
     def _checked_send(self, source: str, send: Send) -> Send:
         if send.node not in self.spec.nodes:

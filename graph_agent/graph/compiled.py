@@ -213,6 +213,7 @@ class CompiledGraph:
         self, inputs: Input, config: ConfigLike, bus: EventBus | None
     ) -> RunOutcome:
         run, scope = self._start(inputs, config, False, bus)
+        del inputs  # the run holds it as long as it needs it, no longer
         bound = scope.bus is not None and scope.bus.bind_loop(asyncio.get_running_loop())
         try:
             async for _ in adrive(run.effects(), self.saver, scope):

@@ -123,17 +123,19 @@ class ToolCallRequest:
 
 class ToolCallInterceptor(Protocol):
     """Wraps tool calls: ``intercept_tool_call(request, handler)`` returns the tool's text
-    (usually ``handler(request)``) and ``aintercept_tool_call`` is its async twin."""
+    (usually ``handler(request)``) and ``aintercept_tool_call`` is its async twin, usually an
+    ``async def`` that awaits ``handler(request)``; any method returning an awaitable of the
+    text will do (one that passes on ``handler(request)`` as it is adds no coroutine)."""
 
     def intercept_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], str]
     ) -> str: ...
 
-    async def aintercept_tool_call(
+    def aintercept_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[str]],
-    ) -> str: ...
+    ) -> Awaitable[str]: ...
 
 
 class _Intercepted:
