@@ -19,7 +19,7 @@ from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
 from ..messages import AssistantMessage, Message
-from ..models import ChatResponse, Prompt
+from ..models import ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
 from ..tools import ToolCallback, ToolCallRequest, ToolContext
 from ._parts import (
@@ -295,31 +295,31 @@ async def _answered(text: str) -> str:
 
 
 class _RunTools(Effect):
-    __slots__ = ("callbacks", "context", "parts", "prompt", "response")
+    """Run the tool calls of ``message`` with the tools the model was offered."""
+
+    __slots__ = ("callbacks", "context", "message", "options", "parts")
 
     def __init__(
         self,
         parts: AgentParts,
-        prompt: Prompt,
-        response: ChatResponse,
+        message: AssistantMessage,
+        options: ToolCallingChatOptions,
         context: ToolContext,
         callbacks: Sequence[ToolCallback],
     ) -> None:
         self.parts = parts
-        self.prompt = prompt
-        self.response = response
+        self.message = message
+        self.options = options
         self.context = context
         self.callbacks = callbacks
 
     def run(self) -> Any:
-        return self.parts.manager.execute_tool_calls(
-            self.prompt, self.response, tool_context=self.context, tool_callbacks=self.callbacks
-        )
+        manager = self.parts.manager
+        return manager._execute_message(self.message, self.options, self.context, self.callbacks)
 
     def arun(self) -> Awaitable[Any]:
-        return self.parts.manager.aexecute_tool_calls(
-            self.prompt, self.response, tool_context=self.context, tool_callbacks=self.callbacks
-        )
+        manager = self.parts.manager
+        return manager._aexecute_message(self.message, self.options, self.context, self.callbacks)
 
 
 def _run_tools(
@@ -329,13 +329,13 @@ def _run_tools(
     messages: Sequence[Message],
     last: AssistantMessage,
 ) -> _RunTools:
-    # built here, not in the logic: its locals would stay alive while the tools run
-    earlier = messages[:-1]
+    # Built here, not in the logic: its locals would stay alive while the tools run. No
+    # Prompt and no response around the message: the node keeps only the tools' answers, so
+    # a long conversation is not copied for each tool step.
+    earlier = messages[:-1] if parts.tool_providers else ()
     tools = parts.tools_offered_for(earlier, state, config)
-    prompt = Prompt(earlier, parts.options(tools))
-    return _RunTools(
-        parts, prompt, ChatResponse.of(last), parts.tool_context_for(state, config), tools
-    )
+    options = parts.options(tools)
+    return _RunTools(parts, last, options, parts.tool_context_for(state, config), tools)
 
 
 def tool_logic(parts: AgentParts) -> Logic:

@@ -89,11 +89,12 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
         )
     attempt = 1
     kept: dict[str, Any] = {}
+    outer = current_task.get()
     while True:
         # a retried attempt may find what its failed attempt left (a subgraph's thread)
         resuming = task.resuming or attempt > 1
         scope = TaskScope(run, node.name, task, resume, can_interrupt, resuming, kept=kept)
-        token = current_task.set(scope)
+        current_task.set(scope)  # restored below by value: no Token kept while it runs
         if run.bus is not None:
             run.event(NodeStart, scope)
         try:
@@ -115,7 +116,7 @@ def _run_task(task: Task, run: RunScope, resume: Mapping[str, Any], can_interrup
             time.sleep(wait)
             continue
         finally:
-            current_task.reset(token)
+            current_task.set(outer)
         if run.bus is not None:
             run.event(NodeEnd, scope, update=out)
         return TaskResult(task, out)
@@ -128,11 +129,12 @@ async def _arun_task(
     node = task.node
     attempt = 1
     kept: dict[str, Any] = {}
+    outer = current_task.get()
     while True:
         # a retried attempt may find what its failed attempt left (a subgraph's thread)
         resuming = task.resuming or attempt > 1
         scope = TaskScope(run, node.name, task, resume, can_interrupt, resuming, kept=kept)
-        token = current_task.set(scope)
+        current_task.set(scope)  # restored below by value: no Token kept while it runs
         if run.bus is not None:
             run.event(NodeStart, scope)
         try:
@@ -158,7 +160,7 @@ async def _arun_task(
             await asyncio.sleep(wait)
             continue
         finally:
-            current_task.reset(token)
+            current_task.set(outer)
         return _ended(task, scope, out)
 
 

@@ -239,27 +239,20 @@ class ToolCallingManager:
 
     def _plan(
         self,
-        prompt: Prompt,
-        response: ChatResponse,
+        options: ToolCallingChatOptions | None,
         tool_context: ToolContext | Mapping[str, Any] | None,
         callbacks: Sequence[ToolCallback] | None,
-    ) -> tuple[AssistantMessage, dict[str, ToolCallback], ToolContext]:
-        generation = next((g for g in response.results if g.output.tool_calls), None)
-        if generation is None:
-            raise ValueError(
-                "the response has no tool calls to execute; check response.has_tool_calls() first"
-            )
-        options = prompt.tool_options
+    ) -> tuple[dict[str, ToolCallback], ToolContext]:
         found = list(callbacks) if callbacks is not None else self.resolve_tool_callbacks(options)
         by_name = {c.tool_definition.name: c for c in found}
         if isinstance(tool_context, ToolContext) and (options is None or not options.tool_context):
-            return generation.output, by_name, tool_context  # each call gets its own copy
+            return by_name, tool_context  # each call gets its own copy
         entries: dict[str, Any] = dict(options.tool_context) if options is not None else {}
         if isinstance(tool_context, ToolContext):
             entries.update(tool_context.context)
         elif tool_context is not None:
             entries.update(tool_context)
-        return generation.output, by_name, ToolContext(entries)
+        return by_name, ToolContext(entries)
 
     def _chain(
         self, by_name: Mapping[str, ToolCallback], ran: list[ToolCallRequest]
@@ -293,10 +286,11 @@ class ToolCallingManager:
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         # Inside a graph task the call has a scope of its own (its interrupts are numbered apart
         # from its siblings', so each parallel call is resumed with its own value); outside,
-        # none. Set and reset here, not by a context manager: one object less per waiting call.
+        # none. Set and restored here, not by a context manager: one object less per waiting call.
         task = current_task.get()
         scope = task.child(call.id) if task is not None else None
-        token = current_task.set(scope) if scope is not None else None
+        if scope is not None:
+            current_task.set(scope)  # restored below by value: no Token kept while it runs
         try:
             earlier = _recalled(scope, request)
             if earlier is not None:
@@ -322,8 +316,8 @@ class ToolCallingManager:
                 _log_tool_error(call, exc)
             return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
         finally:
-            if token is not None:
-                current_task.reset(token)
+            if scope is not None:
+                current_task.set(task)
 
     def _run_one(
         self,
@@ -381,10 +375,10 @@ class ToolCallingManager:
 
     @staticmethod
     def _result(
-        prompt: Prompt, message: AssistantMessage, outcomes: list[_Outcome]
+        earlier: Sequence[Message], message: AssistantMessage, outcomes: list[_Outcome]
     ) -> ToolExecutionResult:
         history: list[Message] = [
-            *prompt.messages,
+            *earlier,
             message,
             ToolResponseMessage(responses=tuple(o.response for o in outcomes)),
         ]
@@ -406,13 +400,9 @@ class ToolCallingManager:
     ) -> ToolExecutionResult:
         """Run the tool calls of ``response`` (the tools of ``prompt``'s options, or
         ``tool_callbacks``); ``tool_context`` entries are added to the options' ones."""
-        message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
-        calls = [functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls]
-        parallel = self.parallel and len(calls) > 1
-        results: list[_Outcome | BaseException] = (
-            run_all(calls) if parallel else [call() for call in calls]
+        return self._execute_message(
+            _calling(response), prompt.tool_options, tool_context, tool_callbacks, prompt.messages
         )
-        return self._result(prompt, message, _finished(results))
 
     async def aexecute_tool_calls(
         self,
@@ -424,12 +414,43 @@ class ToolCallingManager:
     ) -> ToolExecutionResult:
         """Async ``execute_tool_calls``: calls run as concurrent tasks; sync tools run in
         worker threads."""
-        message, by_name, context = self._plan(prompt, response, tool_context, tool_callbacks)
+        return await self._aexecute_message(
+            _calling(response), prompt.tool_options, tool_context, tool_callbacks, prompt.messages
+        )
+
+    def _execute_message(
+        self,
+        message: AssistantMessage,
+        options: ToolCallingChatOptions | None,
+        tool_context: ToolContext | Mapping[str, Any] | None,
+        tool_callbacks: Sequence[ToolCallback] | None,
+        earlier: Sequence[Message] = (),
+    ) -> ToolExecutionResult:
+        """The tool calls of ``message``; the result's history is ``earlier``, ``message``
+        and the responses (the agent's tool node passes no ``earlier``: it keeps only the
+        responses, and copying a long conversation for each tool step would be waste)."""
+        by_name, context = self._plan(options, tool_context, tool_callbacks)
+        calls = [functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls]
+        parallel = self.parallel and len(calls) > 1
+        results: list[_Outcome | BaseException] = (
+            run_all(calls) if parallel else [call() for call in calls]
+        )
+        return self._result(earlier, message, _finished(results))
+
+    async def _aexecute_message(
+        self,
+        message: AssistantMessage,
+        options: ToolCallingChatOptions | None,
+        tool_context: ToolContext | Mapping[str, Any] | None,
+        tool_callbacks: Sequence[ToolCallback] | None,
+        earlier: Sequence[Message] = (),
+    ) -> ToolExecutionResult:
+        by_name, context = self._plan(options, tool_context, tool_callbacks)
         if len(message.tool_calls) == 1:  # the common case, with nothing more to keep meanwhile
             outcome = await self._arun_one(message.tool_calls[0], by_name, context)
-            return self._result(prompt, message, _finished([outcome]))
+            return self._result(earlier, message, _finished([outcome]))
         coroutines = _calls_of(self, message.tool_calls, by_name, context)
-        if self.parallel and len(coroutines) > 1:
+        if self.parallel:
             results = await asyncio.gather(*coroutines, return_exceptions=True)
         else:
             results = []
@@ -439,7 +460,17 @@ class ToolCallingManager:
             finally:
                 for rest in coroutines[len(results) + 1 :]:
                     rest.close()
-        return self._result(prompt, message, _finished(results))
+        return self._result(earlier, message, _finished(results))
+
+
+def _calling(response: ChatResponse) -> AssistantMessage:
+    """The message of the first generation that calls tools."""
+    for generation in response.results:
+        if generation.output.tool_calls:
+            return generation.output
+    raise ValueError(
+        "the response has no tool calls to execute; check response.has_tool_calls() first"
+    )
 
 
 def _calls_of(
