@@ -202,8 +202,9 @@ class GraphRun(Cursor):
             results = yield from self._execute(tasks, done, resume)
         else:
             results = yield ExecuteEffect(tasks, resume)
-            if self.child_outputs:
-                outputs, self.child_outputs = self.child_outputs, []
+            if self.child_outputs:  # emptied in place: scope.outputs appends to this list
+                outputs = self.child_outputs.copy()
+                self.child_outputs.clear()
                 yield EmitEffect(outputs)
         updates: list[tuple[str, Any]] = []
         ran: list[tuple[str, list[str | Send] | None]] = []
@@ -314,7 +315,8 @@ class GraphRun(Cursor):
         todo = [t for t in tasks if t.id not in done] if done else tasks
         results: list[TaskResult] = (yield ExecuteEffect(todo, resume)) if todo else []
         if self.child_outputs:  # what subgraphs streamed during the step
-            outputs, self.child_outputs = self.child_outputs, []
+            outputs = self.child_outputs.copy()  # emptied in place, as in _step
+            self.child_outputs.clear()
             yield EmitEffect(outputs)
         if done:
             for task in tasks:

@@ -247,3 +247,15 @@ def test_a_subgraphs_own_listeners_see_its_events_and_the_parents_see_them_too()
     parent.compile(listeners=[outer]).invoke({})
     assert outer.seen == [("sub", None), ("research", "sub:")]
     assert inner.seen == [("research", "sub:")] * 2
+
+
+def test_stream_with_subgraphs_yields_the_subgraph_s_nodes_every_time_it_runs() -> None:
+    inner = StateGraph()
+    inner.add_node("inner", lambda s: {"n": s.get("n", 0) + 1})
+    inner.add_edge(START, "inner").add_edge("inner", END)
+    outer = StateGraph()
+    outer.add_node("sub", inner.compile()).add_node("check", lambda s: {})
+    outer.add_edge(START, "sub").add_edge("sub", "check")
+    outer.add_conditional_edges("check", lambda s: "sub" if s["n"] < 3 else END, ["sub", END])
+    nodes = [o.node for o in outer.compile().stream({"n": 0}, subgraphs=True)]
+    assert nodes == ["inner", "sub", "check"] * 3
