@@ -333,9 +333,9 @@ def _run_tools(
     # Prompt and no response around the message: the node keeps only the tools' answers, so
     # a long conversation is not copied for each tool step.
     earlier = messages[:-1] if parts.tool_providers else ()
-    tools = parts.tools_offered_for(earlier, state, config)
-    options = parts.options(tools)
-    return _RunTools(parts, last, options, parts.tool_context_for(state, config), tools)
+    options = parts.options(parts.tools_offered_for(earlier, state, config))
+    context = parts.tool_context_for(state, config)
+    return _RunTools(parts, last, options, context, options.tool_callbacks)
 
 
 def tool_logic(parts: AgentParts) -> Logic:

@@ -197,11 +197,11 @@ class GraphRun(Cursor):
         # A step that starts from a checkpoint this run did not write may have run
         # before (and failed or paused): a subgraph of it may have a thread to continue.
         resuming = base is not None or self.last_written is None
-        tasks = self._tasks(runnable, sends, step_base, resuming)
         if done or self.child_outputs:
+            tasks = self._tasks(runnable, sends, step_base, resuming)
             results = yield from self._execute(tasks, done, resume)
-        else:
-            results = yield ExecuteEffect(tasks, resume)
+        else:  # only the driver holds the tasks while they run
+            results = yield ExecuteEffect(self._tasks(runnable, sends, step_base, resuming), resume)
             if self.child_outputs:  # emptied in place: scope.outputs appends to this list
                 outputs = self.child_outputs.copy()
                 self.child_outputs.clear()

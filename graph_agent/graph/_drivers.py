@@ -321,9 +321,10 @@ async def adrive(
         failure = None
         try:
             if isinstance(effect, ExecuteEffect):
-                tasks = effect.tasks
-                if len(tasks) == 1:  # awaited here: one coroutine less while the node runs
-                    send = [await _arun_task(tasks[0], run, effect.resume, can_interrupt)]
+                if len(effect.tasks) == 1:  # awaited here: one coroutine less while it runs
+                    task, resume = effect.tasks[0], effect.resume
+                    del effect  # nothing of the step kept but what the task needs
+                    send = [await _arun_task(task, run, resume, can_interrupt)]
                 else:
                     send = await _aexecute(effect, run, can_interrupt)
             elif isinstance(effect, PutEffect):

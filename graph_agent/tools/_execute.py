@@ -18,17 +18,17 @@ class Execute:
     """The innermost handler of the interceptor chain: the tool's own call. (A class, not a
     closure: one object per call instead of a function and a cell per variable it reads.)"""
 
-    __slots__ = ("by_name", "manager", "ran")
+    __slots__ = ("by_name", "manager", "reached")
 
     def __init__(
         self,
         manager: ToolCallingManager,
         by_name: Mapping[str, ToolCallback],
-        ran: list[ToolCallRequest],
     ) -> None:
         self.manager = manager
         self.by_name = by_name
-        self.ran = ran
+        # the request as it finally reached the tool (an interceptor may have rewritten it)
+        self.reached: ToolCallRequest | None = None
 
     def unknown(self, request: ToolCallRequest) -> str:
         return unknown_tool_response(
@@ -36,7 +36,7 @@ class Execute:
         )
 
     def __call__(self, request: ToolCallRequest) -> str:
-        self.ran.append(request)
+        self.reached = request
         if request.tool is None:
             return self.unknown(request)
         return request.tool.call(request.tool_call.arguments, request.tool_context)
@@ -46,7 +46,7 @@ class AExecute(Execute):
     __slots__ = ()
 
     def __call__(self, request: ToolCallRequest) -> Awaitable[str]:  # type: ignore[override]
-        self.ran.append(request)
+        self.reached = request
         if request.tool is None:
             return _answer(self.unknown(request))
         # the tool's own coroutine, not one awaiting it: one object less while a tool runs

@@ -254,20 +254,16 @@ class ToolCallingManager:
             entries.update(tool_context)
         return by_name, ToolContext(entries)
 
-    def _chain(
-        self, by_name: Mapping[str, ToolCallback], ran: list[ToolCallRequest]
-    ) -> Callable[[ToolCallRequest], str]:
+    def _chain(self, execute: Execute) -> Callable[[ToolCallRequest], str]:
         """The call of one tool, wrapped by the interceptors (the first is outermost);
-        ``ran`` receives the request as it finally reached the tool."""
-        handler: Callable[[ToolCallRequest], str] = Execute(self, by_name, ran)
+        ``execute.reached`` is the request as it finally reached the tool."""
+        handler: Callable[[ToolCallRequest], str] = execute
         for interceptor in reversed(self.interceptors):
             handler = _Intercepted(interceptor, handler, False)
         return handler
 
-    def _achain(
-        self, by_name: Mapping[str, ToolCallback], ran: list[ToolCallRequest]
-    ) -> Callable[[ToolCallRequest], Awaitable[str]]:
-        handler: Callable[[ToolCallRequest], Awaitable[str]] = AExecute(self, by_name, ran)
+    def _achain(self, execute: AExecute) -> Callable[[ToolCallRequest], Awaitable[str]]:
+        handler: Callable[[ToolCallRequest], Awaitable[str]] = execute
         for interceptor in reversed(self.interceptors):
             handler = _Intercepted(interceptor, handler, True)
         return handler
@@ -277,12 +273,12 @@ class ToolCallingManager:
         call: ToolCall,
         by_name: Mapping[str, ToolCallback],
         context: ToolContext,
-        ran: list[ToolCallRequest],
+        execute: Execute,
     ) -> Generator[ToolCallRequest, str, _Outcome]:
         """One tool call, written once: it yields the request for the interceptor chain to
         run (sync or async, see ``_run_one``/``_arun_one``) and gets the text back, or the
-        chain's exception thrown in. ``ran`` receives the request as it finally reached the
-        tool (an interceptor may rewrite it)."""
+        chain's exception thrown in. ``execute.reached`` is the request as it finally reached
+        the tool (an interceptor may rewrite it)."""
         request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
         # Inside a graph task the call has a scope of its own (its interrupts are numbered apart
         # from its siblings', so each parallel call is resumed with its own value); outside,
@@ -307,14 +303,14 @@ class ToolCallingManager:
             except FinishedAfterCancel as stop:  # the run is cancelled, the tool had finished
                 error = stop.error
                 text = stop.text if stop.text is not None else f"{type(error).__name__}: {error}"
-                _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
+                _ended(scope, self._outcome(execute.reached or request, text, error, started))
                 raise
             except Exception as exc:
                 error = exc
                 text = self.exception_processor.process(_as_tool_exception(exc, call.name))
                 # only when the error goes back to the model: a raised one reaches the caller
                 _log_tool_error(call, exc)
-            return _ended(scope, self._outcome(ran[-1] if ran else request, text, error, started))
+            return _ended(scope, self._outcome(execute.reached or request, text, error, started))
         finally:
             if scope is not None:
                 current_task.set(task)
@@ -325,14 +321,14 @@ class ToolCallingManager:
         by_name: Mapping[str, ToolCallback],
         context: ToolContext,
     ) -> _Outcome:
-        ran: list[ToolCallRequest] = []
-        steps = self._call_steps(call, by_name, context, ran)
+        execute = Execute(self, by_name)
+        steps = self._call_steps(call, by_name, context, execute)
         try:
             request = next(steps)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         try:
-            text = self._chain(by_name, ran)(request)
+            text = self._chain(execute)(request)
         except BaseException as exc:  # the steps decide what becomes of it
             return _last(steps, error=exc)
         return _last(steps, text=text)
@@ -343,14 +339,14 @@ class ToolCallingManager:
         by_name: Mapping[str, ToolCallback],
         context: ToolContext,
     ) -> _Outcome:
-        ran: list[ToolCallRequest] = []
-        steps = self._call_steps(call, by_name, context, ran)
+        execute = AExecute(self, by_name)
+        steps = self._call_steps(call, by_name, context, execute)
         try:
             request = next(steps)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         try:
-            text = await self._achain(by_name, ran)(request)
+            text = await self._achain(execute)(request)
         except BaseException as exc:
             return _last(steps, error=exc)
         return _last(steps, text=text)
