@@ -7,7 +7,7 @@ and send its result back, so both APIs share one implementation of the semantics
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from checkpoint import Checkpoint
@@ -54,7 +54,8 @@ class GraphRun(Cursor):
         super().__init__(spec, config, has_saver, scope)
         self.inputs = inputs
         self.stream = stream
-        self.child_outputs: list[NodeOutput] = []
+        # made when someone collects them (stream(subgraphs=True), a parent's stream)
+        self.child_outputs: list[NodeOutput] | None = None
 
     def effects(self) -> Generator[Effect, Any, None]:
         """The run's effects, for a driver to perform; with the run's events when someone
@@ -78,6 +79,13 @@ class GraphRun(Cursor):
             interrupts=tuple(interrupt_of(r) for r in records),
             values=self.spec.public(self.values),
         )
+
+    def collect_child_outputs(self) -> Callable[[NodeOutput], None]:
+        """Where subgraphs run by this run's tasks put their node outputs (emitted after
+        each step)."""
+        collected: list[NodeOutput] = []
+        self.child_outputs = collected
+        return collected.append
 
     def graph_name(self) -> str:
         """The graph's name; a subgraph compiled without one goes by its node's name."""

@@ -82,7 +82,7 @@ class SubgraphNode:
             stream=parent.outputs is not None,
             scope=scope,
         )
-        scope.outputs = run.child_outputs.append
+        scope.outputs = run.collect_child_outputs()
         return run, scope, values
 
     def _finish(self, run: GraphRun, handed: Mapping[str, Any]) -> dict[str, Any]:

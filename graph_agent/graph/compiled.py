@@ -233,7 +233,7 @@ class CompiledGraph:
         self._check_sync("stream")
         run, scope = self._start(inputs, config, True)
         if subgraphs:
-            scope.outputs = run.child_outputs.append
+            scope.outputs = run.collect_child_outputs()
         with RunLoopScope():
             yield from drive(run.effects(), self.saver, scope)
 
@@ -247,7 +247,7 @@ class CompiledGraph:
         """Async ``stream``."""
         run, scope = self._start(inputs, config, True)
         if subgraphs:
-            scope.outputs = run.child_outputs.append
+            scope.outputs = run.collect_child_outputs()
         async for output in adrive(run.effects(), self.saver, scope):
             yield output
 
