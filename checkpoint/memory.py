@@ -64,8 +64,8 @@ class MemorySaver(BaseCheckpointSaver):
     """Checkpoints kept in this process's memory: for tests and one-process apps (use
     ``SqliteSaver`` or ``RedisSaver`` for anything that must survive the process).
 
-    Stored incrementally: each checkpoint holds only its delta, and the latest state is kept
-    whole, so a step costs the same however long the thread. It behaves like a durable saver:
+    Stored incrementally: each checkpoint holds only its delta (as the bytes ``put`` encodes),
+    and the latest state is kept whole, so a step costs the same however long the thread. It behaves like a durable saver:
     a value the serializer cannot store fails at ``put`` with ``UnserializableValueError``,
     and nothing a caller does to what it passed to ``put`` or got from ``get``/``list``
     changes what is stored (unchangeable values are shared, the rest is copied).

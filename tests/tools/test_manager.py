@@ -281,3 +281,23 @@ def test_records_show_the_call_an_interceptor_actually_ran():
     ):
         (record,) = result.records
         assert (record.arguments, record.result) == ('{"a": 4, "b": 6}', "10")
+
+
+def test_an_async_interceptor_may_return_the_handler_s_awaitable_as_it_is():
+    seen: list[str] = []
+
+    class PassOn:  # not async: hands the handler's own coroutine back
+        def intercept_tool_call(self, request, handler):
+            return handler(request)
+
+        def aintercept_tool_call(self, request, handler):
+            seen.append(request.tool_call.name)
+            return handler(request.replace(tool_call=request.tool_call))
+
+    manager = ToolCallingManager(interceptors=[PassOn()])
+    prompt = _prompt(FnTool("add", _add))
+    calls = _response(("c1", "add", '{"a": 2, "b": 3}'), ("c2", "nope", "{}"))
+    result = asyncio.run(manager.aexecute_tool_calls(prompt, calls))
+    assert result.records[0].result == "5"
+    assert "nope" in result.records[1].result  # an unknown tool's answer is awaitable too
+    assert seen == ["add", "nope"]
