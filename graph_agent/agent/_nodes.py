@@ -89,7 +89,9 @@ def async_node(logic: Logic) -> Node:
             except StopIteration as done:
                 return done.value
             try:
-                value, error = await effect.arun(), None
+                pending = effect.arun()
+                del effect  # what it was made of is the awaitable's now, for as long as needed
+                value, error = await pending, None
             except BaseException as exc:
                 value, error = None, exc
 

@@ -244,7 +244,7 @@ class GraphRun(Cursor):
         else:
             triggered, sends = yield from self.successors(ran, new_state)
         self.values = merged
-        self.tracker.absorb(step)
+        self.absorb(step)
         names = _union_in_order(spec, deferred, triggered) if deferred else triggered
         pauses: Sequence[dict[str, Any]] = ()
         if names and (spec.interrupt_after or spec.interrupt_before):

@@ -43,8 +43,10 @@ def interrupt_of(record: Mapping[str, Any]) -> Interrupt:
     )
 
 
-class Cursor:
-    """Where a thread stands while a run or an update works on it."""
+class Cursor(DeltaTracker):
+    """Where a thread stands while a run or an update works on it, and (as the
+    ``DeltaTracker`` it is) what changed since its last checkpoint. (One object rather than
+    two: a run waiting on a node is one object less for the collector.)"""
 
     __slots__ = (
         "check_head",
@@ -55,7 +57,6 @@ class Cursor:
         "scope",
         "spec",
         "step",
-        "tracker",
         "values",
     )
 
@@ -71,7 +72,7 @@ class Cursor:
         self.step = -1
         # A run from an explicit checkpoint_id forks: its first write moves the head.
         self.check_head = config.checkpoint_id is None
-        self.tracker = DeltaTracker()
+        DeltaTracker.__init__(self)
         self.last_written: Checkpoint | None = None  # where the run left the thread
 
     def load(self) -> Generator[Effect, Any, Checkpoint | None]:
@@ -96,7 +97,7 @@ class Cursor:
         """Merge the updates all or nothing: a bad update leaves values and delta as they were."""
         step = DeltaTracker()
         self.values = merge_updates(self.values, updates, self.spec.strategies, step)
-        self.tracker.absorb(step)
+        self.absorb(step)
 
     def write(
         self,
@@ -134,7 +135,7 @@ class Cursor:
             resume_values=encode_resume(resume or {}),
             pending_writes=pending,
         )
-        yield PutEffect(checkpoint, self.tracker.take(self.values), self.check_head, updates)
+        yield PutEffect(checkpoint, self.take(self.values), self.check_head, updates)
         self.last_written = checkpoint
         self.head_id = checkpoint_id
         self.step += 1

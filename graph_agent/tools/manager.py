@@ -442,6 +442,7 @@ class ToolCallingManager:
         earlier: Sequence[Message] = (),
     ) -> ToolExecutionResult:
         by_name, context = self._plan(options, tool_context, tool_callbacks)
+        del options, tool_context, tool_callbacks  # not kept while the tools run
         if len(message.tool_calls) == 1:  # the common case, with nothing more to keep meanwhile
             outcome = await self._arun_one(message.tool_calls[0], by_name, context)
             return self._result(earlier, message, _finished([outcome]))
