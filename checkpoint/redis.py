@@ -184,26 +184,17 @@ class RedisSaver(BaseCheckpointSaver):
         return saver
 
     def close(self) -> None:
-        """Close the sync client ``from_url`` made (a client passed in stays open, as its
-        owner's). Safe to call twice."""
-        client, owned = self.client, self._owns_clients
+        """Close the saver's own connections, and the sync client ``from_url`` made (a
+        client passed in stays open, as its owner's). Safe to call twice."""
         self._calls.close()
-        if owned and client is not None:
-            client.close()
+        if self._owns_clients and self.client is not None:
+            self.client.close()
 
     async def aclose(self) -> None:
         """Close both clients ``from_url`` made (clients passed in stay open)."""
         self.close()
-        client = self.async_client
-        if (
-            self._owns_clients
-            and client is not None
-            and self._async_loop
-            in (
-                None,
-                asyncio.get_running_loop(),
-            )
-        ):
+        client, loop = self.async_client, self._async_loop
+        if self._owns_clients and client is not None and loop in (None, asyncio.get_running_loop()):
             await client.aclose()
 
     def __enter__(self) -> RedisSaver:
