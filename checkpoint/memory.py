@@ -64,8 +64,9 @@ class MemorySaver(BaseCheckpointSaver):
     """Checkpoints kept in this process's memory: for tests and one-process apps (use
     ``SqliteSaver`` or ``RedisSaver`` for anything that must survive the process).
 
-    Stored incrementally: each checkpoint holds only its delta (as the bytes ``put`` encodes),
-    and the latest state is kept whole, so a step costs the same however long the thread. It behaves like a durable saver:
+    Stored incrementally: each checkpoint holds only its delta (as the bytes ``put``
+    encodes), and the latest state is kept whole, so a step costs the same however long the
+    thread. It behaves like a durable saver:
     a value the serializer cannot store fails at ``put`` with ``UnserializableValueError``,
     and nothing a caller does to what it passed to ``put`` or got from ``get``/``list``
     changes what is stored (unchangeable values are shared, the rest is copied).
@@ -153,7 +154,7 @@ class MemorySaver(BaseCheckpointSaver):
         s = self.serializer
         try:
             header = s.dumps(list(engine_record_of(checkpoint).values()))
-            body = s.dumps([dict(delta.replaced), {k: list(v) for k, v in delta.appended.items()}])
+            body = self._body(delta)
         except SerializationError:
             encode_put(s, checkpoint, delta)  # raises the durable savers' error
             raise
@@ -188,8 +189,8 @@ class MemorySaver(BaseCheckpointSaver):
             for child_id in thread.children.pop(oldest_id, ()):
                 child = thread.records.get(child_id)
                 if child is not None and not child.is_base:
-                    full = [self._materialize(thread, child), {}]
-                    child.body = self.serializer.dumps(full)
+                    full = CheckpointDelta.full(self._materialize(thread, child))
+                    child.body = self._body(full)
                     child.is_base = True
             del thread.records[oldest_id]
 
@@ -271,7 +272,13 @@ class MemorySaver(BaseCheckpointSaver):
             for r in chain
         )
 
+    def _body(self, delta: CheckpointDelta) -> bytes:
+        """A delta as a record stores it: ``[replaced values, appended items]`` in msgpack."""
+        appended = {k: list(v) for k, v in delta.appended.items()}
+        return self.serializer.dumps([dict(delta.replaced), appended])
+
     def _delta(self, record: _Record) -> CheckpointDelta:
+        """A record's delta, decoded afresh."""
         replaced, appended = self.serializer.loads(record.body)
         return CheckpointDelta(appended=appended, replaced=replaced)
 

@@ -21,7 +21,8 @@ from ..graph import OverAllState, RunnableConfig, Updates
 from ..messages import AssistantMessage, Message
 from ..models import ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
-from ..tools import ToolCallback, ToolCallRequest, ToolContext
+from ..tools import ToolCallRequest, ToolContext
+from ..tools._execute import answered
 from ._parts import (
     JUMP_TO,
     MESSAGES,
@@ -281,7 +282,7 @@ class RejectedToolCalls:
     ) -> Awaitable[str]:
         # not async: the handler's own awaitable is returned, no coroutine waits around it
         reason = self._reason(request)
-        return handler(request) if reason is None else _answered(reason)
+        return handler(request) if reason is None else answered(reason)
 
     @staticmethod
     def _reason(request: ToolCallRequest) -> str | None:
@@ -292,14 +293,10 @@ class RejectedToolCalls:
         return f"The user rejected this tool call: {rejected[request.tool_call.id]}"
 
 
-async def _answered(text: str) -> str:
-    return text
-
-
 class _RunTools(Effect):
     """Run the tool calls of ``message`` with the tools the model was offered."""
 
-    __slots__ = ("callbacks", "context", "message", "options", "parts")
+    __slots__ = ("context", "message", "options", "parts")
 
     def __init__(
         self,
@@ -307,21 +304,23 @@ class _RunTools(Effect):
         message: AssistantMessage,
         options: ToolCallingChatOptions,
         context: ToolContext,
-        callbacks: Sequence[ToolCallback],
     ) -> None:
         self.parts = parts
         self.message = message
-        self.options = options
+        self.options = options  # its tool_callbacks: the tools the model was offered
         self.context = context
-        self.callbacks = callbacks
 
     def run(self) -> Any:
+        options = self.options
         manager = self.parts.manager
-        return manager._execute_message(self.message, self.options, self.context, self.callbacks)
+        return manager._execute_message(self.message, options, self.context, options.tool_callbacks)
 
     def arun(self) -> Awaitable[Any]:
+        options = self.options
         manager = self.parts.manager
-        return manager._aexecute_message(self.message, self.options, self.context, self.callbacks)
+        return manager._aexecute_message(
+            self.message, options, self.context, options.tool_callbacks
+        )
 
 
 def _run_tools(
@@ -337,7 +336,7 @@ def _run_tools(
     earlier = messages[:-1] if parts.tool_providers else ()
     options = parts.options(parts.tools_offered_for(earlier, state, config))
     context = parts.tool_context_for(state, config)
-    return _RunTools(parts, last, options, context, options.tool_callbacks)
+    return _RunTools(parts, last, options, context)
 
 
 def tool_logic(parts: AgentParts) -> Logic:

@@ -87,6 +87,14 @@ class GraphRun(Cursor):
         self.child_outputs = collected
         return collected.append
 
+    def _take_child_outputs(self) -> list[NodeOutput]:
+        """What subgraphs streamed since the last call; the list is emptied in place, since
+        ``collect_child_outputs`` handed out its ``append``."""
+        outputs = self.child_outputs or []
+        taken = outputs.copy()
+        outputs.clear()
+        return taken
+
     def graph_name(self) -> str:
         """The graph's name; a subgraph compiled without one goes by its node's name."""
         if self.spec.name:
@@ -210,10 +218,8 @@ class GraphRun(Cursor):
             results = yield from self._execute(tasks, done, resume)
         else:  # only the driver holds the tasks while they run
             results = yield ExecuteEffect(self._tasks(runnable, sends, step_base, resuming), resume)
-            if self.child_outputs:  # emptied in place: scope.outputs appends to this list
-                outputs = self.child_outputs.copy()
-                self.child_outputs.clear()
-                yield EmitEffect(outputs)
+            if self.child_outputs:
+                yield EmitEffect(self._take_child_outputs())
         updates: list[tuple[str, Any]] = []
         ran: list[tuple[str, list[str | Send] | None]] = []
         stopped = False
@@ -323,9 +329,7 @@ class GraphRun(Cursor):
         todo = [t for t in tasks if t.id not in done] if done else tasks
         results: list[TaskResult] = (yield ExecuteEffect(todo, resume)) if todo else []
         if self.child_outputs:  # what subgraphs streamed during the step
-            outputs = self.child_outputs.copy()  # emptied in place, as in _step
-            self.child_outputs.clear()
-            yield EmitEffect(outputs)
+            yield EmitEffect(self._take_child_outputs())
         if done:
             for task in tasks:
                 if task.id in done:

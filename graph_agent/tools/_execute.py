@@ -11,7 +11,7 @@ from .execution import unknown_tool_response
 if TYPE_CHECKING:
     from .manager import ToolCallingManager, ToolCallRequest
 
-__all__ = ["AExecute", "Execute"]
+__all__ = ["AExecute", "Execute", "answered"]
 
 
 class Execute:
@@ -48,10 +48,11 @@ class AExecute(Execute):
     def __call__(self, request: ToolCallRequest) -> Awaitable[str]:  # type: ignore[override]
         self.reached = request
         if request.tool is None:
-            return _answer(self.unknown(request))
+            return answered(self.unknown(request))
         # the tool's own coroutine, not one awaiting it: one object less while a tool runs
         return request.tool.acall(request.tool_call.arguments, request.tool_context)
 
 
-async def _answer(text: str) -> str:
+async def answered(text: str) -> str:
+    """``text`` as an awaitable, for a handler that has its answer without running a tool."""
     return text
