@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._frozen import how_to_hand_out
-from ._head import CachedHead, HeadCache, HeadValues, appended_how, private_delta
+from ._head import CachedHead, HeadCache, HeadValues, Kinds, appended_how, private_delta
 from ._index import LIST, VALUE, Index, checkpoint_from
 from .base import Checkpoint, CheckpointDelta
 from .errors import SerializationError
@@ -26,6 +26,7 @@ from .serde import Serializer
 __all__ = [
     "HeadRead",
     "HeldHeadChangedError",
+    "HeldWrite",
     "MissingValuesError",
     "UndecodableError",
     "head_checkpoint",
@@ -159,6 +160,66 @@ def head_checkpoint(
     )
 
 
+class HeldWrite:
+    """What one write does to the head held for its thread: the private copy of its delta
+    can be made while the write is on its way (``prepare``); once the write is stored,
+    ``written`` moves the held head on by it when the head held was the parent, drops it
+    when it was not (a fork, or a write from elsewhere), and holds a new thread's first head
+    as it is."""
+
+    __slots__ = ("cache", "checkpoint", "delta", "private")
+
+    def __init__(self, cache: HeadCache, checkpoint: Checkpoint, delta: CheckpointDelta) -> None:
+        self.cache = cache
+        self.checkpoint = checkpoint
+        self.delta = delta
+        self.private: tuple[CheckpointDelta, Kinds] | None = None
+
+    def _wanted(self) -> bool:
+        parent = self.checkpoint.parent_id
+        return bool(self.cache.size) and (
+            parent is None or self.cache.head_id(self.checkpoint.thread_id) == parent
+        )
+
+    def prepare(self) -> None:
+        """Make the private delta now, when the held head may take it (never raises: what
+        fails here is done again, and handled, by ``written``)."""
+        if self.private is None and self._wanted():
+            try:
+                self.private = private_delta(self.delta, self.cache.serializer)
+            except Exception:
+                self.private = None
+
+    def written(self, index: Index, header: bytes) -> None:
+        """The checkpoint is stored with ``index`` and ``header``."""
+        cache, checkpoint = self.cache, self.checkpoint
+        if not cache.size:
+            return
+        thread, parent = checkpoint.thread_id, checkpoint.parent_id
+        if not self._wanted():
+            cache.forget(thread)
+            return
+
+        def make(values: HeadValues) -> CachedHead:
+            return CachedHead(checkpoint.id, parent, checkpoint.step, header, index, values)
+
+        try:
+            private, kinds = self.private or private_delta(self.delta, cache.serializer)
+            if parent is None:
+                first = HeadValues()
+                first.advance(private, kinds)
+                cache.keep(thread, make(first))
+            elif not cache.advance(thread, parent, make, private, kinds):
+                cache.forget(thread)
+        except Exception:  # the write is stored: holding nothing is always right
+            _log.debug("not holding thread %r after a write", thread, exc_info=True)
+            cache.forget(thread)
+
+    def forget(self) -> None:
+        """The write's outcome is unknown: hold nothing for the thread."""
+        self.cache.forget(self.checkpoint.thread_id)
+
+
 def remember_write(
     cache: HeadCache,
     checkpoint: Checkpoint,
@@ -166,28 +227,5 @@ def remember_write(
     index: Index,
     header: bytes,
 ) -> None:
-    """After ``checkpoint`` was written with ``index``: the head held for its thread moves
-    on by ``delta`` when it was the parent; it is dropped when it was not (a fork, or a
-    write from elsewhere), and a new thread's first head is held as it is."""
-    if not cache.size:
-        return
-    thread = checkpoint.thread_id
-    parent = checkpoint.parent_id
-    if parent is not None and cache.head_id(thread) != parent:
-        cache.forget(thread)
-        return
-
-    def make(values: HeadValues) -> CachedHead:
-        return CachedHead(checkpoint.id, parent, checkpoint.step, header, index, values)
-
-    try:
-        private, kinds = private_delta(delta, cache.serializer)
-        if parent is None:
-            first = HeadValues()
-            first.advance(private, kinds)
-            cache.keep(thread, make(first))
-        elif not cache.advance(thread, parent, make, private, kinds):
-            cache.forget(thread)
-    except Exception:  # the write is stored: holding nothing is always right
-        _log.debug("not holding thread %r after a write", thread, exc_info=True)
-        cache.forget(thread)
+    """After ``checkpoint`` was written with ``index``: ``HeldWrite.written``."""
+    HeldWrite(cache, checkpoint, delta).written(index, header)

@@ -6,7 +6,9 @@ as long as the round trip itself. The saver already retries what is transient it
 (``RedisSaver._retry``), sends only bytes, str and int, and reads every reply whole, so on a
 plain ``redis.Redis`` it packs the ``EVALSHA`` itself and sends it on a redis-py
 ``Connection`` (made with the client's own connection settings: address, credentials, TLS,
-timeouts, protocol) that it keeps for the next call. Anything else (a cluster client, a
+timeouts, protocol) that it keeps for the next call. With ``hiredis`` installed (the
+``graph-agent[hiredis]`` extra) the command is packed by hiredis's C packer and, as redis-py
+chooses for its connections, the reply parsed by hiredis's C parser. Anything else (a cluster client, a
 client with client-side caching or a single connection, a subclass or instance that
 overrides ``execute_command``, an ``execute_command`` wrapped by an instrumentation
 library) goes through redis-py's ``Script`` unchanged.
@@ -15,8 +17,8 @@ library) goes through redis-py's ``Script`` unchanged.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 __all__ = ["ScriptCalls"]
 
@@ -39,6 +41,22 @@ def pack_command(parts: Sequence[bytes | str | int], encoding: str, errors: str)
             )
         out += (b"$%d\r\n" % len(data), data, _CRLF)
     return b"".join(out)
+
+
+Packer = Callable[[tuple[Any, ...]], bytes]
+
+
+def packer(encoding: str, errors: str) -> Packer:
+    """The fastest packer that encodes text as ``encoding`` with ``errors``: hiredis's C
+    one when it is installed and the text is UTF-8, strict (as hiredis encodes it)."""
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8") and errors == "strict":
+        try:
+            from hiredis import pack_command as c_pack
+        except ImportError:
+            pass
+        else:
+            return cast(Packer, c_pack)
+    return lambda parts: pack_command(parts, encoding, errors)
 
 
 def lean_pool(client: Any) -> Any:
@@ -78,47 +96,66 @@ class ScriptCalls:
     reused. After a fork the child makes new connections.
     """
 
-    __slots__ = ("_encoding", "_errors", "_idle", "_pid", "_pool")
+    __slots__ = ("_idle", "_pack", "_pid", "_pool")
 
     def __init__(self, client: Any) -> None:
         self._pool = lean_pool(client)
         self._idle: list[Any] = []
         self._pid = os.getpid()
         encoder = self._pool.get_encoder() if self._pool is not None else None
-        self._encoding: str = getattr(encoder, "encoding", "utf-8")
-        self._errors: str = getattr(encoder, "encoding_errors", "strict")
+        self._pack = packer(
+            getattr(encoder, "encoding", "utf-8"), getattr(encoder, "encoding_errors", "strict")
+        )
 
     @property
     def lean(self) -> bool:
         """Whether calls go on the saver's own connections."""
         return self._pool is not None
 
-    def call(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    def call(
+        self,
+        script: Any,
+        keys: Sequence[str],
+        args: Sequence[Any],
+        meanwhile: Callable[[], object] | None = None,
+    ) -> Any:
         """``script`` (a redis-py ``Script``) run with ``keys`` and ``args``; redis-py's
-        errors as it raises them."""
+        errors as it raises them. ``meanwhile`` (work that does not need the reply) runs
+        while the server runs the script: after the command is sent, before the reply is
+        read (before the call on redis-py's path); an error it raises is raised after the
+        reply was read."""
         pool = self._pool
         if pool is None:
+            if meanwhile is not None:
+                meanwhile()
             return script(keys=keys, args=args)
         import redis
 
         if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
             self._idle, self._pid = [], os.getpid()
-        parts = ("EVALSHA", script.sha, len(keys), *keys, *args)
         try:
-            return self._send(pool, pack_command(parts, self._encoding, self._errors))
+            return self._send(
+                pool, self._pack(("EVALSHA", script.sha, len(keys), *keys, *args)), meanwhile
+            )
         except redis.exceptions.NoScriptError:  # not cached on this server (yet, or any more)
             body = ("EVAL", script.script, len(keys), *keys, *args)
-            return self._send(pool, pack_command(body, self._encoding, self._errors))
+            return self._send(pool, self._pack(body), None)  # ``meanwhile`` has run
 
-    def _send(self, pool: Any, packed: bytes) -> Any:
+    def _send(self, pool: Any, packed: bytes, meanwhile: Callable[[], object] | None) -> Any:
         import redis
 
         try:
             conn = self._idle.pop()
         except IndexError:
             conn = pool.connection_class(**pool.connection_kwargs)
+        failed: BaseException | None = None
         try:
             conn.send_packed_command((packed,))
+            if meanwhile is not None:
+                try:
+                    meanwhile()
+                except Exception as error:  # the reply is still read: the link stays sound
+                    failed = error
             reply = conn.read_response()
         except redis.exceptions.ResponseError:  # the whole reply was read: the link is sound
             self._idle.append(conn)
@@ -127,6 +164,8 @@ class ScriptCalls:
             conn.disconnect()
             raise
         self._idle.append(conn)
+        if failed is not None:
+            raise failed
         return reply
 
     def close(self) -> None:

@@ -2,11 +2,12 @@
 read one round trip per page.
 
 Keys of one thread (all share the thread's hash tag, so they live in one cluster slot):
-KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list`` and
-``len:<list>`` lengths), KEYS[3] cps (hash: id -> header), KEYS[4] idx (hash: id -> JSON index),
+KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list``, ``seq``
+and ``len:<list>`` lengths), KEYS[3] cps (hash: id -> header), KEYS[4] idx (hash: id -> JSON index),
 KEYS[5] vals (hash: ``<id>\\n<key>`` -> value), KEYS[6] items (hash: ``<list>:<pos>`` -> item),
-KEYS[7] ids (sorted set of ids scored by the order of their writes: meta's ``seq`` counter,
-never the time in an id; ids of an older layout have score 0 and sort first, by id).
+KEYS[7] ids (sorted set of ids scored by the order of their writes, ``seq``: each new id
+scores one more than the head it follows, never the time in an id; ids of an older layout
+have score 0 and sort first, by id).
 
 Stored data that is corrupt, truncated or partly evicted makes a script answer ``{'!', why}``
 (read) or ``{4, why}`` (write) instead of erroring or looping: every loop is bounded by what
@@ -29,10 +30,16 @@ if not head and redis.call('EXISTS', KEYS[3], KEYS[7]) > 0 then
   return {4, 'its head key is missing but its checkpoints are not (evicted or deleted by hand?)'}
 end
 if check == '1' and (head or '') ~= expected then return {0, head or ''} end
-if head and head ~= id and not redis.call('ZSCORE', KEYS[7], head) then
-  return {4, 'its head ' .. head .. ' is missing from its list of checkpoints'}
+-- the ids are scored in write order: the head is the last one written, so the new id's score
+-- is the head's plus one (the same score when a retried write rewrites the head)
+local score = 1
+if head then
+  local head_score = tonumber(redis.call('ZSCORE', KEYS[7], head))
+  if not head_score then
+    return {4, 'its head ' .. head .. ' is missing from its list of checkpoints'}
+  end
+  score = head == id and head_score or head_score + 1
 end
-local stored = redis.call('HLEN', KEYS[6])
 local idx = {}
 if base ~= '' then
   local raw = redis.call('HGET', KEYS[4], base)
@@ -48,15 +55,19 @@ local n_values = tonumber(ARGV[i]); i = i + 1
 local values_at = i
 i = i + 2 * n_values
 local n_lists = tonumber(ARGV[i]); i = i + 1
-local ops = {}
+local ops, tips, stored = {}, {}, nil
 for _ = 1, n_lists do
   local key, mode, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local ref = idx[key]
   if mode == 'a' and ref and ref[1] == 'v' then return {3, key} end
   if mode == 'a' and ref and ref[1] == 'l' then
-    local tip = tonumber(redis.call('HGET', KEYS[2], 'len:' .. tostring(ref[2])) or '-1')
+    local list = tostring(ref[2])
+    if tips[list] == nil then
+      tips[list] = tonumber(redis.call('HGET', KEYS[2], 'len:' .. list) or '-1')
+    end
+    stored = stored or redis.call('HLEN', KEYS[6])
     local length = tonumber(ref[3])
-    if not length or length < 0 or length > tip or length > stored then
+    if not length or length < 0 or length > tips[list] or length > stored then
       return {4, "the list '" .. key .. "' of checkpoint " .. base .. ' claims '
         .. tostring(ref[3]) .. ' items, more than are stored'}
     end
@@ -65,20 +76,25 @@ for _ = 1, n_lists do
   i = i + 3 + count
 end
 -- Every check is done: from here on the script only writes.
-for v = 0, n_values - 1 do
-  local key = ARGV[values_at + 2 * v]
-  redis.call('HSET', KEYS[5], id .. '\n' .. key, ARGV[values_at + 2 * v + 1])
-  idx[key] = {'v', id}
+if n_values > 0 then
+  local pairs_ = {}
+  for v = 0, n_values - 1 do
+    local key = ARGV[values_at + 2 * v]
+    pairs_[#pairs_ + 1] = id .. '\n' .. key
+    pairs_[#pairs_ + 1] = ARGV[values_at + 2 * v + 1]
+    idx[key] = {'v', id}
+  end
+  redis.call('HSET', KEYS[5], unpack(pairs_))
 end
+local counters = {'seq', score}
 for _, op in ipairs(ops) do
   local key, mode, count, at = op[1], op[2], op[3], op[4]
   local ref = idx[key]
   local list, length
   if mode == 'a' and ref and ref[1] == 'l' then
-    list, length = ref[2], ref[3]
-    local tip = tonumber(redis.call('HGET', KEYS[2], 'len:' .. list) or '0')
-    if tip ~= length then  -- a fork from an older checkpoint: copy its prefix to a new list
-      local copy = redis.call('HINCRBY', KEYS[2], 'next_list', 1)
+    list, length = tostring(ref[2]), ref[3]
+    if tips[list] ~= length then  -- a fork from an older checkpoint: copy its prefix to a new list
+      local copy = tostring(redis.call('HINCRBY', KEYS[2], 'next_list', 1))
       for from = 0, length - 1, 500 do
         local to = math.min(from + 499, length - 1)
         local fields = {}
@@ -94,7 +110,7 @@ for _, op in ipairs(ops) do
       list = copy
     end
   else
-    list, length = redis.call('HINCRBY', KEYS[2], 'next_list', 1), 0
+    list, length = tostring(redis.call('HINCRBY', KEYS[2], 'next_list', 1)), 0
   end
   for from = 0, count - 1, 500 do
     local pairs_ = {}
@@ -105,13 +121,16 @@ for _, op in ipairs(ops) do
     if #pairs_ > 0 then redis.call('HSET', KEYS[6], unpack(pairs_)) end
   end
   length = length + count
-  redis.call('HSET', KEYS[2], 'len:' .. list, length)
-  idx[key] = {'l', list, length}
+  tips[list] = length
+  counters[#counters + 1] = 'len:' .. list
+  counters[#counters + 1] = length
+  idx[key] = {'l', tonumber(list), length}
 end
+redis.call('HSET', KEYS[2], unpack(counters))
 redis.call('HSET', KEYS[3], id, header)
 local written = cjson.encode(idx)
 redis.call('HSET', KEYS[4], id, written)
-redis.call('ZADD', KEYS[7], redis.call('HINCRBY', KEYS[2], 'seq', 1), id)
+redis.call('ZADD', KEYS[7], score, id)
 redis.call('SET', KEYS[1], id)
 if keep > 0 then
   local total = redis.call('ZCARD', KEYS[7])

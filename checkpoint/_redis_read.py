@@ -16,12 +16,12 @@ from ._head import CachedHead, HeadCache
 from ._head_read import (
     HeadRead,
     HeldHeadChangedError,
+    HeldWrite,
     MissingValuesError,
     UndecodableError,
     head_checkpoint,
-    remember_write,
 )
-from .base import Checkpoint, CheckpointDelta
+from .base import Checkpoint
 from .errors import CheckpointDataError, SerializationError
 from .serde import Serializer
 
@@ -118,13 +118,7 @@ def read_reply(
     return head_checkpoint(serializer, thread_id, head, head.values.values)
 
 
-def written_reply(
-    cache: HeadCache,
-    checkpoint: Checkpoint,
-    delta: CheckpointDelta,
-    header: bytes,
-    reply: Sequence[Any],
-) -> None:
+def written_reply(held: HeldWrite, header: bytes, reply: Sequence[Any]) -> None:
     """After a write the script accepted: the head held for the thread moves on with it
     (or is dropped when the reply does not say what was written)."""
     try:
@@ -132,6 +126,6 @@ def written_reply(
     except ValueError:
         index = None
     if index is None:  # a retried write whose first run had written: its index is unknown
-        cache.forget(checkpoint.thread_id)
+        held.forget()
     else:
-        remember_write(cache, checkpoint, delta, index, header)
+        held.written(index, header)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from . import _redis_lua
 from ._head import CachedHead, HeadCache
+from ._head_read import HeldWrite
 from ._index import header_of
 from ._redis_errors import is_transient, retrying, translate, where_of
 from ._redis_eviction import on_memory_info
@@ -293,17 +294,18 @@ class RedisSaver(BaseCheckpointSaver):
         base = checkpoint.parent_id or ""
         keys = self.keys(checkpoint.thread_id)
         self._check_policy(self.client, checkpoint.thread_id, "write")
+        held = HeldWrite(self._heads, checkpoint, delta)
         for _ in range(len(current.appended) + 2):
             args = self._args(checkpoint, current, check_head, whole, base, header)
             reply = self._retry(
-                functools.partial(self._calls.call, write, keys, args),
+                functools.partial(self._calls.call, write, keys, args, held.prepare),
                 checkpoint.thread_id,
                 "write",
                 self.write_retries,
             )
             resend = self._outcome(checkpoint, reply)
             if resend is None:
-                written_reply(self._heads, checkpoint, delta, header, reply)
+                written_reply(held, header, reply)
                 return
             current, whole, base = _resend(checkpoint, current, whole, base, resend)
         raise CheckpointError(
@@ -337,7 +339,7 @@ class RedisSaver(BaseCheckpointSaver):
             )
             resend = self._outcome(checkpoint, reply)
             if resend is None:
-                written_reply(self._heads, checkpoint, delta, header, reply)
+                written_reply(HeldWrite(self._heads, checkpoint, delta), header, reply)
                 return
             current, whole, base = _resend(checkpoint, current, whole, base, resend)
         raise CheckpointError(

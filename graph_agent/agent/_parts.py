@@ -150,7 +150,12 @@ class AgentParts:
     ) -> dict[str, Any]:
         update: dict[str, Any] = {MESSAGES: [message]}
         if message.tool_calls:  # the tool node runs only what the model was offered
-            update[OFFERED] = [t.tool_definition.name for t in offered]
+            names = [t.tool_definition.name for t in offered]
+            held = state.get(OFFERED)
+            # The same names again are not written: each write stores a new list with the
+            # thread (a durable saver keeps every replaced list's items until pruning).
+            if held is None or list(held) != names:
+                update[OFFERED] = names
         if self.output_key and not message.tool_calls:
             update[self.output_key] = message.answer
         return cleared(state, update)

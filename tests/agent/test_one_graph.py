@@ -96,6 +96,62 @@ def test_bookkeeping_keys_are_checkpointed_but_not_shown(run: Runner, durable: A
     assert durable.get("private").values["rejected_tool_calls"] is None  # consumed
 
 
+def test_offered_tools_are_written_only_when_they_change() -> None:
+    from checkpoint import MemorySaver
+
+    class Recording(MemorySaver):
+        """Keeps the offered names each write replaced."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.offered: list[Any] = []
+
+        def put(self, checkpoint: Any, delta: Any = None, **options: Any) -> None:
+            if delta is not None and "offered_tools" in delta.replaced:
+                self.offered.append(delta.replaced["offered_tools"])
+            super().put(checkpoint, delta, **options)
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    @tool
+    def sub(a: int, b: int) -> int:
+        """Subtract."""
+        return a - b
+
+    class SubOnlyTwice(ModelInterceptor):
+        """Offers ``sub`` to the first two model calls only."""
+
+        calls = 0
+
+        def intercept_model(self, request: Any, handler: Any) -> Any:
+            self.calls += 1
+            if self.calls > 2:
+                tools = tuple(
+                    t for t in request.options.tool_callbacks if t.tool_definition.name != "sub"
+                )
+                request = request.replace(options=ToolCallingChatOptions(tool_callbacks=tools))
+            return handler(request)
+
+    rounds = [tool_calls(("add", {"a": i, "b": 1})) for i in range(3)]
+    model = ScriptedChatModel([*rounds, tool_calls(("sub", {"a": 9, "b": 1})), "done"])
+    saver = Recording()
+    agent = ReactAgent(
+        name="calc", model=model, tools=[add, sub], saver=saver, interceptors=[SubOnlyTwice()]
+    )
+    config = RunnableConfig(thread_id="offered")
+    assert agent.call("go", config).text == "done"
+    # Four tool-calling model steps: the names are written when first offered and when they
+    # change, and every checkpoint after the first tool call holds the ones in force.
+    assert saver.offered == [["add", "sub"], ["add"]]
+    assert saver.get("offered").values["offered_tools"] == ["add"]
+    messages = agent.get_state(config).values["messages"]
+    refused = messages[-2].responses[0].response_data
+    assert "sub" in refused  # the tool hidden from the last call did not run
+
+
 def _per_user_tools() -> ModelInterceptor:
     """Offers each user a ``my_files`` tool bound to that user (a tool made per request)."""
 

@@ -277,7 +277,7 @@ def test_bytes_written_per_turn_stay_flat_on_a_real_server(redis_url):
         calls = saver._calls
 
         class Measured:  # what one write sends: its keys and arguments
-            def call(self, script, keys, args):
+            def call(self, script, keys, args, meanwhile=None):
                 if script is saver._write:
                     sent.append(
                         sum(
@@ -285,7 +285,7 @@ def test_bytes_written_per_turn_stay_flat_on_a_real_server(redis_url):
                             for a in [*keys, *args]
                         )
                     )
-                return calls.call(script, keys, args)
+                return calls.call(script, keys, args, meanwhile)
 
             def close(self):
                 calls.close()

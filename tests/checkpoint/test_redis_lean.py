@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from checkpoint import RedisSaver
-from checkpoint._redis_lean import ScriptCalls, lean_pool, pack_command
+from checkpoint._redis_lean import ScriptCalls, lean_pool, pack_command, packer
 
 from ._graphs import chat_graph
 
@@ -32,6 +32,68 @@ def test_pack_command_is_resp_bulk_strings() -> None:
     assert packed == (b"*4\r\n$7\r\nEVALSHA\r\n$2\r\n\x00\xff\r\n$1\r\n2\r\n$4\r\nd\xc3\xada\r\n")
     with pytest.raises(TypeError, match="bytes, str or int, got <class 'float'>"):
         pack_command(("SET", "k", 1.5), "utf-8", "strict")
+
+
+def test_hiredis_packs_utf_8_and_our_packer_anything_else() -> None:
+    import hiredis
+
+    parts = ("EVALSHA", "a" * 40, 2, "k:{día}", "k2", b"\x00\xff", 0, -7, "")
+    assert packer("utf-8", "strict") is hiredis.pack_command
+    assert packer("UTF_8", "strict") is hiredis.pack_command
+    assert hiredis.pack_command(parts) == pack_command(parts, "utf-8", "strict")
+    latin = packer("latin-1", "strict")
+    assert latin is not hiredis.pack_command
+    assert latin(("SET", "día")) == b"*2\r\n$3\r\nSET\r\n$3\r\nd\xeda\r\n"
+    assert packer("utf-8", "replace") is not hiredis.pack_command
+
+
+@pytest.mark.parametrize("parser", ["resp2-python", "resp3-python", "hiredis"])
+def test_lean_calls_read_replies_with_the_client_s_parser(redis_url: str, parser: str) -> None:
+    from redis._parsers import _HiredisParser, _RESP2Parser, _RESP3Parser
+
+    parser_class, protocol = {
+        "resp2-python": (_RESP2Parser, 2),
+        "resp3-python": (_RESP3Parser, 3),
+        "hiredis": (_HiredisParser, 3),
+    }[parser]
+    client = redis.Redis.from_url(redis_url, parser_class=parser_class, protocol=protocol)
+    with client, RedisSaver(client, key_prefix=f"lean-{uuid.uuid4().hex[:8]}") as saver:
+        assert saver._calls.lean
+        app = chat_graph(saver)
+        for turn in ("one", "two"):
+            app.invoke({"messages": [turn]}, {"thread_id": "p"})
+        (conn,) = saver._calls._idle
+        assert type(conn._parser) is parser_class
+        assert saver.get("p").values["messages"] == ["one", "reply to one", "two", "reply to two"]
+        history = list(saver.list("p"))
+        assert [len(c.values["messages"]) for c in history] == [4, 3, 2, 1]
+
+
+def test_meanwhile_runs_between_sending_and_reading(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    with client:
+        calls = ScriptCalls(client)
+        script = client.register_script("return redis.call('INCR', KEYS[1])")
+        key = f"lean-{uuid.uuid4().hex[:8]}"
+        seen: list[int] = []
+
+        def meanwhile() -> None:  # the command is on its way: the server has run it or will
+            seen.append(len(calls._idle))
+
+        assert calls.call(script, [key], [], meanwhile) == 1
+        assert seen == [0]  # the connection was in use, not idle
+        assert calls.call(script, [key], [], meanwhile) == 2 and seen == [0, 0]
+
+        def fails() -> None:
+            raise RuntimeError("meanwhile failed")
+
+        with pytest.raises(RuntimeError, match="meanwhile failed"):
+            calls.call(script, [key], [], fails)
+        assert client.get(key) == b"3"  # the script ran, and its reply was read
+        (conn,) = calls._idle
+        assert calls.call(script, [key], []) == 4 and calls._idle == [conn]  # the link is sound
+        client.delete(key)
+        calls.close()
 
 
 def test_only_a_plain_client_gets_lean_calls(redis_url: str) -> None:
