@@ -8,6 +8,7 @@ change is shared with callers, everything else is handed out as a copy.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -101,9 +102,10 @@ class HeadValues:
 class CachedHead:
     """A durable saver's decoded copy of a thread's head: its id, what its stored row holds
     besides the values (parent, step, header bytes), its index (where each key's value is
-    stored: what tells a later read which parts are new) and its values."""
+    stored: what tells a later read which parts are new) and its values. The index may be
+    given as the JSON a write's reply carries: it is decoded when a read first needs it."""
 
-    __slots__ = ("header", "id", "index", "parent_id", "step", "values")
+    __slots__ = ("_index", "header", "id", "parent_id", "step", "values")
 
     def __init__(
         self,
@@ -111,15 +113,22 @@ class CachedHead:
         parent_id: str | None,
         step: int,
         header: bytes,
-        index: Mapping[str, Any],
+        index: Mapping[str, Any] | bytes | str,
         values: HeadValues,
     ) -> None:
         self.id = checkpoint_id
         self.parent_id = parent_id
         self.step = step
         self.header = header
-        self.index = index
+        self._index = index
         self.values = values
+
+    @property
+    def index(self) -> Mapping[str, Any]:
+        index = self._index
+        if isinstance(index, (bytes, str)):
+            self._index = index = json.loads(index)
+        return index
 
 
 class HeadCache:

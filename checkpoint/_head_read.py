@@ -190,8 +190,8 @@ class HeldWrite:
             except Exception:
                 self.private = None
 
-    def written(self, index: Index, header: bytes) -> None:
-        """The checkpoint is stored with ``index`` and ``header``."""
+    def written(self, index: Index | bytes | str, header: bytes) -> None:
+        """The checkpoint is stored with ``index`` (or its JSON) and ``header``."""
         cache, checkpoint = self.cache, self.checkpoint
         if not cache.size:
             return

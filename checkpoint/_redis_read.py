@@ -121,11 +121,9 @@ def read_reply(
 def written_reply(held: HeldWrite, header: bytes, reply: Sequence[Any]) -> None:
     """After a write the script accepted: the head held for the thread moves on with it
     (or is dropped when the reply does not say what was written)."""
-    try:
-        index = json.loads(reply[1]) if int(reply[0]) == 1 and len(reply) > 1 else None
-    except ValueError:
-        index = None
-    if index is None:  # a retried write whose first run had written: its index is unknown
-        held.forget()
-    else:
+    index = reply[1] if int(reply[0]) == 1 and len(reply) > 1 else None
+    # the index JSON (cjson's) is decoded when a read first needs it
+    if isinstance(index, (bytes, str)) and index[:1] in (b"{", "{"):
         held.written(index, header)
+    else:  # a retried write whose first run had written: its index is unknown
+        held.forget()
