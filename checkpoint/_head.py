@@ -127,7 +127,7 @@ class CachedHead:
     def index(self) -> Mapping[str, Any]:
         index = self._index
         if isinstance(index, (bytes, str)):
-            self._index = index = json.loads(index)
+            self._index = index = json.loads(index) or {}  # '[]' is an empty one too
         return index
 
 

@@ -74,7 +74,7 @@ def read_reply(
         return head_checkpoint(serializer, thread_id, held, values)
     key = "<checkpoint index>"
     try:
-        index = json.loads(reply[2])
+        index = json.loads(reply[2]) or {}  # '[]': an empty index, as fakeredis encodes it
         plan = HeadRead(index, held if _text(reply[3]) == "1" else None)
         values_read: dict[str, Any] = {}
         items_read: dict[str, list[Any]] = {}
@@ -122,8 +122,9 @@ def written_reply(held: HeldWrite, header: bytes, reply: Sequence[Any]) -> None:
     """After a write the script accepted: the head held for the thread moves on with it
     (or is dropped when the reply does not say what was written)."""
     index = reply[1] if int(reply[0]) == 1 and len(reply) > 1 else None
-    # the index JSON (cjson's) is decoded when a read first needs it
-    if isinstance(index, (bytes, str)) and index[:1] in (b"{", "{"):
+    # the index JSON (cjson's) is decoded when a read first needs it; an empty one may come
+    # as '[]' (fakeredis's cjson encodes an empty table as an array)
+    if isinstance(index, (bytes, str)) and index[:1] in (b"{", "{", b"[", "["):
         held.written(index, header)
     else:  # a retried write whose first run had written: its index is unknown
         held.forget()

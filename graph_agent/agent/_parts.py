@@ -150,11 +150,11 @@ class AgentParts:
     ) -> dict[str, Any]:
         update: dict[str, Any] = {MESSAGES: [message]}
         if message.tool_calls:  # the tool node runs only what the model was offered
-            names = [t.tool_definition.name for t in offered]
+            # A tuple: it cannot change, so the saver and every state share it (and the
+            # garbage collector does not track it). The same names again are not written.
+            names = tuple(t.tool_definition.name for t in offered)
             held = state.get(OFFERED)
-            # The same names again are not written: each write stores a new list with the
-            # thread (a durable saver keeps every replaced list's items until pruning).
-            if held is None or list(held) != names:
+            if held is None or tuple(held) != names:
                 update[OFFERED] = names
         if self.output_key and not message.tool_calls:
             update[self.output_key] = message.answer

@@ -89,7 +89,7 @@ def test_bookkeeping_keys_are_checkpointed_but_not_shown(run: Runner, durable: A
     assert snapshot is not None and snapshot.interrupts
     assert not set(PRIVATE) & set(snapshot.values)
     stored = durable.get("private")
-    assert stored.values["offered_tools"] == ["transfer"]  # kept with the thread
+    assert stored.values["offered_tools"] == ("transfer",)  # kept with the thread
     state = run.invoke(agent, Command(resume=ToolFeedback.reject("no")), config)
     assert sent == []
     assert not set(PRIVATE) & set(state)
@@ -145,8 +145,8 @@ def test_offered_tools_are_written_only_when_they_change() -> None:
     assert agent.call("go", config).text == "done"
     # Four tool-calling model steps: the names are written when first offered and when they
     # change, and every checkpoint after the first tool call holds the ones in force.
-    assert saver.offered == [["add", "sub"], ["add"]]
-    assert saver.get("offered").values["offered_tools"] == ["add"]
+    assert saver.offered == [("add", "sub"), ("add",)]
+    assert saver.get("offered").values["offered_tools"] == ("add",)
     messages = agent.get_state(config).values["messages"]
     refused = messages[-2].responses[0].response_data
     assert "sub" in refused  # the tool hidden from the last call did not run
