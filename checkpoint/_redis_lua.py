@@ -76,9 +76,9 @@ for _ = 1, n_lists do
   i = i + 3 + count
 end
 -- Every check is done: from here on the script only writes.
-if n_values > 0 then
+for from = 0, n_values - 1, 500 do  -- HSETs of 500 fields: unpack() has a limit
   local pairs_ = {}
-  for v = 0, n_values - 1 do
+  for v = from, math.min(from + 499, n_values - 1) do
     local key = ARGV[values_at + 2 * v]
     pairs_[#pairs_ + 1] = id .. '\n' .. key
     pairs_[#pairs_ + 1] = ARGV[values_at + 2 * v + 1]
@@ -126,7 +126,9 @@ for _, op in ipairs(ops) do
   counters[#counters + 1] = length
   idx[key] = {'l', tonumber(list), length}
 end
-redis.call('HSET', KEYS[2], unpack(counters))
+for from = 1, #counters, 1000 do
+  redis.call('HSET', KEYS[2], unpack(counters, from, math.min(from + 999, #counters)))
+end
 redis.call('HSET', KEYS[3], id, header)
 local written = cjson.encode(idx)
 redis.call('HSET', KEYS[4], id, written)

@@ -85,6 +85,7 @@ CONTRACT: list[Callable[[BaseCheckpointSaver], None]] = [
     saver_contract.test_fork_moves_the_head_without_check,
     saver_contract.test_replaced_append_key_resets_the_list,
     saver_contract.test_delete_thread,
+    saver_contract.test_one_step_may_write_thousands_of_keys,
     history.test_every_listed_checkpoint_is_the_one_get_reads,
     history.test_forks_list_as_written,
     history.test_changing_a_listed_checkpoint_changes_nothing_else,

@@ -139,6 +139,22 @@ def test_replaced_append_key_resets_the_list(any_saver):
     assert list(any_saver.get("t").values["log"]) == [3, 4]
 
 
+def test_one_step_may_write_thousands_of_keys(any_saver):
+    """A step that replaces 5,000 values and appends to 4,500 lists is one write, stored
+    whole (Redis's script sends them in chunks: Lua's unpack() has a limit)."""
+    values = {f"v{i}": i for i in range(5000)}
+    lists = {f"l{i}": [i] for i in range(4500)}
+    c1 = make("big", None, 0, {**values, **lists})
+    any_saver.put(c1, CheckpointDelta(replaced={**values, **lists}))
+    grown = {k: [*v, "more"] for k, v in lists.items()}
+    changed = {k: v + 1 for k, v in values.items()}
+    c2 = make("big", c1.id, 1, {**changed, **grown})
+    appended = {k: ["more"] for k in lists}
+    any_saver.put(c2, CheckpointDelta(appended=appended, replaced=changed))
+    assert any_saver.get("big").values == {**changed, **grown}
+    assert any_saver.get("big", c1.id).values == {**values, **lists}
+
+
 def test_delete_thread(any_saver):
     any_saver.put(make("t", None, 0, {"n": 1}))
     any_saver.put(make("u", None, 0, {"n": 2}))
