@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,15 +22,9 @@ from graph_agent.models import ChatResponse, Prompt, Usage
 from graph_agent.models._sse import SSEDecoder, iter_chunks
 from graph_agent.models.openai import OpenAIChatModel
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "openai-sse"
-if not (FIXTURES / "expected.json").is_file():
-    if os.environ.get("CI"):  # CI clones main with shared/ beside it: the streams must be there
-        raise RuntimeError(f"CI run without the recorded OpenAI streams at {FIXTURES}")
-    pytest.skip(
-        f"the recorded OpenAI streams are not there ({FIXTURES}); they live in the shared "
-        "checkout next to this repository",
-        allow_module_level=True,
-    )
+from ._recorded import FIXTURES, skip_without_recorded_streams
+
+skip_without_recorded_streams()
 
 EXPECTED: dict[str, Any] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
 SSE_FILES = sorted(FIXTURES.glob("*.sse"))
