@@ -23,7 +23,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _servers import redis_binary, server  # noqa: E402  (benchmarks/ is not a package)
+from _machine import describe  # noqa: E402  (benchmarks/ is not a package)
+from _servers import redis_binary, server  # noqa: E402
 
 
 def child(name: str, smoke: bool) -> None:
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r) + "\n" for r in records))
     print(table(records))
+    print(f"machine: {describe()}")
     print(f"# results: {out}", file=sys.stderr)
     return 0
 

@@ -68,3 +68,4 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
         == records["W8_send"]["invokes"] * records["W8_send"]["sends_per_invoke"]
     )
     assert "W1_linear" in done.stdout  # the table
+    assert "machine: " in done.stdout and "CPUs" in done.stdout  # what the figures depend on
