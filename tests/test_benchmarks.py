@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -69,3 +70,22 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     )
     assert "W1_linear" in done.stdout  # the table
     assert "machine: " in done.stdout and "CPUs" in done.stdout  # what the figures depend on
+
+
+def test_the_machine_line_names_the_idle_policy_that_sets_a_round_trips_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    _machine = importlib.import_module("_machine")  # benchmarks/ is not a package
+
+    driver, poll = tmp_path / "current_driver", tmp_path / "guest_halt_poll_ns"
+    monkeypatch.setattr(_machine, "CPUIDLE_DRIVER", driver)
+    monkeypatch.setattr(_machine, "HALT_POLL_NS", poll)
+    assert _machine.describe() == f"{os.cpu_count()} CPUs"  # no cpuidle: nothing to say
+    driver.write_text("haltpoll\n")
+    poll.write_text("0\n")
+    assert "guest_halt_poll_ns=0 (halt polling off" in _machine.describe()
+    poll.write_text("200000\n")
+    assert _machine.describe().endswith("cpuidle driver haltpoll, guest_halt_poll_ns=200000")
+    driver.write_text("intel_idle\n")
+    assert _machine.describe().endswith("cpuidle driver intel_idle")
