@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._context import TaskScope, current_task
@@ -18,7 +18,7 @@ from .._workers import to_worker
 from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
-from ..messages import AssistantMessage, Message
+from ..messages import AssistantMessage
 from ..models import ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
 from ..tools import ToolCallRequest, ToolContext
@@ -324,16 +324,13 @@ class _RunTools(Effect):
 
 
 def _run_tools(
-    parts: AgentParts,
-    state: OverAllState,
-    config: RunnableConfig,
-    messages: Sequence[Message],
-    last: AssistantMessage,
+    parts: AgentParts, state: OverAllState, config: RunnableConfig, last: AssistantMessage
 ) -> _RunTools:
-    # Built here, not in the logic: its locals would stay alive while the tools run. No
-    # Prompt and no response around the message: the node keeps only the tools' answers, so
-    # a long conversation is not copied for each tool step.
-    earlier = messages[:-1] if parts.tool_providers else ()
+    # Built here, not in the logic: its locals (the state's copy of the messages, the
+    # options) would stay alive in the logic's frame while the tools run. No Prompt and no
+    # response around the message: the node keeps only the tools' answers, so a long
+    # conversation is not copied for each tool step.
+    earlier = (state.get(MESSAGES) or [])[:-1] if parts.tool_providers else ()
     options = parts.options(parts.tools_offered_for(earlier, state, config))
     context = parts.tool_context_for(state, config)
     return _RunTools(parts, last, options, context)
@@ -345,11 +342,10 @@ def tool_logic(parts: AgentParts) -> Logic:
     order by each key's strategy, as if each call had been a node of its own."""
 
     def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
-        messages = state.get(MESSAGES) or ()
-        last = messages[-1] if messages else None
+        last = last_message(state)
         if not isinstance(last, AssistantMessage) or not last.tool_calls:
             return cleared(state, {})
-        result = yield _run_tools(parts, state, config, messages, last)
+        result = yield _run_tools(parts, state, config, last)
         update: dict[str, Any] = {MESSAGES: [result.tool_response]}
         if result.return_direct:
             direct = AssistantMessage(result.tool_response.text, metadata={"return_direct": True})

@@ -266,15 +266,21 @@ class ReactAgent:
     async def ainvoke(self, input: AgentInput, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: the model's ``acall``, tools' ``acall``; sync hooks in threads."""
         config = self._on_thread(input, config)
-        try:  # the graph's run itself, not its ainvoke: one coroutine less per waiting run
-            return (await self._graph._run_async(self._input(input), config, None)).values
+        # the graph's run itself, not its ainvoke: one coroutine less per waiting run; the
+        # run keeps its own input, so the caller's is not held while the run waits
+        run = self._graph._run_async(self._input(input), config, None)
+        del input
+        try:
+            return (await run).values
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
     async def acall(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
         config = self._on_thread(input, config)
+        run = self._graph.arun(self._input(input), config)
+        del input  # not held while the run waits (the run keeps its own)
         try:
-            outcome = await self._graph.arun(self._input(input), config)
+            outcome = await run
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
         return self._answer(outcome, RunnableConfig.coerce(config).thread_id)
