@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
 
 from checkpoint import MemorySaver
 from graph_agent import (
     AssistantMessage,
-    ChatResponse,
+    FunctionChatModel,
     Prompt,
     ReactAgent,
     RunnableConfig,
@@ -40,23 +38,11 @@ TURNS = 1000
 BOUNDS = (74, 78) if sys.version_info < (3, 11) else (60, 65)
 
 
-class _OneCallThenAnswer:
-    """Asks for ``wait`` once per turn, then answers; keeps nothing between calls."""
-
-    def call(self, prompt: Prompt) -> ChatResponse:
-        if isinstance(prompt.messages[-1], ToolResponseMessage):
-            return ChatResponse.of(AssistantMessage("done"), "stop")
-        call = ToolCall(id="call_0", name="wait", arguments=json.dumps({"x": 1}))
-        return ChatResponse.of(AssistantMessage("", tool_calls=(call,)), "tool_calls")
-
-    def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
-        yield self.call(prompt)
-
-    async def acall(self, prompt: Prompt) -> ChatResponse:
-        return self.call(prompt)
-
-    async def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
-        yield self.call(prompt)
+def _one_call_then_answer(prompt: Prompt) -> AssistantMessage | str:
+    """Asks for ``wait`` once per turn, then answers."""
+    if isinstance(prompt.messages[-1], ToolResponseMessage):
+        return "done"
+    return AssistantMessage("", tool_calls=(ToolCall(id="call_0", name="wait", arguments="{}"),))
 
 
 def _tracked_per_waiting_turn(tool_is_async: bool) -> float:
@@ -69,7 +55,7 @@ def _tracked_per_waiting_turn(tool_is_async: bool) -> float:
     if tool_is_async:
 
         @tool(name="wait")
-        async def wait_async(x: int) -> str:
+        async def wait_async() -> str:
             """Wait for the gate."""
             started[0] += 1
             assert async_gate is not None
@@ -80,7 +66,7 @@ def _tracked_per_waiting_turn(tool_is_async: bool) -> float:
     else:
 
         @tool(name="wait")
-        def wait_sync(x: int) -> str:
+        def wait_sync() -> str:
             """Wait for the gate (in one of graph-agent's worker threads)."""
             started[0] += 1
             thread_gate.wait(30)
@@ -88,13 +74,9 @@ def _tracked_per_waiting_turn(tool_is_async: bool) -> float:
 
         chosen = wait_sync
 
+    model = FunctionChatModel(_one_call_then_answer)
     agent = (
-        ReactAgent.builder()
-        .name("waiting")
-        .model(_OneCallThenAnswer())
-        .tools(chosen)
-        .saver(MemorySaver())
-        .build()
+        ReactAgent.builder().name("waiting").model(model).tools(chosen).saver(MemorySaver()).build()
     )
 
     def everyone_waits() -> bool:
@@ -125,6 +107,7 @@ def _tracked_per_waiting_turn(tool_is_async: bool) -> float:
             while not everyone_waits():
                 assert time.monotonic() < deadline, f"{started[0]} of {TURNS} turns waited"
                 await asyncio.sleep(0.001)
+            model.prompts.clear()  # the model's record of prompts is not what a turn keeps
             gc.collect()
             per_turn = (len(gc.get_objects()) - before) / TURNS
         finally:  # the shared worker threads are never left blocked for later tests
