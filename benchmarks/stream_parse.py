@@ -3,7 +3,7 @@
     python benchmarks/stream_parse.py                   # W9 on this checkout (JSON lines)
     python benchmarks/stream_parse.py --against REV     # this checkout vs REV, alternating
 
-The corpus is the recorded OpenAI streams of ../shared/fixtures/openai-sse/ (tool calls) and
+The corpus is the recorded OpenAI streams of tests/fixtures/openai-sse/ (tool calls) and
 a text answer of 400 deltas in the recorded chunks' exact shape, each fed to the parser one
 event per network read, as a server writes them. Two numbers per run: the parser alone
 (``iter_chunks``: bytes to ``ChatResponse`` chunks, with the idle deadline the model uses)
@@ -28,7 +28,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "openai-sse"
+FIXTURES = ROOT / "tests" / "fixtures" / "openai-sse"
 RECORDED = [
     "01-single-tool-call.sse",
     "02-parallel-two-tools.sse",

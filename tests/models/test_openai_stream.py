@@ -1,6 +1,6 @@
 """The streaming parser of OpenAIChatModel against recorded OpenAI streams and synthetic ones.
 
-Every ``*.sse`` file of ``../shared/fixtures/openai-sse/`` goes through ``httpx.MockTransport``
+Every ``*.sse`` file of ``tests/fixtures/openai-sse/`` goes through ``httpx.MockTransport``
 byte for byte (whole, and split into tiny pieces), through ``stream`` and ``astream``, and
 the merged result must reproduce ``expected.json``. The edge cases SOURCES.md lists each
 have a test below (``test_edge_case_*``).
@@ -22,9 +22,7 @@ from graph_agent.models import ChatResponse, Prompt, Usage
 from graph_agent.models._sse import SSEDecoder, iter_chunks
 from graph_agent.models.openai import OpenAIChatModel
 
-from ._recorded import FIXTURES, skip_without_recorded_streams
-
-skip_without_recorded_streams()
+from ._recorded import FIXTURES
 
 EXPECTED: dict[str, Any] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
 SSE_FILES = sorted(FIXTURES.glob("*.sse"))

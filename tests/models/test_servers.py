@@ -20,7 +20,7 @@ from graph_agent.models import ChatOptions, ChatResponse, Prompt, ToolCallingCha
 from graph_agent.models.openai import OpenAIChatModel
 from graph_agent.tools.definition import ToolDefinition, ToolMetadata
 
-from ._recorded import FIXTURES, recorded_streams_present
+from ._recorded import FIXTURES
 
 KEY = "sk-test-0123456789"
 Check = Callable[["Request"], "tuple[int, dict[str, Any]] | None"]
@@ -174,24 +174,16 @@ def _azure_path(request: Request) -> tuple[int, dict[str, Any]] | None:
     return None
 
 
-# The recorded case needs ../shared (see _recorded): without it, outside CI, it is left out.
-RECORDED: dict[str, Case] = (
-    {
-        "openai-recorded-parallel-tools": Case(
-            Reply(_fixture("02-parallel-two-tools.sse")),
-            calls=[
-                ("GetWeatherArgs", '{"city": "Edinburgh", "country": "UK", "units": "c"}'),
-                ("get_stock_price", '{"ticker": "AAPL", "exchange": "NASDAQ"}'),
-            ],
-            finish="tool_calls",
-        )
-    }
-    if recorded_streams_present()
-    else {}
-)
-
 SERVERS: dict[str, Case] = {
-    **RECORDED,
+    # a stream recorded from the OpenAI API (tests/fixtures/openai-sse/), replayed as sent
+    "openai-recorded-parallel-tools": Case(
+        Reply(_fixture("02-parallel-two-tools.sse")),
+        calls=[
+            ("GetWeatherArgs", '{"city": "Edinburgh", "country": "UK", "units": "c"}'),
+            ("get_stock_price", '{"ticker": "AAPL", "exchange": "NASDAQ"}'),
+        ],
+        finish="tool_calls",
+    ),
     "openai-refusal": Case(
         Reply(
             sse(
