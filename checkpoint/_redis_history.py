@@ -11,10 +11,10 @@ length never change while the list exists, so items sent for one page serve the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
+from ._head import index_from_json
 from ._history import Decoded
 from ._index import checkpoint_from
 from ._redis_read import corrupt
@@ -91,7 +91,7 @@ class HistoryPages:
         key = "<checkpoint index>"
         decoded = self._decoded
         try:
-            index = json.loads(raw_index)
+            index = index_from_json(raw_index)  # fakeredis's cjson answers ``[]`` for ``{}``
             values: dict[str, Any] = {}
             for key, ref in index.items():
                 if ref[0] == "v":

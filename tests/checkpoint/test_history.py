@@ -24,7 +24,7 @@ from checkpoint import (
     SqliteSaver,
     _redis_history,
 )
-from graph_agent import AssistantMessage, UserMessage
+from graph_agent import END, START, AssistantMessage, StateGraph, StateSnapshot, UserMessage
 
 from .conftest import SAVERS
 from .test_saver_contract import make
@@ -126,6 +126,35 @@ def test_forks_list_as_written(any_saver: BaseCheckpointSaver) -> None:
         )
     forked = any_saver.get("f", fork[-1])
     assert forked is not None and len(forked.values["log"]) == 2 * 3 + 3 * 3
+
+
+def test_a_thread_that_started_empty_lists(any_saver: BaseCheckpointSaver) -> None:
+    """A run on ``{}`` stores an empty index, which fakeredis's Lua cjson answers as ``[]``
+    (an empty table encodes as an array there): history reads it as the empty index it is,
+    in sync and async listings, next to checkpoints that hold values."""
+    graph = StateGraph()
+    graph.add_node("n", lambda state: {"seen": True} if "go" in state else {})
+    app = graph.add_edge(START, "n").add_edge("n", END).compile(saver=any_saver)
+    config = {"thread_id": "e"}
+    app.invoke({}, config)
+    empty = [s.checkpoint_id for s in app.get_state_history(config)]
+    assert len(empty) == 2  # the input's checkpoint and the node's, both empty
+    assert all(dict(s.values) == {} for s in app.get_state_history(config))
+    app.invoke({"go": 1}, config)
+    with small_pages(1):  # a page for each checkpoint: the empty ones on pages of their own
+        history = list(app.get_state_history(config))
+    assert [s.checkpoint_id for s in history[2:]] == empty
+    assert [dict(s.values) for s in history] == [{"go": 1, "seen": True}, {"go": 1}, {}, {}]
+    assert [c.id for c in any_saver.list("e")] == [s.checkpoint_id for s in history]
+
+    async def main() -> list[StateSnapshot]:
+        try:
+            return [s async for s in app.aget_state_history(config)]
+        finally:
+            if isinstance(any_saver, RedisSaver):  # its async client closes on its own loop
+                await any_saver.aclose()
+
+    assert asyncio.run(main()) == history
 
 
 def test_changing_a_listed_checkpoint_changes_nothing_else(any_saver: BaseCheckpointSaver) -> None:
