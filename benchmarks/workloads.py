@@ -1,7 +1,7 @@
-"""The workloads of shared/bench/WORKLOADS.md (W1-W6), plus W7-W12, on graph-agent's public API.
+"""The workloads of benchmarks/WORKLOADS.md (W1-W6), plus W7-W12, on graph-agent's public API.
 
 Each function runs in its own process (see run.py) and prints JSON lines with the same field
-names and correctness asserts as shared/bench/peer_langgraph.py, so the two compare as ratios.
+names and correctness asserts as benchmarks/peer_langgraph.py, so the two compare as ratios.
 ``SIZES`` (in _common.py) holds the workload sizes; ``--smoke`` shrinks them to seconds (no
 timing checks). This module has the model workloads (W1-W5); the others live beside it:
 W6 (also at widths 64 and 256), W7 (a compiled subgraph as a node) and W8 (``Send`` fan-out)
