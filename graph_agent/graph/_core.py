@@ -470,13 +470,38 @@ def _describe(checkpoint: Checkpoint) -> str:
 def _assign_resume(
     thread: str, pending: list[Mapping[str, Any]], resume: Any
 ) -> list[tuple[Mapping[str, Any], Any]]:
+    """Which pending interrupt gets which value. A dict with a key shaped like an interrupt
+    id is keyed by ids: each key must be pending (a stale or re-sent id is refused, never
+    taken as the answer to another question). Anything else answers the only one pending."""
     ids = {record["id"]: record for record in pending}
-    if isinstance(resume, Mapping) and resume and all(k in ids for k in resume):
+    if isinstance(resume, Mapping) and any(_looks_like_id(k) for k in resume):
+        unknown = [k for k in resume if k not in ids]
+        if unknown:
+            raise GraphResumeError(
+                f"thread '{thread}' has no pending interrupt {', '.join(map(repr, unknown))} "
+                f"(answered already, or from another pause); pending: {_listing(pending)}. "
+                "Resume with Command(resume={interrupt_id: value, ...}) naming pending ids; a "
+                "dict keyed by other ids is one interrupt's value when put under its id"
+            )
         return [(ids[k], v) for k, v in resume.items()]
     if len(pending) == 1:
         return [(pending[0], resume)]
-    listing = ", ".join(f"{r['id']} in node {r['node']!r}" for r in pending)
     raise GraphResumeError(
-        f"thread '{thread}' has {len(pending)} pending interrupts ({listing}); resume with "
-        "Command(resume={interrupt_id: value, ...})"
+        f"thread '{thread}' has {len(pending)} pending interrupts ({_listing(pending)}); "
+        "resume with Command(resume={interrupt_id: value, ...})"
     )
+
+
+def _listing(pending: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{r['id']} in node {r['node']!r}" for r in pending)
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _looks_like_id(key: object) -> bool:
+    """Whether ``key`` is shaped like an interrupt id (UUID-shaped, see ``derive_id``)."""
+    if not isinstance(key, str) or len(key) != 36:
+        return False
+    parts = key.split("-")
+    return [len(p) for p in parts] == [8, 4, 4, 4, 12] and all(c in _HEX for p in parts for c in p)
