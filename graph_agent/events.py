@@ -7,6 +7,11 @@ with ``CompiledGraph.stream_events`` / ``ReactAgent.stream_events`` (and the asy
 or pass listeners (objects with ``on_event(event)``) to ``compile(listeners=[...])`` or
 ``ReactAgent.builder().listeners(...)``, or to every run in the process with
 ``install_listener(listener)``. A node writes its own with ``emit(data)``.
+
+What an event carries is a copy of the run's own objects as they were when it was built
+(every dict, list and set in ``update``, ``input``, ``values``, ``data``, ...; see
+``_detached``): a listener or a stream's reader that changes it changes its event only,
+never the run's state, its checkpoints or what the next node sees.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from ._context import Listener, current_task
+from ._detached import detached
 from ._listeners import install_listener, installed_listeners, uninstall_listener
 
 __all__ = [
@@ -97,7 +103,7 @@ class NodeStart(RunEvent):
 
 @_frozen
 class NodeEnd(RunEvent):
-    """A task finished; ``update`` is what the node returned."""
+    """A task finished; ``update`` is (a copy of) what the node returned."""
 
     kind: Literal["node_end"] = "node_end"
     update: Any = None
@@ -197,6 +203,13 @@ class CustomEvent(RunEvent):
     data: Any = None
 
 
+# The fields whose values are the run's own objects: an event holds copies of them (built once
+# per event, only when some listener reads its kind).
+_PAYLOADS = frozenset(
+    {"input", "values", "interrupts", "update", "messages", "message", "tool_call_delta",
+     "usage", "interrupt", "data"}
+)  # fmt: skip
+
 _EVENT_CLASSES: tuple[type[RunEvent], ...] = (
     RunStart, RunEnd, RunError, NodeStart, NodeEnd, NodeError, ModelStart, ModelDelta,
     ModelEnd, ToolStart, ToolEnd, InterruptEvent, CheckpointEvent, CustomEvent,
@@ -206,8 +219,9 @@ _EVENT_CLASSES: tuple[type[RunEvent], ...] = (
 def _quick_init(cls: type[Any]) -> None:
     """Give ``cls`` an ``__init__`` with the dataclass's signature and defaults that sets each
     slot through its descriptor instead of ``object.__setattr__``: about 40% cheaper, and a
-    run builds an event for every step a listener reads."""
-    namespace: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
+    run builds an event for every step a listener reads. The payload fields get
+    ``detached`` copies of what they are given."""
+    namespace: dict[str, Any] = {"_MISSING": dataclasses.MISSING, "_detached": detached}
     params: list[str] = []
     body: list[str] = []
     for field in dataclasses.fields(cls):
@@ -215,14 +229,14 @@ def _quick_init(cls: type[Any]) -> None:
         slot = getattr(cls, name)
         assert isinstance(slot, types.MemberDescriptorType), (cls, name)
         namespace[f"_set_{name}"] = slot.__set__
-        value = name
+        value = f"_detached({name})" if name in _PAYLOADS else name
         if field.default is not dataclasses.MISSING:
             namespace[f"_default_{name}"] = field.default
             params.append(f"{name}=_default_{name}")
         elif field.default_factory is not dataclasses.MISSING:
             namespace[f"_factory_{name}"] = field.default_factory
             params.append(f"{name}=_MISSING")
-            value = f"_factory_{name}() if {name} is _MISSING else {name}"
+            value = f"_factory_{name}() if {name} is _MISSING else {value}"
         else:
             params.append(name)
         body.append(f"    _set_{name}(self, {value})\n")
