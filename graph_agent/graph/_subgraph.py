@@ -6,25 +6,61 @@ parent's thread under a namespace (``"<node>:<task id>"``, stored as the thread
 what it wrote comes back as the node's update, merged by the parent's strategies (or
 ``output_keys`` of it). An ``interrupt()`` in the child pauses the parent; resuming the
 parent continues the child where it stopped.
+
+What the child wrote is its own writes only: when it stops (pauses or fails), its node keeps
+(``TaskScope.keep``, stored with the parent's checkpoint) what the child wrote up to there,
+with the id of the child's checkpoint it stopped at. Continued from that checkpoint, the
+child's update is those writes and what it wrote since; so a value written into the parent
+meanwhile (``update_state``, ``Command(update=...)``) is not overwritten by the child's copy
+of the parent's values from before the pause. A child continued from another checkpoint
+than the kept one (a process killed before the parent's checkpoint was written) falls back
+to what changed since the values it was handed now.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any
 
-from .._context import EventBus, RunScope, TaskScope, current_task
+from .._context import NOTHING_KEPT, EventBus, RunScope, TaskScope, current_task
 from ..errors import GraphUsageError
 from ._core import GraphRun
 from ._drivers import adrive, drive
-from ._effects import ParentCommand, SubgraphEntry
+from ._effects import Effect, ParentCommand, SubgraphEntry
+from ._merge import combined
 from ._spec import GraphSpec
 from .config import RunnableConfig
 from .interrupt import NodeInterrupt
-from .state import KeyStrategy, OverAllState, Overwrite
-from .types import NodeOutput
+from .state import KeyStrategy, OverAllState, Overwrite, Updates
+from .types import Command, NodeOutput
 
 NS_SEP = "|"  # joins a thread id and the namespace parts of its subgraphs
+WRITES_KEY = "subgraph"  # the scope key its task keeps the child's writes under
+
+
+class ChildRun(GraphRun):
+    """A subgraph's run, which remembers where its child's thread stood when it continued it
+    (``entered``: the checkpoint's id and values; ``None`` for a fresh start)."""
+
+    __slots__ = ("entered",)
+
+    def __init__(
+        self,
+        spec: GraphSpec,
+        config: RunnableConfig,
+        has_saver: bool,
+        inputs: SubgraphEntry,
+        stream: bool,
+        scope: RunScope,
+    ) -> None:
+        super().__init__(spec, config, has_saver, inputs, stream, scope)
+        self.entered: tuple[str, Mapping[str, Any]] | None = None
+
+    def _enter(self) -> Generator[Effect, Any, Command | Mapping[str, Any] | None]:
+        entered = yield from super()._enter()
+        if self.head_id is not None:  # loaded: it continues (or had finished) there
+            self.entered = (self.head_id, self.values)
+        return entered
 
 
 class SubgraphNode:
@@ -57,7 +93,7 @@ class SubgraphNode:
 
     def _start(
         self, state: OverAllState, config: RunnableConfig
-    ) -> tuple[GraphRun, RunScope, dict[str, Any]]:
+    ) -> tuple[ChildRun, RunScope, dict[str, Any]]:
         task = current_task.get()
         if task is None:
             raise GraphUsageError(f"subgraph node '{self.name}' ran outside a graph run")
@@ -74,7 +110,7 @@ class SubgraphNode:
         child_config = RunnableConfig(
             thread_id=f"{config.thread_id}{NS_SEP}{part}", metadata=config.metadata
         )
-        run = GraphRun(
+        run = ChildRun(
             self.spec,
             child_config,
             parent.saver is not None,
@@ -85,14 +121,35 @@ class SubgraphNode:
         scope.outputs = run.collect_child_outputs()
         return run, scope, values
 
-    def _finish(self, run: GraphRun, handed: Mapping[str, Any]) -> dict[str, Any]:
+    def _finish(self, run: ChildRun, handed: Mapping[str, Any]) -> dict[str, Any]:
         last = run.last_written
         if last is not None and last.interrupts and (last.next_nodes or last.pending_writes):
+            self._keep(run, handed)
             raise NodeInterrupt([dict(r) for r in last.interrupts])
-        update = written(handed, run.values, self.spec.strategies)
+        update = self._writes(run, handed, run.values)
         if self.output_keys is not None:
             update = {k: v for k, v in update.items() if k in self.output_keys}
         return update
+
+    def _writes(
+        self, run: ChildRun, handed: Mapping[str, Any], values: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """What the child wrote itself, from its start up to ``values``: what its task kept
+        when it stopped at the checkpoint it continued from, then what changed since; or,
+        without such a record, what differs from the values it was handed."""
+        strategies = self.spec.strategies
+        entered = run.entered
+        kept = _scope().recall() if entered is not None else NOTHING_KEPT
+        if entered is not None and isinstance(kept, Mapping) and kept.get("at") == entered[0]:
+            since = written(entered[1], values, strategies)
+            return dict(combined(Updates(_decode(kept), since), strategies))
+        return written(handed, values, strategies)
+
+    def _keep(self, run: ChildRun, handed: Mapping[str, Any]) -> None:
+        """The child stopped (paused or failed): keep what it wrote, and where it stopped."""
+        last = run.last_written
+        if last is not None:
+            _scope().keep(_encode(last.id, self._writes(run, handed, last.values)))
 
     def __call__(self, state: OverAllState, config: RunnableConfig) -> Any:
         run, scope, handed = self._start(state, config)
@@ -102,6 +159,9 @@ class SubgraphNode:
                 forward(output)
         except ParentCommand as command:
             return command.command
+        except Exception:
+            self._keep(run, handed)
+            raise
         return self._finish(run, handed)
 
     async def acall(self, state: OverAllState, config: RunnableConfig) -> Any:
@@ -112,7 +172,29 @@ class SubgraphNode:
                 forward(output)
         except ParentCommand as command:
             return command.command
+        except Exception:
+            self._keep(run, handed)
+            raise
         return self._finish(run, handed)
+
+
+def _scope() -> TaskScope:
+    """Where the running subgraph task keeps its child's writes."""
+    task = current_task.get()
+    assert task is not None  # checked by ``SubgraphNode._start``
+    return task.child(WRITES_KEY)
+
+
+def _encode(at: str, update: Mapping[str, Any]) -> dict[str, Any]:
+    """The child's writes as kept (plain data for any saver: an ``Overwrite`` is not)."""
+    over = {k: v.value for k, v in update.items() if type(v) is Overwrite}
+    plain = {k: v for k, v in update.items() if k not in over}
+    return {"at": at, "writes": plain, "overwrites": over}
+
+
+def _decode(kept: Mapping[str, Any]) -> dict[str, Any]:
+    over = {k: Overwrite(v) for k, v in kept["overwrites"].items()}
+    return {**kept["writes"], **over}
 
 
 def _forwarder(task: TaskScope | None) -> Any:
@@ -160,4 +242,4 @@ def written(
     return update
 
 
-__all__ = ["NS_SEP", "SubgraphNode", "written"]
+__all__ = ["NS_SEP", "ChildRun", "SubgraphNode", "written"]
