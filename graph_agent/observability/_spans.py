@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import threading
+import weakref
 from collections import OrderedDict
+from time import time as _now
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
 
+from ..graph import _drivers, _effects
 from ._content import input_messages, output_messages
 
 __all__ = ["OpenTelemetryListener"]
@@ -22,6 +26,30 @@ PAUSED_KEPT = 10_000
 # Runs still open (a run whose end never came, e.g. an abandoned generator); the oldest is
 # ended first.
 OPEN_KEPT = 10_000
+
+# ``graph_agent.stopped`` on a run span (and what it left open) that did not finish.
+STOPPED = "stopped by the caller"
+CANCELLED = "cancelled"
+# The ERROR status description of a cancelled run's spans.
+CANCELLED_STATUS = "the run was cancelled"
+
+_RunKey = tuple[str, tuple[str, ...]]
+
+
+def _cancel_types() -> tuple[type[BaseException], ...]:
+    """``CancelledError`` and the driver's private stand-in for it: the error of the
+    ``RunError`` of an async run cancelled while its step ran, once the step's finished work
+    is stored. Looked up by name (``StepCancelled``, formerly ``_CancelledAfterKeeping``):
+    it is private to the graph package, and a rename there must not break tracing."""
+    found: list[type[BaseException]] = [asyncio.CancelledError]
+    for module, name in ((_effects, "StepCancelled"), (_drivers, "_CancelledAfterKeeping")):
+        kind = getattr(module, name, None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            found.append(kind)
+    return tuple(found)
+
+
+_CANCEL_TYPES = _cancel_types()
 
 
 # The tool call running in this thread or task (a ``tool_start`` is emitted where the tool
@@ -43,13 +71,16 @@ AGENT_CALL_NODES = frozenset({"model", "tools"})
 class _Run:
     """The open spans of one run of one graph (a subgraph's run is a run of its own)."""
 
-    __slots__ = ("agent", "context", "span", "tasks")
+    __slots__ = ("agent", "context", "key", "span", "tasks", "watch")
 
-    def __init__(self, span: Span, agent: bool) -> None:
+    def __init__(self, key: _RunKey, span: Span, agent: bool) -> None:
+        self.key = key
         self.span = span
         self.agent = agent
         self.context = trace.set_span_in_context(span)  # where its node spans start
         self.tasks: set[str] = set()  # ids of its tasks, whose spans end with it if still open
+        # the open runs started in the same asyncio task as this one (None: no task)
+        self.watch: set[_Run] | None = None
 
 
 class OpenTelemetryListener:
@@ -64,6 +95,15 @@ class OpenTelemetryListener:
     subgraph's run under the node that runs it, a sub-agent's under the tool call that runs
     it. Failures set status ERROR and record the exception. A run that resumes a paused
     thread links to the run that paused it (runs seen by this listener).
+
+    A run whose caller stopped it (an event stream closed early) ends with status UNSET and
+    ``graph_agent.stopped = "stopped by the caller"``. A cancelled async run's spans, and
+    the node, model and tool spans it had open, end with status ERROR "the run was
+    cancelled". An async run that sends no end event at all (cancelled mid-step, or an
+    ``astream`` its reader left) is ended when the asyncio task it started in ends:
+    cancelled if the task was, or if the run was inside a step, else stopped by the caller.
+    A sync ``stream()`` closed early sends no end event either and has no task to watch:
+    its run span stays open until ``OPEN_KEPT`` newer runs push it out.
     """
 
     def __init__(
@@ -82,6 +122,10 @@ class OpenTelemetryListener:
         self._models: dict[str, Span] = {}
         self._tools: dict[tuple[str, str], Span] = {}
         self._paused: OrderedDict[str, SpanContext] = OrderedDict()
+        # asyncio task -> the open runs started in it (ended with it if still open)
+        self._watched: weakref.WeakKeyDictionary[asyncio.Future[Any], set[_Run]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @property
     def event_kinds(self) -> frozenset[str]:
@@ -142,28 +186,88 @@ class OpenTelemetryListener:
             start_time=_ns(event.time),
         )
         runs = self._runs
-        runs[(event.run_id, event.namespace)] = _Run(span, event.agent)
+        key = (event.run_id, event.namespace)
+        run = runs[key] = _Run(key, span, event.agent)
+        self._watch(run)
         if len(runs) > OPEN_KEPT:
             _, oldest = runs.popitem(last=False)
             self._close(oldest, event.time, "never ended")
 
-    def _close(self, run: _Run, time: float, why: str | None) -> None:
-        """End what the run left open (the tasks an interrupt or a failure stopped)."""
+    def _close(self, run: _Run, time: float, why: str | None, cancelled: bool = False) -> None:
+        """End what the run left open (the tasks an interrupt, a failure, a stop or a cancel
+        stopped); with ``cancelled``, each with status ERROR."""
         end = _ns(time)
+        if run.watch is not None:
+            run.watch.discard(run)
         for task_id in run.tasks:
             self._parents.pop(task_id, None)
-            for spans in (self._models, self._nodes):
-                span = spans.pop(task_id, None)
-                if span is not None:
-                    if why is not None:
-                        span.set_attribute("graph_agent.stopped", why)
-                    span.end(end)
+            left = [spans.pop(task_id, None) for spans in (self._models, self._nodes)]
             for key in [k for k in self._tools if k[0] == task_id] if self._tools else ():
-                span = self._tools.pop(key)
+                left.append(self._tools.pop(key))
+            for span in left:
+                if span is None:
+                    continue
                 if why is not None:
                     span.set_attribute("graph_agent.stopped", why)
+                if cancelled:
+                    _cancelled(span)
                 span.end(end)
         run.span.end(end)
+
+    def _stopped(self, run: _Run, time: float) -> None:
+        run.span.set_attribute("graph_agent.stopped", STOPPED)
+        self._close(run, time, STOPPED)
+
+    def _cancelled(self, run: _Run, time: float) -> None:
+        run.span.set_attribute("graph_agent.stopped", CANCELLED)
+        _cancelled(run.span)
+        self._close(run, time, CANCELLED, cancelled=True)
+
+    def _stop_callers(self, namespace: tuple[str, ...], time: float) -> None:
+        """A nested run stopped by its caller: the stop came from the outermost run's stream,
+        so every run it is nested in stops too, and may send no end event of its own (the
+        stop leaves through the node that ran the nested run). End them now."""
+        while namespace:
+            task_id = namespace[-1].rpartition(":")[2]
+            namespace = namespace[:-1]
+            caller = next(
+                (r for k, r in self._runs.items() if k[1] == namespace and task_id in r.tasks),
+                None,
+            )
+            if caller is None:
+                return
+            del self._runs[caller.key]
+            self._stopped(caller, time)
+
+    def _watch(self, run: _Run) -> None:
+        """Note the asyncio task the run starts in, if any: a cancelled run (or one whose
+        reader left it) may send no end event, but its task ends."""
+        if asyncio._get_running_loop() is None:
+            return
+        task = asyncio.current_task()
+        if task is None:
+            return
+        runs = self._watched.get(task)
+        if runs is None:
+            runs = self._watched[task] = set()
+            task.add_done_callback(self._task_done)
+        runs.add(run)
+        run.watch = runs
+
+    def _task_done(self, task: asyncio.Future[Any]) -> None:
+        """End the runs the task started and left open: cancelled if the task was, or if the
+        run was inside a step (only a cancel stops a step midway), else stopped by the
+        caller (a stream it stopped reading)."""
+        with self._lock:
+            runs = self._watched.pop(task, None)
+            now = _now()
+            for run in list(runs or ()):
+                if self._runs.pop(run.key, None) is None:
+                    continue
+                if task.cancelled() or any(t in self._parents for t in run.tasks):
+                    self._cancelled(run, now)
+                else:
+                    self._stopped(run, now)
 
     def _run_end(self, event: Any) -> None:
         run = self._runs.pop((event.run_id, event.namespace), None)
@@ -183,8 +287,15 @@ class OpenTelemetryListener:
         run = self._runs.pop((event.run_id, event.namespace), None)
         if run is None:
             return
-        _failed(run.span, event.error)
-        self._close(run, event.time, f"run failed: {type(event.error).__name__}")
+        error = event.error
+        if isinstance(error, _effects.RunStopped):  # an event stream closed early: no failure
+            self._stopped(run, event.time)
+            self._stop_callers(event.namespace, event.time)
+        elif isinstance(error, _CANCEL_TYPES):
+            self._cancelled(run, event.time)
+        else:
+            _failed(run.span, error)
+            self._close(run, event.time, f"run failed: {type(error).__name__}")
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -301,9 +412,18 @@ class OpenTelemetryListener:
         span.end(_ns(event.time))
 
 
+def _cancelled(span: Span) -> None:
+    kind = asyncio.CancelledError
+    span.set_attribute("error.type", f"{kind.__module__}.{kind.__qualname__}")
+    span.set_status(Status(StatusCode.ERROR, CANCELLED_STATUS))
+
+
 def _failed(span: Span, error: BaseException | None) -> None:
     if error is None:
         span.set_status(Status(StatusCode.ERROR))
+        return
+    if isinstance(error, _CANCEL_TYPES):  # a model or tool call its run's cancel stopped
+        _cancelled(span)
         return
     kind = type(error)
     span.set_attribute("error.type", f"{kind.__module__}.{kind.__qualname__}")
