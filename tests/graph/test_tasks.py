@@ -18,6 +18,8 @@ from graph_agent import (
     Updates,
     interrupt,
 )
+from graph_agent._context import derive_id
+from graph_agent.graph._tasks import PULL
 
 
 def _two_askers(calls: list[str]) -> StateGraph:
@@ -70,8 +72,13 @@ def test_interrupt_ids_are_stable_across_resumes_and_differ_per_call(durable):
     app.invoke(Command(resume=1), config)
     (second,) = app.get_state(config).interrupts
     assert second.value == "second?" and second.id != first.id
-    # the same thread state asked again gives the same ids (derived, not random)
-    again = graph.compile(saver=durable)
+    # derived, not random: computed here on their own from the documented parts, the task's
+    # (namespace, the checkpoint its step started from and its step, node, kind, position)
+    # and then the interrupt's (its task, the scope's key, the call's position)
+    (start,) = [s for s in app.get_state_history(config) if s.metadata["source"] == "input"]
+    task_id = derive_id(start.checkpoint_id, start.step + 1, "twice", PULL, 0)
+    assert (first.id, second.id) == (derive_id(task_id, "", 0), derive_id(task_id, "", 1))
+    again = graph.compile(saver=durable)  # read back the same by another compiled graph
     assert again.get_state(config).interrupts[0].id == second.id
     assert app.invoke(Command(resume=2), config)["got"] == [1, 2]
 
