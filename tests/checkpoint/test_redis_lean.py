@@ -5,6 +5,7 @@ redis-py's path."""
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from typing import Any
 
@@ -16,6 +17,39 @@ from checkpoint import RedisSaver
 from checkpoint._redis_lean import ScriptCalls, lean_pool, pack_command, packer
 
 from ._graphs import chat_graph
+
+
+def require_hiredis(for_redis_py: bool = False) -> None:
+    """Skip the calling test where the ``hiredis`` extra is not installed, except on CI
+    (``CI`` set), whose ``make test`` installs it: there its absence is a failure.
+    ``for_redis_py``: redis-py must read replies with it too (it takes hiredis 3.2 or newer)."""
+    try:
+        import hiredis
+    except ImportError:
+        missing = "hiredis is not installed: pip install 'graph-agent[hiredis]'"
+    else:
+        missing = None
+        if for_redis_py and not redis.utils.HIREDIS_AVAILABLE:
+            missing = f"redis-py does not use hiredis {hiredis.__version__} (it takes 3.2 or newer)"
+    if missing is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing}: CI installs the hiredis extra")
+        pytest.skip(missing)
+
+
+@pytest.mark.parametrize("ci", [None, "true"], ids=["elsewhere", "on-ci"])
+def test_a_missing_hiredis_skips_its_tests_except_on_ci(
+    monkeypatch: pytest.MonkeyPatch, ci: str | None
+) -> None:
+    monkeypatch.setitem(sys.modules, "hiredis", None)  # import hiredis: ImportError
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match=r"^hiredis is not installed: pip install") as info:
+        require_hiredis()
+    assert str(info.value).endswith(": CI installs the hiredis extra") == bool(ci)
 
 
 def _saver(url: str, **options: Any) -> RedisSaver:
@@ -35,6 +69,7 @@ def test_pack_command_is_resp_bulk_strings() -> None:
 
 
 def test_hiredis_packs_utf_8_and_our_packer_anything_else() -> None:
+    require_hiredis()
     import hiredis
 
     parts = ("EVALSHA", "a" * 40, 2, "k:{día}", "k2", b"\x00\xff", 0, -7, "")
@@ -49,6 +84,8 @@ def test_hiredis_packs_utf_8_and_our_packer_anything_else() -> None:
 
 @pytest.mark.parametrize("parser", ["resp2-python", "resp3-python", "hiredis"])
 def test_lean_calls_read_replies_with_the_client_s_parser(redis_url: str, parser: str) -> None:
+    if parser == "hiredis":
+        require_hiredis(for_redis_py=True)
     from redis._parsers import _HiredisParser, _RESP2Parser, _RESP3Parser
 
     parser_class, protocol = {
