@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = ["BaseCheckpointSaver", "Checkpoint", "CheckpointDelta"]
 
@@ -71,7 +71,14 @@ class BaseCheckpointSaver(abc.ABC):
     a caller does to the values it passed to ``put`` or got back must not change what is
     stored, and a value the serializer cannot store fails at ``put`` with
     ``UnserializableValueError``.
+
+    ``durable`` says whether what it stores outlives the process. The engine stores the
+    work a step finished while the rest of the step still runs only on a durable saver
+    (see docs/graph.md, "Finished work is never done twice"); a saver kept in memory loses
+    it with the process anyway.
     """
+
+    durable: ClassVar[bool] = True
 
     @abc.abstractmethod
     def put(

@@ -77,6 +77,8 @@ class MemorySaver(BaseCheckpointSaver):
     value on every read, frozen ones included, as a durable saver's read would.
     """
 
+    durable = False  # lost with the process: steps store no progress here
+
     def __init__(
         self,
         max_threads: int | None = None,

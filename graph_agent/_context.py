@@ -192,7 +192,7 @@ class RunScope:
     """One run of one graph: its id, thread, namespace (``()`` for the root graph) and the
     event bus (``None`` when nobody listens: then events cost nothing)."""
 
-    __slots__ = ("bus", "namespace", "outputs", "run_id", "saver", "thread_id")
+    __slots__ = ("bus", "namespace", "outputs", "run_id", "saver", "step", "thread_id")
 
     def __init__(
         self,
@@ -209,6 +209,9 @@ class RunScope:
         self.bus = bus
         self.saver = saver  # subgraphs keep their checkpoints with it
         self.outputs = outputs  # where subgraphs send their NodeOutputs (stream(subgraphs=True))
+        # The step running now, when its saver stores finished work as it finishes (a
+        # durable saver): ``step.keep_now(task, key, value)`` / ``akeep_now`` store it.
+        self.step: Any = None
 
     def event(self, cls: Callable[..., Any], task: TaskScope | None = None, **fields: Any) -> None:
         """Emit ``cls(**fields)`` with this run's identity (a no-op without a bus, or when
@@ -315,6 +318,19 @@ class TaskScope:
         of it gets ``value`` back from ``recall()`` instead of doing that part again (a tool
         call that finished beside one that failed or paused)."""
         self.kept[self.key] = value  # one dict item: atomic, whatever thread keeps it
+
+    def store_kept(self) -> None:
+        """Store what this scope kept at once, when its run's saver is durable (a tool call
+        that finished while sibling calls still run: a killed process must not lose it)."""
+        step = self.run.step
+        if step is not None and self.key in self.kept:
+            step.keep_now(self.task, self.key, self.kept[self.key])
+
+    async def astore_kept(self) -> None:
+        """``store_kept`` in async runs."""
+        step = self.run.step
+        if step is not None and self.key in self.kept:
+            await step.akeep_now(self.task, self.key, self.kept[self.key])
 
     def recall(self) -> Any:
         """What an earlier run of this task kept for this scope, or ``NOTHING_KEPT``."""

@@ -120,3 +120,19 @@ def _outcome(call: Callable[[], T]) -> T | BaseException:
         return call()
     except BaseException as exc:
         return exc
+
+
+class Countdown:
+    """How many of a batch of calls still run; they finish on several threads."""
+
+    __slots__ = ("_count", "_lock")
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._lock = threading.Lock()
+
+    def one_finished(self) -> int:
+        """Count one call as finished; how many still run."""
+        with self._lock:
+            self._count -= 1
+            return self._count

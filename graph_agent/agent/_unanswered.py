@@ -6,6 +6,11 @@ The thread then ends with an assistant message whose tool calls have no tool res
 every OpenAI-compatible server refuses the next request that carries it (HTTP 400). So new
 input to such a thread (``invoke``/``call``/``stream`` with messages, or ``update_state``)
 is preceded by one tool response per unanswered call saying it was not recorded.
+
+A call that *did* finish before its run stopped (beside a sibling that failed, or before a
+cancel or a crash on a durable saver) was kept with the stopped step; it is answered with
+its kept result, never told it has none: a model told "no result" would call it again (a
+second booking, a second payment).
 """
 
 from __future__ import annotations
@@ -39,13 +44,26 @@ def unanswered_calls(messages: Sequence[Message] | None) -> list[ToolCall]:
     return [call for call in last.tool_calls if call.id not in answered]
 
 
+def kept_results(resume: Mapping[str, Any]) -> dict[str, str]:
+    """The results of the tool calls a stopped step kept (call id -> the tool's answer), from
+    the head checkpoint's resume values (``<task id>/kept/<call id>``: what the tool manager
+    kept for a re-run of the tool node)."""
+    results: dict[str, str] = {}
+    for key, value in resume.items():
+        _, found, call_id = key.partition("/kept/")
+        if found and call_id and "/" not in call_id and isinstance(value, (list, tuple)):
+            results[call_id] = str(value[0])
+    return results
+
+
 def answer_unfinished_calls(
-    values: Mapping[str, Any], update: Mapping[str, Any]
+    values: Mapping[str, Any], update: Mapping[str, Any], kept: Mapping[str, Any] | None = None
 ) -> Mapping[str, Any]:
-    """``update`` with a "no result" tool response for each call the stored conversation
-    left unanswered, placed after any tool responses the update brings itself. Unchanged
-    when the update adds no message, brings only tool responses (the caller answers the
-    calls), or replaces the history (``Overwrite``)."""
+    """``update`` with a tool response for each call the stored conversation left
+    unanswered, placed after any tool responses the update brings itself: the call's kept
+    result when it had finished (``kept``: the head's resume values), else "no result".
+    Unchanged when the update adds no message, brings only tool responses (the caller
+    answers the calls), or replaces the history (``Overwrite``)."""
     new = update.get(MESSAGES)
     if new is None or isinstance(new, Overwrite):
         return update
@@ -65,10 +83,23 @@ def answer_unfinished_calls(
     still = [call for call in missing if call.id not in answered]
     if not still:
         return update
+    results = kept_results(kept) if kept else {}
     note = ToolResponseMessage(
         responses=tuple(
-            ToolResponse(id=c.id, name=c.name, response_data=UNANSWERED_TEXT) for c in still
+            ToolResponse(id=c.id, name=c.name, response_data=results.get(c.id, UNANSWERED_TEXT))
+            for c in still
         ),
-        metadata={"unanswered": True},
+        metadata=_marks(still, results),
     )
     return {**update, MESSAGES: [*items[:given], note, *items[given:]]}
+
+
+def _marks(calls: Sequence[ToolCall], results: Mapping[str, str]) -> dict[str, bool]:
+    """``unanswered``: some call is answered "no result"; ``kept``: some call is answered
+    with the result it had when its run stopped."""
+    marks: dict[str, bool] = {}
+    if any(c.id not in results for c in calls):
+        marks["unanswered"] = True
+    if any(c.id in results for c in calls):
+        marks["kept"] = True
+    return marks

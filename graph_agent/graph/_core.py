@@ -118,7 +118,8 @@ class GraphRun(Cursor):
                 f"resume it with {how} before sending new input"
             )
         if checkpoint is not None and self.spec.before_input is not None:
-            inputs = self.spec.before_input(self.values, inputs)
+            kept = decode_resume(checkpoint.resume_values)
+            inputs = self.spec.before_input(self.values, inputs, kept)
         self.merge([("__input__", inputs)])
         frontier = yield from self.successors([(START, None)], OverAllState(self.values))
         hits = self._before_hits(frontier[0], (self.head_id, self.step + 1))
@@ -215,9 +216,23 @@ class GraphRun(Cursor):
         resuming = base is not None or self.last_written is None
         if done or self.child_outputs:
             tasks = self._tasks(runnable, sends, step_base, resuming)
-            results = yield from self._execute(tasks, done, resume)
+            results = yield from self._execute(
+                tasks, done, resume, (names, sends), runnable, step_base
+            )
         else:  # only the driver holds the tasks while they run
-            results = yield ExecuteEffect(self._tasks(runnable, sends, step_base, resuming), resume)
+            # the driver may store what finishes while others still run (a durable saver)
+            results = yield (
+                ExecuteEffect(
+                    self._tasks(runnable, sends, step_base, resuming),
+                    resume,
+                    self,
+                    (names, sends),
+                    runnable,
+                    step_base,
+                )
+                if self.has_saver
+                else ExecuteEffect(self._tasks(runnable, sends, step_base, resuming), resume)
+            )
             if self.child_outputs:
                 yield EmitEffect(self._take_child_outputs())
         updates: list[tuple[str, Any]] = []
@@ -324,18 +339,24 @@ class GraphRun(Cursor):
         tasks: list[Task],
         done: Mapping[str, tuple[str, Any, list[str | Send] | None]],
         resume: Mapping[str, Any],
+        frontier: Frontier,
+        runnable: list[str],
+        base: tuple[str | None, int],
     ) -> Generator[Effect, Any, list[TaskResult]]:
         """Run the tasks that have no stored write yet; every task's result, in merge order."""
         todo = [t for t in tasks if t.id not in done] if done else tasks
-        results: list[TaskResult] = (yield ExecuteEffect(todo, resume)) if todo else []
+        earlier = _stored_results(tasks, done) if done else []
+        results: list[TaskResult] = []
+        if todo:
+            if self.has_saver:
+                effect = ExecuteEffect(todo, resume, self, frontier, runnable, base, earlier)
+            else:
+                effect = ExecuteEffect(todo, resume)
+            results = yield effect
         if self.child_outputs:  # what subgraphs streamed during the step
             yield EmitEffect(self._take_child_outputs())
-        if done:
-            for task in tasks:
-                if task.id in done:
-                    _, update, goto = done[task.id]
-                    stored = Command(update=update, goto=goto) if goto is not None else update
-                    results.append(TaskResult(task, stored))
+        if earlier:
+            results.extend(earlier)
             if len(tasks) > 1:
                 results.sort(key=lambda r: r.task.order)
         return results
@@ -451,6 +472,19 @@ def _outputs(
     updates: list[tuple[str, Any]], spec: GraphSpec, public: OverAllState, ns: tuple[str, ...]
 ) -> list[NodeOutput]:
     return [NodeOutput(n, combined(u, spec.strategies), public, ns) for n, u in updates]
+
+
+def _stored_results(
+    tasks: list[Task], done: Mapping[str, tuple[str, Any, list[str | Send] | None]]
+) -> list[TaskResult]:
+    """The results of the step's tasks that finished in an earlier run (stored writes)."""
+    results: list[TaskResult] = []
+    for task in tasks:
+        if task.id in done:
+            _, update, goto = done[task.id]
+            stored = Command(update=update, goto=goto) if goto is not None else update
+            results.append(TaskResult(task, stored))
+    return results
 
 
 def _union_in_order(spec: GraphSpec, first: Sequence[str], second: Sequence[str]) -> list[str]:

@@ -20,8 +20,8 @@ from typing import Any
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
 from .._context import RunScope, TaskScope, current_task, kept_id
-from .._pool import run_all
-from .._workers import to_worker
+from .._pool import Countdown, run_all
+from .._workers import start_in_worker
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
 from ._effects import (
@@ -30,7 +30,9 @@ from ._effects import (
     LoadEffect,
     PutEffect,
     RouteEffect,
+    StepCancelled,
 )
+from ._progress import progress_of, stores_progress
 from ._spec import BranchSpec
 from ._tasks import Task, TaskResult
 from .config import RunnableConfig
@@ -54,11 +56,6 @@ def _failed(task: Task, scope: TaskScope, error: Exception, attempt: int) -> flo
     if policy is None or not policy.should_retry(error, attempt):
         return None
     return policy.delay(attempt)
-
-
-class _CancelledAfterKeeping(Exception):
-    """A task was cancelled after keeping work for its re-run: stored like a failure's, then
-    raised as ``CancelledError`` again."""
 
 
 def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -141,9 +138,13 @@ async def _arun_task(
             if node.afn is not None:
                 out = await _call(node.afn, node.afn_takes_config, task)
             else:
-                out = await to_worker(_call, node.fn, node.takes_config, task)
+                out = await _in_worker(node.fn, node.takes_config, task)
                 if inspect.isawaitable(out):  # a sync callable that returned an awaitable
                     out = await out
+        except _FinishedAfterCancel as stop:  # its thread finished: the step keeps it
+            result = _ended(task, scope, stop.out)
+            result.after_cancel = True
+            return result
         except NodeInterrupt as interrupt:
             return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
         except asyncio.CancelledError:
@@ -151,7 +152,7 @@ async def _arun_task(
                 raise
             # what finished before the cancel (a sync tool's thread) is stored, then the
             # cancellation goes on (adrive turns this back into CancelledError)
-            return TaskResult(task, error=_CancelledAfterKeeping(), kept=_stored(task, kept))
+            return TaskResult(task, error=StepCancelled(), kept=_stored(task, kept))
         except Exception as exc:
             wait = _failed(task, scope, exc, attempt)
             if wait is None:
@@ -164,12 +165,62 @@ async def _arun_task(
         return _ended(task, scope, out)
 
 
+class _FinishedAfterCancel(asyncio.CancelledError):
+    """An async run was cancelled while a sync node ran in a worker thread, which then
+    finished: ``out`` is what the node returned (the step stores it)."""
+
+    def __init__(self, out: Any) -> None:
+        super().__init__("cancelled while a sync node ran; the node finished and is kept")
+        self.out = out
+
+
+async def _in_worker(fn: Any, takes_config: bool, task: Task) -> Any:
+    """A sync node in a worker thread. A thread cannot be stopped: cancelled, this waits
+    for the node's end and raises ``_FinishedAfterCancel`` with what it returned (a node
+    that failed is simply cancelled: a re-run runs it again)."""
+    call = start_in_worker(_call, fn, takes_config, task)
+    try:
+        await call.waiter
+    except asyncio.CancelledError:
+        await call.wait_again()  # cancelled again while waiting: give up on keeping it
+        try:
+            out = call.outcome()
+        except BaseException:
+            raise asyncio.CancelledError from None
+        raise _FinishedAfterCancel(out) from None
+    return call.outcome()
+
+
+def _run_stored(
+    task: Task,
+    run: RunScope,
+    resume: Mapping[str, Any],
+    can_interrupt: bool,
+    effect: ExecuteEffect,
+    remaining: Countdown,
+) -> TaskResult:
+    """``_run_task``, storing its result at once when it finished while siblings still run."""
+    result = _run_task(task, run, resume, can_interrupt)
+    if remaining.one_finished() and result.finished:
+        assert effect.saver is not None
+        progress_of(effect, effect.saver).finished(result)
+    return result  # type: ignore[no-any-return]
+
+
 def _execute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:
     tasks, resume = effect.tasks, effect.resume
     if len(tasks) == 1:
         return [_run_task(tasks[0], run, resume, can_interrupt)]
     # Every task finishes before anything is raised: no node keeps running behind an error.
-    results = run_all([functools.partial(_run_task, t, run, resume, can_interrupt) for t in tasks])
+    if effect.saver is not None:
+        remaining = Countdown(len(tasks))
+        calls = [
+            functools.partial(_run_stored, t, run, resume, can_interrupt, effect, remaining)
+            for t in tasks
+        ]
+    else:
+        calls = [functools.partial(_run_task, t, run, resume, can_interrupt) for t in tasks]
+    results = run_all(calls)
     for item in results:
         if isinstance(item, BaseException):
             raise item
@@ -185,23 +236,80 @@ def _started_tasks(
 
 
 async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:
-    """Several tasks at once (``adrive`` awaits a single one itself)."""
+    """Several tasks at once (``adrive`` awaits a single one itself). A failed task cancels
+    its siblings; a cancelled run cancels them all. Either way what finished is kept (a sync
+    node's thread runs to its end and is kept too): with a ``StepCancelled`` result when the
+    run itself was cancelled, so the core stores it before the cancellation goes on."""
     running = _started_tasks(effect.tasks, run, effect.resume, can_interrupt)
+    cancelled = False
     try:
         pending: set[asyncio.Future[TaskResult]] = set(running)
-        while pending:  # a failed task cancels its siblings; what finished is kept
+        while pending:
             finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             if any(f.exception() is not None or f.result().error is not None for f in finished):
                 break
+            if pending and effect.saver is not None:  # stored now: its siblings still run
+                progress = progress_of(effect, effect.saver)
+                for future in running:
+                    if future in finished:
+                        await progress.afinished(future.result())
+    except asyncio.CancelledError:
+        cancelled = True
     finally:
         if not all(t.done() for t in running):
             for t in running:
                 t.cancel()
             await asyncio.gather(*running, return_exceptions=True)
+    results: list[TaskResult] = []
     for t in running:
-        if not t.cancelled() and t.exception() is not None:
-            raise t.exception()  # type: ignore[misc]
-    return [t.result() for t in running if not t.cancelled()]
+        if t.cancelled():
+            continue
+        error = t.exception()
+        if error is None:
+            results.append(t.result())
+        elif not cancelled:
+            raise error
+    if cancelled:
+        if not any(r.finished or r.kept for r in results):
+            raise asyncio.CancelledError
+        if not any(isinstance(r.error, StepCancelled) for r in results):
+            results.append(TaskResult(effect.tasks[0], error=StepCancelled()))
+    return results
+
+
+async def _aexecute_one_or_more(
+    effect: ExecuteEffect, run: RunScope, can_interrupt: bool
+) -> list[TaskResult]:
+    if len(effect.tasks) == 1:
+        return _after_cancel([await _arun_task(effect.tasks[0], run, effect.resume, can_interrupt)])
+    return await _aexecute(effect, run, can_interrupt)
+
+
+def _after_cancel(results: list[TaskResult]) -> list[TaskResult]:
+    """A single task that finished after its run was cancelled: the core stores it, then
+    the cancellation goes on (``StepCancelled``)."""
+    if results[0].after_cancel:
+        results.append(TaskResult(results[0].task, error=StepCancelled()))
+    return results
+
+
+def _store_progress(
+    effect: ExecuteEffect, saver: BaseCheckpointSaver | None, run: RunScope
+) -> bool:
+    """Let the step store what finishes while the rest of it still runs (a durable saver
+    and a step the core can describe); ``False`` when it cannot."""
+    if effect.cursor is None or saver is None:
+        return False
+    effect.saver = saver
+    run.step = effect
+    return True
+
+
+def _progress_done(effect: ExecuteEffect, run: RunScope) -> Exception | None:
+    """The step's tasks are done: no more progress writes; the first that failed, if any."""
+    run.step = None
+    progress = effect.progress
+    return progress.error if progress is not None else None
 
 
 def _call_router(branch: BranchSpec, state: OverAllState, config: RunnableConfig) -> Any:
@@ -263,6 +371,7 @@ def drive(
     """Perform every effect synchronously; yield emitted node outputs. A router that fails is
     thrown back into the core (which reports the run's error), then raised."""
     can_interrupt = saver is not None
+    durable = stores_progress(saver)
     send: Any = None
     failure: Exception | None = None
     while True:
@@ -273,10 +382,13 @@ def drive(
         failure = None
         kind = type(effect)
         if kind is ExecuteEffect:
+            stored = durable and _store_progress(effect, saver, run)  # type: ignore[arg-type]
             try:
                 send = _execute(effect, run, can_interrupt)  # type: ignore[arg-type]
             except Exception as exc:
                 failure = exc
+            if stored:
+                failure = failure or _progress_done(effect, run)  # type: ignore[arg-type]
         elif kind is PutEffect:
             assert saver is not None
             try:
@@ -309,6 +421,7 @@ async def adrive(
 ) -> AsyncIterator[NodeOutput]:
     """Perform every effect without blocking the event loop; yield emitted node outputs."""
     can_interrupt = saver is not None
+    durable = stores_progress(saver)
     send: Any = None
     failure: Exception | None = None
     while True:
@@ -316,15 +429,20 @@ async def adrive(
             effect = effects.throw(failure) if failure is not None else effects.send(send)
         except StopIteration:
             return
-        except _CancelledAfterKeeping:
+        except StepCancelled:
             raise asyncio.CancelledError from None
         failure = None
         try:
             if isinstance(effect, ExecuteEffect):
-                if len(effect.tasks) == 1:  # awaited here: one coroutine less while it runs
+                if durable and _store_progress(effect, saver, run):
+                    try:
+                        send = await _aexecute_one_or_more(effect, run, can_interrupt)
+                    finally:
+                        failure = _progress_done(effect, run)
+                elif len(effect.tasks) == 1:  # awaited here: one coroutine less while it runs
                     task, resume = effect.tasks[0], effect.resume
                     del effect  # nothing of the step kept but what the task needs
-                    send = [await _arun_task(task, run, resume, can_interrupt)]
+                    send = _after_cancel([await _arun_task(task, run, resume, can_interrupt)])
                 else:
                     send = await _aexecute(effect, run, can_interrupt)
             elif isinstance(effect, PutEffect):

@@ -4,19 +4,30 @@ the line between a subgraph's run and its parent's."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from checkpoint import Checkpoint, CheckpointDelta
+from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 
 from ._spec import BranchSpec
-from ._tasks import Task
+from ._tasks import Task, TaskResult
 from .config import RunnableConfig
 from .state import OverAllState
 from .types import Command, NodeOutput, Send
 
+if TYPE_CHECKING:
+    from ._cursor import Cursor
+    from ._progress import StepProgress
+
 
 class RunStopped(BaseException):
     """The run was asked to stop (its event stream was closed); it stops between steps."""
+
+
+class StepCancelled(Exception):
+    """An async run was cancelled while its step ran, and some of the step's work finished
+    (a sync node or tool in a worker thread cannot be stopped): the core stores it like a
+    failed step's, then raises this, and the async driver turns it back into
+    ``CancelledError``."""
 
 
 class ParentCommand(BaseException):
@@ -52,13 +63,57 @@ class LoadEffect:
 
 class ExecuteEffect:
     """Run the tasks (in parallel when several); send back a ``TaskResult`` per task run
-    (a task cancelled because a sibling failed gives none). Resume values by interrupt id."""
+    (a task cancelled because a sibling failed gives none). Resume values by interrupt id.
 
-    __slots__ = ("resume", "tasks")
+    ``cursor`` (with ``frontier``, ``nodes``, ``base`` and ``done``, the step's tasks that
+    finished in an earlier run) lets a driver on a durable saver store what finishes while
+    the rest of the step still runs (see ``_progress``); ``None`` without a saver."""
 
-    def __init__(self, tasks: list[Task], resume: Mapping[str, Any]) -> None:
+    __slots__ = (
+        "base",
+        "cursor",
+        "done",
+        "frontier",
+        "nodes",
+        "progress",
+        "resume",
+        "saver",
+        "tasks",
+    )
+
+    def __init__(
+        self,
+        tasks: list[Task],
+        resume: Mapping[str, Any],
+        cursor: Cursor | None = None,
+        frontier: Frontier | None = None,
+        nodes: Sequence[str] = (),
+        base: tuple[str | None, int] | None = None,
+        done: Sequence[TaskResult] = (),
+    ) -> None:
         self.tasks = tasks
         self.resume = resume
+        self.cursor = cursor
+        self.frontier = frontier
+        self.nodes = nodes
+        self.base = base
+        self.done = done
+        self.progress: StepProgress | None = None  # made when first needed
+        self.saver: BaseCheckpointSaver | None = None  # set by a driver that stores progress
+
+    def keep_now(self, task: Task, key: str, value: Any) -> None:
+        """Store a tool call's kept answer now (``TaskScope.store_kept``), in sync runs."""
+        from ._progress import progress_of  # a cycle at import time otherwise
+
+        assert self.saver is not None
+        progress_of(self, self.saver).kept(task, key, value)
+
+    async def akeep_now(self, task: Task, key: str, value: Any) -> None:
+        """``keep_now`` in async runs."""
+        from ._progress import progress_of
+
+        assert self.saver is not None
+        await progress_of(self, self.saver).akept(task, key, value)
 
 
 class RouteEffect:

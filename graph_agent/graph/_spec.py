@@ -230,10 +230,12 @@ class GraphSpec:
         self.private = private
         self.name = name  # compile(name=...): what run events, logs and traces call the graph
         self.is_agent = False  # set by ReactAgent: its runs are agent runs (invoke_agent spans)
-        # (stored values, new input) -> the input to merge: set by a graph's owner (the agent
-        # answers tool calls a stopped run left unanswered); None for plain graphs
+        # (stored values, new input, the head's resume values: what a stopped step kept) ->
+        # the input to merge: set by a graph's owner (the agent answers tool calls a stopped
+        # run left unanswered, with their kept results where they finished); None for graphs
         self.before_input: (
-            Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None
+            Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+            | None
         ) = None
         self.nodes = dict(nodes)
         self.edges = list(edges)

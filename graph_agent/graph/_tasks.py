@@ -66,7 +66,7 @@ class TaskResult:
     """What a task gave: ``update`` (a dict, ``None`` or a ``Command``), or the pause
     (``interrupt``: records), or ``error``."""
 
-    __slots__ = ("error", "interrupt", "kept", "task", "update")
+    __slots__ = ("after_cancel", "error", "interrupt", "kept", "task", "update")
 
     def __init__(
         self,
@@ -81,6 +81,8 @@ class TaskResult:
         self.interrupt = interrupt
         self.error = error
         self.kept = kept  # what a stopped task kept for its re-run (``TaskScope.keep``)
+        # it finished after its run was cancelled (a sync node's thread cannot be stopped)
+        self.after_cancel = False
 
     @property
     def finished(self) -> bool:

@@ -14,7 +14,7 @@ from ._constants import START
 from ._cursor import Cursor
 from ._effects import Effect, Frontier, PutEffect
 from ._spec import GraphSpec
-from ._tasks import BASE_KEY
+from ._tasks import BASE_KEY, decode_resume
 from .config import RunnableConfig
 from .state import OverAllState
 
@@ -46,7 +46,8 @@ class StateUpdate(Cursor):
         writer = self.as_node if self.as_node not in (None, START) else "__update__"
         update = self.update
         if checkpoint is not None and update is not None and self.spec.before_input is not None:
-            update = self.spec.before_input(self.values, update)
+            kept = decode_resume(checkpoint.resume_values)
+            update = self.spec.before_input(self.values, update, kept)
         updates = [(writer, update)]
         self.merge(updates)
         if self.as_node is None and checkpoint is not None:  # the thread stays where it is

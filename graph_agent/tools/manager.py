@@ -10,10 +10,9 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._context import NOTHING_KEPT, NodeInterrupt, TaskScope, current_task
-from .._pool import run_all
+from .._context import NOTHING_KEPT, TaskScope, current_task
+from .._pool import Countdown, run_all
 from ..errors import (
-    ToolArgumentsError,
     ToolExecutionException,
     ToolResolutionError,
     UnknownToolError,
@@ -21,6 +20,12 @@ from ..errors import (
 from ..events import ToolEnd, ToolStart
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
+from ._batch import (
+    as_tool_exception,
+    finished_outcomes,
+    log_tool_error,
+    stores_progress,
+)
 from ._execute import AExecute, Execute
 from ._threads import FinishedAfterCancel
 from .callback import ToolCallback
@@ -307,9 +312,9 @@ class ToolCallingManager:
                 raise
             except Exception as exc:
                 error = exc
-                text = self.exception_processor.process(_as_tool_exception(exc, call.name))
+                text = self.exception_processor.process(as_tool_exception(exc, call.name))
                 # only when the error goes back to the model: a raised one reaches the caller
-                _log_tool_error(call, exc)
+                log_tool_error(call, exc)
             return _ended(scope, self._outcome(execute.reached or request, text, error, started))
         finally:
             if scope is not None:
@@ -426,12 +431,58 @@ class ToolCallingManager:
         and the responses (the agent's tool node passes no ``earlier``: it keeps only the
         responses, and copying a long conversation for each tool step would be waste)."""
         by_name, context = self._plan(options, tool_context, tool_callbacks)
-        calls = [functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls]
-        parallel = self.parallel and len(calls) > 1
+        parallel = self.parallel and len(message.tool_calls) > 1
+        if parallel and stores_progress():
+            running = Countdown(len(message.tool_calls))
+            calls = [
+                functools.partial(self._run_stored, c, by_name, context, running)
+                for c in message.tool_calls
+            ]
+        else:
+            calls = [
+                functools.partial(self._run_one, c, by_name, context) for c in message.tool_calls
+            ]
         results: list[_Outcome | BaseException] = (
             run_all(calls) if parallel else [call() for call in calls]
         )
-        return self._result(earlier, message, _finished(results))
+        return self._result(earlier, message, finished_outcomes(results))
+
+    def _run_stored(
+        self,
+        call: ToolCall,
+        by_name: Mapping[str, ToolCallback],
+        context: ToolContext,
+        running: Countdown,
+    ) -> _Outcome:
+        """``_run_one`` in a parallel batch on a durable saver: a call that finished while
+        its siblings still run is stored at once (a killed process must not lose it)."""
+        try:
+            outcome = self._run_one(call, by_name, context)
+        except BaseException:
+            running.one_finished()
+            raise
+        task = current_task.get()
+        if running.one_finished() and task is not None:
+            task.child(call.id).store_kept()
+        return outcome
+
+    async def _arun_stored(
+        self,
+        call: ToolCall,
+        by_name: Mapping[str, ToolCallback],
+        context: ToolContext,
+        running: Countdown,
+    ) -> _Outcome:
+        """``_run_stored`` in async runs."""
+        try:
+            outcome = await self._arun_one(call, by_name, context)
+        except BaseException:
+            running.one_finished()
+            raise
+        task = current_task.get()
+        if running.one_finished() and task is not None:
+            await task.child(call.id).astore_kept()
+        return outcome
 
     async def _aexecute_message(
         self,
@@ -445,8 +496,11 @@ class ToolCallingManager:
         del options, tool_context, tool_callbacks  # not kept while the tools run
         if len(message.tool_calls) == 1:  # the common case, with nothing more to keep meanwhile
             outcome = await self._arun_one(message.tool_calls[0], by_name, context)
-            return self._result(earlier, message, _finished([outcome]))
-        coroutines = _calls_of(self, message.tool_calls, by_name, context)
+            return self._result(earlier, message, finished_outcomes([outcome]))
+        if self.parallel and stores_progress():
+            coroutines = _stored_calls_of(self, message.tool_calls, by_name, context)
+        else:
+            coroutines = _calls_of(self, message.tool_calls, by_name, context)
         if self.parallel:
             results = await asyncio.gather(*coroutines, return_exceptions=True)
         else:
@@ -457,7 +511,7 @@ class ToolCallingManager:
             finally:
                 for rest in coroutines[len(results) + 1 :]:
                     rest.close()
-        return self._result(earlier, message, _finished(results))
+        return self._result(earlier, message, finished_outcomes(results))
 
 
 def _calling(response: ChatResponse) -> AssistantMessage:
@@ -478,6 +532,16 @@ def _calls_of(
 ) -> list[Coroutine[Any, Any, _Outcome]]:
     # not a comprehension inside aexecute_tool_calls: its variables would become cells
     return [manager._arun_one(c, by_name, context) for c in calls]
+
+
+def _stored_calls_of(
+    manager: ToolCallingManager,
+    calls: Sequence[ToolCall],
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+) -> list[Coroutine[Any, Any, _Outcome]]:
+    running = Countdown(len(calls))
+    return [manager._arun_stored(c, by_name, context, running) for c in calls]
 
 
 def _started(scope: TaskScope | None, call: ToolCall) -> None:
@@ -544,48 +608,3 @@ def _ended(scope: TaskScope | None, outcome: _Outcome) -> _Outcome:
             return_direct=record.return_direct,
         )
     return outcome
-
-
-def _finished(results: Sequence[_Outcome | BaseException]) -> list[_Outcome]:
-    """The outcomes of calls that have all ended. The first failure in call order is raised;
-    without one, the interrupts of every call that paused are raised together, so each
-    gets its own resume value."""
-    failure = next(
-        (r for r in results if isinstance(r, BaseException) and not isinstance(r, NodeInterrupt)),
-        None,
-    )
-    if failure is not None:
-        raise failure
-    paused = [r for r in results if isinstance(r, NodeInterrupt)]
-    if paused:
-        raise paused[0] if len(paused) == 1 else NodeInterrupt.combine(paused)
-    return list(results)  # type: ignore[arg-type]
-
-
-def _log_tool_error(call: ToolCall, exc: Exception) -> None:
-    """A WARNING for a tool error that goes back to the model: with the traceback when the
-    tool raised, one line when the model's arguments were invalid (the tool never ran)."""
-    if isinstance(exc, ToolArgumentsError):
-        _log.warning(
-            "the model's arguments for tool '%s' (call %s) are invalid; the errors go back to it",
-            call.name,
-            call.id,
-        )
-        return
-    _log.warning(
-        "tool '%s' (call %s) raised %s; its error goes back to the model",
-        call.name,
-        call.id,
-        type(exc.__cause__ or exc).__name__,
-        exc_info=exc,
-    )
-
-
-def _as_tool_exception(exc: Exception, tool_name: str) -> ToolExecutionException:
-    if isinstance(exc, ToolExecutionException):
-        return exc
-    wrapped = ToolExecutionException(
-        f"tool '{tool_name}' failed: {type(exc).__name__}: {exc}", tool_name=tool_name
-    )
-    wrapped.__cause__ = exc
-    return wrapped
