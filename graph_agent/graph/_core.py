@@ -67,7 +67,10 @@ class GraphRun(Cursor):
         scope.event(RunStart, input=self.inputs, graph=self.graph_name(), agent=self.spec.is_agent)
         try:
             yield from self._run()
-        except (GeneratorExit, ParentCommand):
+        except GeneratorExit:  # its stream was closed early: a normal stop, reported as one
+            scope.event(RunError, error=RunStopped())
+            raise
+        except ParentCommand:
             raise
         except BaseException as error:
             scope.event(RunError, error=error)

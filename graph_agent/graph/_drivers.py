@@ -10,6 +10,7 @@ exceptions that are not ``Exception`` (Ctrl-C, cancellation) propagate at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import sys
@@ -363,6 +364,15 @@ def _explain_put_error(
     return error
 
 
+def _report(effects: Generator[Effect, Any, None], stop: BaseException) -> None:
+    """Hand ``stop`` (not an ``Exception``: a task's failure is its result) to the core at the
+    effect it waits on, so the run reports its end (``run_error``), then let it go."""
+    if isinstance(stop, Exception):
+        return  # raised by the core itself: reported there
+    with contextlib.suppress(BaseException):  # the caller raises ``stop`` itself
+        effects.throw(stop)
+
+
 def drive(
     effects: Generator[Effect, Any, None],
     saver: BaseCheckpointSaver | None,
@@ -374,44 +384,51 @@ def drive(
     durable = stores_progress(saver)
     send: Any = None
     failure: Exception | None = None
-    while True:
-        try:
-            effect = effects.throw(failure) if failure is not None else effects.send(send)
-        except StopIteration:
-            return
-        failure = None
-        kind = type(effect)
-        if kind is ExecuteEffect:
-            stored = durable and _store_progress(effect, saver, run)  # type: ignore[arg-type]
+    try:
+        while True:
             try:
-                send = _execute(effect, run, can_interrupt)  # type: ignore[arg-type]
-            except Exception as exc:
-                failure = exc
-            if stored:
-                failure = failure or _progress_done(effect, run)  # type: ignore[arg-type]
-        elif kind is PutEffect:
-            assert saver is not None
-            try:
-                saver.put(effect.checkpoint, effect.delta, check_head=effect.check_head)  # type: ignore[union-attr]
-            except UnserializableValueError as exc:
-                failure = _explain_put_error(effect, exc)  # type: ignore[arg-type]
-            except Exception as exc:
-                failure = exc
-            send = None
-        elif kind is RouteEffect:
-            try:
-                send = _route(effect)  # type: ignore[arg-type]
-            except Exception as exc:
-                failure = exc
-        elif kind is LoadEffect:
-            assert saver is not None
-            try:
-                send = saver.get(effect.thread_id, effect.checkpoint_id)  # type: ignore[union-attr]
-            except Exception as exc:
-                failure = exc
-        else:
-            yield from effect.outputs  # type: ignore[union-attr]
-            send = None
+                effect = effects.throw(failure) if failure is not None else effects.send(send)
+            except StopIteration:
+                return
+            failure = None
+            kind = type(effect)
+            if kind is ExecuteEffect:
+                stored = durable and _store_progress(effect, saver, run)  # type: ignore[arg-type]
+                try:
+                    send = _execute(effect, run, can_interrupt)  # type: ignore[arg-type]
+                except Exception as exc:
+                    failure = exc
+                if stored:
+                    failure = failure or _progress_done(effect, run)  # type: ignore[arg-type]
+            elif kind is PutEffect:
+                assert saver is not None
+                try:
+                    saver.put(effect.checkpoint, effect.delta, check_head=effect.check_head)  # type: ignore[union-attr]
+                except UnserializableValueError as exc:
+                    failure = _explain_put_error(effect, exc)  # type: ignore[arg-type]
+                except Exception as exc:
+                    failure = exc
+                send = None
+            elif kind is RouteEffect:
+                try:
+                    send = _route(effect)  # type: ignore[arg-type]
+                except Exception as exc:
+                    failure = exc
+            elif kind is LoadEffect:
+                assert saver is not None
+                try:
+                    send = saver.get(effect.thread_id, effect.checkpoint_id)  # type: ignore[union-attr]
+                except Exception as exc:
+                    failure = exc
+            else:
+                yield from effect.outputs  # type: ignore[union-attr]
+                send = None
+    except GeneratorExit:  # the caller closed the stream: a normal stop, which the core reports
+        effects.close()
+        raise
+    except BaseException as stop:  # Ctrl-C, a cancelled task: the core reports it too
+        _report(effects, stop)
+        raise
 
 
 async def adrive(
@@ -424,42 +441,51 @@ async def adrive(
     durable = stores_progress(saver)
     send: Any = None
     failure: Exception | None = None
-    while True:
-        try:
-            effect = effects.throw(failure) if failure is not None else effects.send(send)
-        except StopIteration:
-            return
-        except StepCancelled:
-            raise asyncio.CancelledError from None
-        failure = None
-        try:
-            if isinstance(effect, ExecuteEffect):
-                if durable and _store_progress(effect, saver, run):
+    try:
+        while True:
+            try:
+                effect = effects.throw(failure) if failure is not None else effects.send(send)
+            except StopIteration:
+                return
+            except StepCancelled:
+                raise asyncio.CancelledError from None
+            failure = None
+            try:
+                if isinstance(effect, ExecuteEffect):
+                    if durable and _store_progress(effect, saver, run):
+                        try:
+                            send = await _aexecute_one_or_more(effect, run, can_interrupt)
+                        finally:
+                            failure = _progress_done(effect, run)
+                    elif len(effect.tasks) == 1:  # awaited here: one coroutine less while it runs
+                        task, resume = effect.tasks[0], effect.resume
+                        del effect  # nothing of the step kept but what the task needs
+                        send = _after_cancel([await _arun_task(task, run, resume, can_interrupt)])
+                    else:
+                        send = await _aexecute(effect, run, can_interrupt)
+                elif isinstance(effect, PutEffect):
+                    assert saver is not None
+                    send = None
                     try:
-                        send = await _aexecute_one_or_more(effect, run, can_interrupt)
-                    finally:
-                        failure = _progress_done(effect, run)
-                elif len(effect.tasks) == 1:  # awaited here: one coroutine less while it runs
-                    task, resume = effect.tasks[0], effect.resume
-                    del effect  # nothing of the step kept but what the task needs
-                    send = _after_cancel([await _arun_task(task, run, resume, can_interrupt)])
+                        await saver.aput(
+                            effect.checkpoint, effect.delta, check_head=effect.check_head
+                        )
+                    except UnserializableValueError as exc:
+                        failure = _explain_put_error(effect, exc)
+                elif isinstance(effect, RouteEffect):
+                    send = await _aroute(effect)
+                elif isinstance(effect, LoadEffect):
+                    assert saver is not None
+                    send = await saver.aget(effect.thread_id, effect.checkpoint_id)
                 else:
-                    send = await _aexecute(effect, run, can_interrupt)
-            elif isinstance(effect, PutEffect):
-                assert saver is not None
-                send = None
-                try:
-                    await saver.aput(effect.checkpoint, effect.delta, check_head=effect.check_head)
-                except UnserializableValueError as exc:
-                    failure = _explain_put_error(effect, exc)
-            elif isinstance(effect, RouteEffect):
-                send = await _aroute(effect)
-            elif isinstance(effect, LoadEffect):
-                assert saver is not None
-                send = await saver.aget(effect.thread_id, effect.checkpoint_id)
-            else:
-                for output in effect.outputs:
-                    yield output
-                send = None
-        except Exception as exc:
-            failure = exc
+                    for output in effect.outputs:
+                        yield output
+                    send = None
+            except Exception as exc:
+                failure = exc
+    except GeneratorExit:  # the caller closed the stream: a normal stop, which the core reports
+        effects.close()
+        raise
+    except BaseException as stop:  # Ctrl-C, a cancelled task: the core reports it too
+        _report(effects, stop)
+        raise

@@ -302,12 +302,6 @@ def test_an_astream_left_early_ends_its_run_as_stopped_when_its_task_ends(
     assert ended_as(run) == ("ok", STOPPED_BY_CALLER)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a sync stream() closed early sends no run event (the run's generator is closed "
-    "in graph/_core.py's _announced, which reports nothing on GeneratorExit) and runs in no "
-    "asyncio task the listener could watch: its run span stays open",
-)
 def test_a_sync_stream_left_early_ends_its_run_as_stopped(
     exporter: InMemorySpanExporter,
 ) -> None:
