@@ -300,11 +300,14 @@ class ReactAgent:
     ) -> AsyncGenerator[RunEvent, None]:
         """Async ``stream_events`` (the model's ``astream``)."""
         config = self._on_thread(input, config)
+        events = self._graph.astream_events(self._input(input), config)
         try:
-            async for event in self._graph.astream_events(self._input(input), config):
+            async for event in events:
                 yield event
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
+        finally:  # closed early, the graph's stream stops its run now, not when collected
+            await events.aclose()  # type: ignore[attr-defined]
 
     async def astream_messages(
         self, input: AgentInput, config: ConfigLike = None

@@ -229,3 +229,31 @@ def test_closing_the_async_message_stream_stops_the_run() -> None:
     snapshot = agent.get_state(config)
     assert snapshot is not None and snapshot.next
     assert agent.call(None, config).text == "Done."
+
+
+def test_closing_the_agents_async_event_stream_stops_its_run() -> None:
+    ran: list[str] = []
+
+    @tool
+    async def later() -> str:
+        """Still running when the stream is closed."""
+        await asyncio.sleep(0.2)
+        ran.append("later")
+        return "ran"
+
+    agent = ReactAgent(
+        name="a", model=ScriptedChatModel([tool_calls(("later", {}))]), tools=[later]
+    )
+    config = {"thread_id": "closed"}
+
+    async def scenario() -> tuple[str, ...]:
+        events = agent.astream_events("go", config)
+        async for event in events:
+            if event.kind == "tool_start":
+                break
+        await events.aclose()  # closes the graph's stream too: the run stops at its next step
+        assert ran == ["later"]  # the running step finished before aclose() returned
+        state = await agent.aget_state(config)
+        return tuple(state.next)
+
+    assert asyncio.run(scenario()) == ("model",)  # stopped there, resumable
