@@ -35,13 +35,15 @@ SIZES: dict[str, int] = {
     "w8_width": 256,
     "w9_repeats": 60,
     "w10_rounds": 12,
+    "w13_invokes": 100,
+    "w13_agent_turns": 100,
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
     "w3_threads": 5, "w4_turns": 24, "w4d_turns": 10, "w4d_samples": 2, "w11_turns": 10, "w11_trials": 1, "w12_conversations": 20, "w5_floor_pairs": 50, "w5_conversations": 2,
     "w5_threads": 5, "w6_invokes": 5, "w6_64_invokes": 2, "w6_256_invokes": 2, "w7_invokes": 3,
     "w8_invokes": 2, "w8_width": 16,
-    "w9_repeats": 2, "w10_rounds": 1,
+    "w9_repeats": 2, "w10_rounds": 1, "w13_invokes": 3, "w13_agent_turns": 3,
 }  # fmt: skip
 
 

@@ -27,6 +27,7 @@ import concurrency
 import graph_shapes
 import history
 import long_threads
+import progress
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
 from _common import SIZES, cfg, emit, median_trial
@@ -440,6 +441,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
         make_react,
         emit,
     ),
+    "W13": progress.w13_progress,
     "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
     "W10": lambda: tracing.w10_tracing(
         SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit

@@ -319,18 +319,18 @@ class TaskScope:
         call that finished beside one that failed or paused)."""
         self.kept[self.key] = value  # one dict item: atomic, whatever thread keeps it
 
-    def store_kept(self) -> None:
-        """Store what this scope kept at once, when its run's saver is durable (a tool call
-        that finished while sibling calls still run: a killed process must not lose it)."""
+    def store_kept(self, running: Callable[[], int]) -> None:
+        """Store what this scope kept at once, when its run's saver is durable and
+        ``running()`` sibling calls still run (a killed process must not lose it)."""
         step = self.run.step
         if step is not None and self.key in self.kept:
-            step.keep_now(self.task, self.key, self.kept[self.key])
+            step.keep_now(self.task, self.key, self.kept[self.key], running)
 
-    async def astore_kept(self) -> None:
+    async def astore_kept(self, running: Callable[[], int]) -> None:
         """``store_kept`` in async runs."""
         step = self.run.step
         if step is not None and self.key in self.kept:
-            await step.akeep_now(self.task, self.key, self.kept[self.key])
+            await step.akeep_now(self.task, self.key, self.kept[self.key], running)
 
     def recall(self) -> Any:
         """What an earlier run of this task kept for this scope, or ``NOTHING_KEPT``."""

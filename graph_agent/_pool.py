@@ -136,3 +136,7 @@ class Countdown:
         with self._lock:
             self._count -= 1
             return self._count
+
+    def running(self) -> int:
+        """How many calls still run."""
+        return self._count

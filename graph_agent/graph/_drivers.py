@@ -204,7 +204,9 @@ def _run_stored(
     result = _run_task(task, run, resume, can_interrupt)
     if remaining.one_finished() and result.finished:
         assert effect.saver is not None
-        progress_of(effect, effect.saver).finished(result)
+        progress = progress_of(effect, effect.saver)
+        progress.add(result)
+        progress.flush(remaining.running)
     return result  # type: ignore[no-any-return]
 
 
@@ -253,7 +255,8 @@ async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -
                 progress = progress_of(effect, effect.saver)
                 for future in running:
                     if future in finished:
-                        await progress.afinished(future.result())
+                        progress.add(future.result())
+                await progress.aflush(functools.partial(_still_running, running))
     except asyncio.CancelledError:
         cancelled = True
     finally:
@@ -284,6 +287,10 @@ async def _aexecute_one_or_more(
     if len(effect.tasks) == 1:
         return _after_cancel([await _arun_task(effect.tasks[0], run, effect.resume, can_interrupt)])
     return await _aexecute(effect, run, can_interrupt)
+
+
+def _still_running(tasks: list[asyncio.Future[TaskResult]]) -> int:
+    return sum(1 for t in tasks if not t.done())
 
 
 def _after_cancel(results: list[TaskResult]) -> list[TaskResult]:

@@ -3,7 +3,7 @@ the line between a subgraph's run and its parent's."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointDelta
@@ -101,19 +101,24 @@ class ExecuteEffect:
         self.progress: StepProgress | None = None  # made when first needed
         self.saver: BaseCheckpointSaver | None = None  # set by a driver that stores progress
 
-    def keep_now(self, task: Task, key: str, value: Any) -> None:
-        """Store a tool call's kept answer now (``TaskScope.store_kept``), in sync runs."""
+    def keep_now(self, task: Task, key: str, value: Any, running: Callable[[], int]) -> None:
+        """Store a tool call's kept answer now, while ``running()`` sibling calls still run
+        (``TaskScope.store_kept``), in sync runs."""
         from ._progress import progress_of  # a cycle at import time otherwise
 
         assert self.saver is not None
-        progress_of(self, self.saver).kept(task, key, value)
+        progress = progress_of(self, self.saver)
+        progress.add_kept(task, key, value)
+        progress.flush(running)
 
-    async def akeep_now(self, task: Task, key: str, value: Any) -> None:
+    async def akeep_now(self, task: Task, key: str, value: Any, running: Callable[[], int]) -> None:
         """``keep_now`` in async runs."""
         from ._progress import progress_of
 
         assert self.saver is not None
-        await progress_of(self, self.saver).akept(task, key, value)
+        progress = progress_of(self, self.saver)
+        progress.add_kept(task, key, value)
+        await progress.aflush(running)
 
 
 class RouteEffect:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._context import kept_id
@@ -40,14 +40,18 @@ def stores_progress(saver: BaseCheckpointSaver | None) -> bool:
 
 
 class StepProgress:
-    """One step's finished work, written as it finishes. ``finished(result)`` and
-    ``kept(task, key, value)`` are called by whoever finished something while the step
-    still had work running; ``error`` is the first write that failed."""
+    """One step's finished work, written as it finishes. ``add``/``add_kept`` record what
+    finished; ``flush(running)`` / ``aflush(running)`` write it unless nothing of the step
+    still runs (``running()``: then the step's own checkpoint follows). Writes coalesce: a
+    finisher that finds a write on its way leaves its work to that writer, which writes
+    again with everything that finished meanwhile. ``error`` is the first write that failed.
+    """
 
     __slots__ = (
         "_alock",
         "_base",
         "_cursor",
+        "_dirty",
         "_done",
         "_frontier",
         "_kept",
@@ -55,6 +59,7 @@ class StepProgress:
         "_nodes",
         "_resume",
         "_saver",
+        "_writing",
         "error",
     )
 
@@ -76,87 +81,83 @@ class StepProgress:
         self._base = base
         self._done = list(done)  # the step's tasks that had finished in an earlier run
         self._kept: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self._alock: asyncio.Lock | None = None
+        self._dirty = False  # something finished that no write holds yet
+        self._lock = threading.Lock()  # guards what finished (tasks end on several threads)
+        self._writing = threading.Lock()  # one write at a time (sync runs)
+        self._alock: asyncio.Lock | None = None  # one write at a time (async runs)
         self.error: Exception | None = None
 
-    # -- what finished ----------------------------------------------------------------------
+    def add(self, result: TaskResult) -> None:
+        """A task of the step finished (its result is stored with the next write)."""
+        if result.finished:
+            with self._lock:
+                self._done.append(result)
+                self._dirty = True
 
-    def _add_result(self, result: TaskResult) -> bool:
-        if not result.finished:
-            return False
-        self._done.append(result)
-        return True
+    def add_kept(self, task: Task, key: str, value: Any) -> None:
+        """A tool call of ``task`` finished: ``value`` is what it kept for scope ``key``."""
+        with self._lock:
+            self._kept[kept_id(task.id, key)] = value
+            self._dirty = True
 
-    def _add_kept(self, task: Task, key: str, value: Any) -> bool:
-        self._kept[kept_id(task.id, key)] = value
-        return True
-
-    # -- writing ----------------------------------------------------------------------------
-
-    def _checkpoint(self) -> tuple[Any, PutEffect]:
-        """The write of what finished so far: the cursor's write generator and its put."""
-        write = self._cursor.write(
-            self._frontier,
-            source="progress",
-            nodes=self._nodes,
-            resume={**self._resume, **self._kept} if self._kept else self._resume,
-            finished=sorted(self._done, key=_order),
-            base=self._base,
-        )
-        effect = next(write)
+    def _take(self, running: Callable[[], int]) -> tuple[Any, PutEffect] | None:
+        """The write of everything finished so far, or ``None`` when there is nothing new or
+        nothing of the step still runs."""
+        with self._lock:
+            if not self._dirty or self.error is not None:
+                return None
+            self._dirty = False
+            if not running():
+                return None  # the step's own checkpoint follows: it holds all of it
+            write = self._cursor.write(
+                self._frontier,
+                source="progress",
+                nodes=self._nodes,
+                resume={**self._resume, **self._kept} if self._kept else self._resume,
+                finished=sorted(self._done, key=_order),
+                base=self._base,
+            )
+            effect = next(write)
         assert isinstance(effect, PutEffect)
         return write, effect
 
-    def finished(self, result: TaskResult) -> None:
-        """A task finished while others of its step still run: store it (sync runs)."""
-        with self._lock:
-            if self._add_result(result):
-                self._write()
+    def flush(self, running: Callable[[], int]) -> None:
+        """Write what finished (sync runs; on the thread that finished it)."""
+        while self._dirty and self.error is None:
+            if not self._writing.acquire(blocking=False):
+                return  # the write on its way writes again with this
+            try:
+                taken = self._take(running)
+                if taken is None:
+                    return
+                write, effect = taken
+                self._saver.put(effect.checkpoint, effect.delta, check_head=effect.check_head)
+                _finish(write)
+            except Exception as exc:
+                self.error = exc
+            finally:
+                self._writing.release()
 
-    def kept(self, task: Task, key: str, value: Any) -> None:
-        """A tool call of ``task`` finished (``value`` kept for scope ``key``) while its
-        siblings still run: store it (sync runs)."""
-        with self._lock:
-            self._add_kept(task, key, value)
-            self._write()
-
-    def _write(self) -> None:
-        if self.error is not None:
-            return
-        try:
-            write, effect = self._checkpoint()
-            self._saver.put(effect.checkpoint, effect.delta, check_head=effect.check_head)
-            _finish(write)
-        except Exception as exc:
-            self.error = exc
-
-    async def afinished(self, result: TaskResult) -> None:
-        """``finished`` in async runs (the write awaited on the loop)."""
-        async with self._async_lock():
-            if self._add_result(result):
-                await self._awrite()
-
-    async def akept(self, task: Task, key: str, value: Any) -> None:
-        """``kept`` in async runs."""
-        async with self._async_lock():
-            self._add_kept(task, key, value)
-            await self._awrite()
-
-    def _async_lock(self) -> asyncio.Lock:
+    async def aflush(self, running: Callable[[], int]) -> None:
+        """``flush`` in async runs (the write awaited on the loop)."""
         if self._alock is None:
             self._alock = asyncio.Lock()
-        return self._alock
-
-    async def _awrite(self) -> None:
-        if self.error is not None:
-            return
-        try:
-            write, effect = self._checkpoint()
-            await self._saver.aput(effect.checkpoint, effect.delta, check_head=effect.check_head)
-            _finish(write)
-        except Exception as exc:
-            self.error = exc
+        lock = self._alock
+        while self._dirty and self.error is None:
+            if lock.locked():
+                return  # the write on its way writes again with this
+            async with lock:
+                taken = self._take(running)
+                if taken is None:
+                    return
+                write, effect = taken
+                try:
+                    await self._saver.aput(
+                        effect.checkpoint, effect.delta, check_head=effect.check_head
+                    )
+                    _finish(write)
+                except Exception as exc:
+                    self.error = exc
 
 
 def _order(result: TaskResult) -> tuple[int, int, int]:

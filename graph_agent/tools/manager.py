@@ -463,7 +463,7 @@ class ToolCallingManager:
             raise
         task = current_task.get()
         if running.one_finished() and task is not None:
-            task.child(call.id).store_kept()
+            task.child(call.id).store_kept(running.running)
         return outcome
 
     async def _arun_stored(
@@ -481,7 +481,7 @@ class ToolCallingManager:
             raise
         task = current_task.get()
         if running.one_finished() and task is not None:
-            await task.child(call.id).astore_kept()
+            await task.child(call.id).astore_kept(running.running)
         return outcome
 
     async def _aexecute_message(
