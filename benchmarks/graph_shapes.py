@@ -15,7 +15,8 @@ from graph_agent import END, START, KeyStrategy, RunnableConfig, StateGraph
 __all__ = ["w6_fanout", "w7_subgraph", "w8_send"]
 
 
-def _w6_app(width: int) -> Any:
+def w6_app(width: int, saver: Any = None) -> Any:
+    """W6's graph: ``fan``, ``width`` parallel nodes, ``join`` (W13 runs it on a saver)."""
     graph = StateGraph(key_strategies={"items": KeyStrategy.APPEND})
     graph.add_node("fan", lambda s: {"x": s["x"] + 1})
     for i in range(width):
@@ -23,11 +24,11 @@ def _w6_app(width: int) -> Any:
         graph.add_edge("fan", f"w{i}").add_edge(f"w{i}", "join")
     graph.add_node("join", lambda s: {"x": len(s["items"])})
     graph.add_edge(START, "fan").add_edge("join", END)
-    return graph.compile()
+    return graph.compile(saver=saver)
 
 
 def _w6_time(width: int, invokes: int) -> tuple[float, dict[str, Any]]:
-    app = _w6_app(width)
+    app = w6_app(width)
     out = app.invoke({"x": 0, "items": []})
     assert out["x"] == width and sorted(out["items"]) == list(range(width))
     results = []

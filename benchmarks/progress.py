@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import SIZES, cfg, emit, median_trial
+from graph_shapes import w6_app
 
 from checkpoint import RedisSaver, SqliteSaver
 from graph_agent import (
@@ -47,17 +48,6 @@ class _SqliteNoProgress(SqliteSaver):
 
 class _RedisNoProgress(RedisSaver):
     durable = False
-
-
-def _fanout(saver: Any, width: int) -> Any:
-    graph = StateGraph(key_strategies={"items": KeyStrategy.APPEND})
-    graph.add_node("fan", lambda s: {"x": s["x"] + 1})
-    for i in range(width):
-        graph.add_node(f"w{i}", lambda s, i=i: {"items": [i]})
-        graph.add_edge("fan", f"w{i}").add_edge(f"w{i}", "join")
-    graph.add_node("join", lambda s: {"x": len(s["items"])})
-    graph.add_edge(START, "fan").add_edge("join", END)
-    return graph.compile(saver=saver)
 
 
 def _sends(saver: Any, width: int) -> Any:
@@ -154,7 +144,7 @@ def w13_progress() -> None:
         out = app.invoke({"x": 0, "items": []}, cfg(f"f{i}"))
         assert out["x"] == width
 
-    _pair("W13_fanout_sqlite", _sqlite_apps(lambda s: _fanout(s, width)), fan, invokes,
+    _pair("W13_fanout_sqlite", _sqlite_apps(lambda s: w6_app(width, s)), fan, invokes,
           f"invoke (fan + {width} parallel + join, new thread)",
           lambda app: _progress_in(app, "f0"))  # fmt: skip
 

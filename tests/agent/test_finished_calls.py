@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -32,9 +28,8 @@ from graph_agent import (
 from graph_agent.agent._unanswered import UNANSWERED_TEXT
 from graph_agent.errors import ToolExecutionException
 
+from .._kill import kill_when
 from .conftest import Runner
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def booking_model(seen: list[list[Any]]) -> FunctionChatModel:
@@ -187,23 +182,7 @@ WORKER = textwrap.dedent(
 
 
 def run_and_kill(args: list[str], marks: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, *args],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while not (marks.exists() and marks.read_text().split().count("book") == 3):
-            assert worker.poll() is None, worker.stderr.read()  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the worker never booked"
-            time.sleep(0.01)
-        time.sleep(0.5)  # the last booking's write is on its way: let it land
-    finally:
-        worker.send_signal(signal.SIGKILL)
-        worker.wait()
-        assert worker.stderr is not None
-        worker.stderr.close()
+    kill_when(WORKER, args, lambda: marks.exists() and marks.read_text().split().count("book") == 3)
 
 
 def check_no_second_booking(saver: BaseCheckpointSaver, marks: Path, mode: str) -> None:

@@ -5,10 +5,6 @@ a worker thread, or a killed process)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -20,7 +16,7 @@ import pytest
 from checkpoint import BaseCheckpointSaver, RedisSaver, SqliteSaver
 from graph_agent import END, START, KeyStrategy, OverAllState, Send, StateGraph
 
-ROOT = Path(__file__).resolve().parents[2]
+from .._kill import kill_when
 
 
 def payment_graph(
@@ -188,25 +184,12 @@ WORKER = textwrap.dedent(
 
 
 def kill_after(marks: Path, wanted: str, args: list[str]) -> None:
-    """Run the worker; SIGKILL it once ``marks`` holds every line of ``wanted``, plus a
-    moment for the fast task's result to reach the store."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, *args],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while not (marks.exists() and set(wanted.split()) <= set(marks.read_text().split())):
-            assert worker.poll() is None, worker.stderr.read()  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the worker never got there"
-            time.sleep(0.01)
-        time.sleep(0.5)  # the fast task's write is on its way: let it land
-    finally:
-        worker.send_signal(signal.SIGKILL)
-        worker.wait()
-        assert worker.stderr is not None
-        worker.stderr.close()
+    """Run the worker; SIGKILL it once ``marks`` holds every word of ``wanted``."""
+
+    def there() -> bool:
+        return marks.exists() and set(wanted.split()) <= set(marks.read_text().split())
+
+    kill_when(WORKER, args, there)
 
 
 def resumed_graph(saver: BaseCheckpointSaver, marks: Path) -> Any:
