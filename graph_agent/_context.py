@@ -55,7 +55,10 @@ class EventBus:
     never breaks the run. In an async run (``bind_loop``), a listener with an async
     ``aon_event`` gets its events through it, one at a time and in order, and ``drain()``
     waits until it has had them all. ``stop()`` asks the run to stop at the next step
-    boundary (a closed event stream does that)."""
+    boundary (a closed event stream does that). ``gate``, when set (by an async event
+    stream; a nested run's bus has its parent's), is called after each event is delivered,
+    outside the bus's lock: there a producer on a worker thread waits while the stream's
+    reader is too far behind."""
 
     __slots__ = (
         "_kinds",
@@ -64,6 +67,7 @@ class EventBus:
         "_readers",
         "_stop",
         "event_kinds",
+        "gate",
         "listeners",
         "loop",
         "parent",
@@ -88,6 +92,7 @@ class EventBus:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._queues: dict[int, asyncio.Queue[Any]] = {}
         self._lock = threading.Lock()
+        self.gate: Callable[[], None] | None = None if parent is None else parent.gate
 
     def readers(self, kind: str) -> tuple[Any, ...]:
         """The listeners that read events of ``kind``, in order (empty: build none)."""
@@ -241,6 +246,8 @@ class RunScope:
                 **fields,
             )
         bus.deliver(event, readers)
+        if bus.gate is not None:  # an async stream's reader may be behind: wait for it here
+            bus.gate()
 
 
 class _HasId(Protocol):
