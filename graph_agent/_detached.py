@@ -20,7 +20,7 @@ import decimal
 import enum
 import operator
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["detached"]
@@ -68,15 +68,33 @@ def _item(value: Any, depth: int) -> Any:
     return value if _handlers.get(type(value), _UNSEEN) is None else detached(value, depth)
 
 
+def _all_shared(items: Iterable[Any]) -> bool:
+    """Whether every item is of a type shared as it is: one look per distinct type, so a
+    long conversation (messages of two or three classes) costs about one pass in C."""
+    for cls in set(map(type, items)):
+        handler = _handlers.get(cls, _UNSEEN)
+        if handler is _UNSEEN:
+            handler = _handlers[cls] = _handler_for(cls)
+        if handler is not None:
+            return False
+    return True
+
+
 def _dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
+    if _all_shared(value.values()):
+        return value.copy()
     return {key: _item(item, depth) for key, item in value.items()}
 
 
 def _list(value: list[Any], depth: int) -> list[Any]:
+    if _all_shared(value):
+        return value.copy()
     return [_item(item, depth) for item in value]
 
 
 def _tuple(value: tuple[Any, ...], depth: int) -> tuple[Any, ...]:
+    if _all_shared(value):
+        return value  # nothing in it can change: the tuple itself is shared
     items = [_item(item, depth) for item in value]
     if all(map(operator.is_, items, value)):
         return value  # nothing in it can change: the tuple itself is shared

@@ -9,9 +9,10 @@ or pass listeners (objects with ``on_event(event)``) to ``compile(listeners=[...
 ``install_listener(listener)``. A node writes its own with ``emit(data)``.
 
 What an event carries is a copy of the run's own objects as they were when it was built
-(every dict, list and set in ``update``, ``input``, ``values``, ``data``, ...; see
-``_detached``): a listener or a stream's reader that changes it changes its event only,
-never the run's state, its checkpoints or what the next node sees.
+(every dict, list and set in ``input``, ``values``, ``update``, ``data`` and the interrupts;
+see ``_detached``): a listener or a stream's reader that changes it changes its event only,
+never the run's state, its checkpoints or what the next node sees. The model events carry
+frozen messages, which cannot change.
 """
 
 from __future__ import annotations
@@ -204,11 +205,9 @@ class CustomEvent(RunEvent):
 
 
 # The fields whose values are the run's own objects: an event holds copies of them (built once
-# per event, only when some listener reads its kind).
-_PAYLOADS = frozenset(
-    {"input", "values", "interrupts", "update", "messages", "message", "tool_call_delta",
-     "usage", "interrupt", "data"}
-)  # fmt: skip
+# per event, only when some listener reads its kind). The model events' fields are not among
+# them: a tuple of frozen messages, a frozen message, tool call and usage cannot change.
+_PAYLOADS = frozenset({"input", "values", "interrupts", "update", "interrupt", "data"})
 
 _EVENT_CLASSES: tuple[type[RunEvent], ...] = (
     RunStart, RunEnd, RunError, NodeStart, NodeEnd, NodeError, ModelStart, ModelDelta,
