@@ -26,6 +26,7 @@ __all__ = [
     "current_task",
     "derive_id",
     "kept_id",
+    "paced",
     "put_on_loop",
 ]
 
@@ -70,6 +71,7 @@ class EventBus:
         "gate",
         "listeners",
         "loop",
+        "pace",
         "parent",
         "streaming",
     )
@@ -93,6 +95,9 @@ class EventBus:
         self._queues: dict[int, asyncio.Queue[Any]] = {}
         self._lock = threading.Lock()
         self.gate: Callable[[], None] | None = None if parent is None else parent.gate
+        # set with ``gate``: wraps a coroutine the run starts as a task of its own (parallel
+        # async nodes, tool calls) so it too waits at its awaits while the reader is behind
+        self.pace: Callable[[Any], Any] | None = None if parent is None else parent.pace
 
     def readers(self, kind: str) -> tuple[Any, ...]:
         """The listeners that read events of ``kind``, in order (empty: build none)."""
@@ -167,6 +172,15 @@ def _kinds_read(declared: tuple[Any, ...]) -> frozenset[str] | None:
             return None
         kinds.update(listener_kinds)
     return frozenset(kinds)
+
+
+def paced(run: RunScope | None, coroutine: Any) -> Any:
+    """``coroutine``, held back like its run when an async event stream's reader is behind
+    (``EventBus.pace``); as it is otherwise."""
+    bus = run.bus if run is not None else None
+    if bus is None or bus.pace is None:
+        return coroutine
+    return bus.pace(coroutine)
 
 
 def put_on_loop(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any], item: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
-from .._context import RunScope, TaskScope, current_task, kept_id
+from .._context import RunScope, TaskScope, current_task, kept_id, paced
 from .._pool import Countdown, run_all
 from .._workers import start_in_worker
 from ..errors import GraphUsageError
@@ -235,7 +235,9 @@ def _started_tasks(
 ) -> list[asyncio.Future[TaskResult]]:
     # not a comprehension inside _aexecute: that would make cells of its arguments, tracked by
     # the garbage collector while every run's step waits
-    return [asyncio.ensure_future(_arun_task(t, run, resume, can_interrupt)) for t in tasks]
+    return [
+        asyncio.ensure_future(paced(run, _arun_task(t, run, resume, can_interrupt))) for t in tasks
+    ]
 
 
 async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:

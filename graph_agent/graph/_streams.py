@@ -15,6 +15,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import functools
 import queue
 import threading
 import time
@@ -276,6 +277,7 @@ async def async_event_stream(
     reader = _AsyncReader(asyncio.get_running_loop(), size)
     bus = EventBus((*run_listeners(listeners), reader), streaming=True)
     bus.gate = reader.gate
+    bus.pace = functools.partial(_Paced, reader=reader)
 
     async def work() -> None:
         try:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._context import NOTHING_KEPT, TaskScope, current_task
+from .._context import NOTHING_KEPT, TaskScope, current_task, paced
 from .._pool import Countdown, run_all
 from ..errors import (
     ToolExecutionException,
@@ -501,8 +501,8 @@ class ToolCallingManager:
             coroutines = _stored_calls_of(self, message.tool_calls, by_name, context)
         else:
             coroutines = _calls_of(self, message.tool_calls, by_name, context)
-        if self.parallel:
-            results = await asyncio.gather(*coroutines, return_exceptions=True)
+        if self.parallel:  # each call a task: held back like its run by a slow event reader
+            results = await asyncio.gather(*_paced_all(coroutines), return_exceptions=True)
         else:
             results = []
             try:  # one after another; a failure that raises stops the rest
@@ -532,6 +532,13 @@ def _calls_of(
 ) -> list[Coroutine[Any, Any, _Outcome]]:
     # not a comprehension inside aexecute_tool_calls: its variables would become cells
     return [manager._arun_one(c, by_name, context) for c in calls]
+
+
+def _paced_all(coroutines: list[Coroutine[Any, Any, _Outcome]]) -> list[Any]:
+    task = current_task.get()
+    if task is None or task.run.bus is None or task.run.bus.pace is None:
+        return coroutines
+    return [paced(task.run, c) for c in coroutines]
 
 
 def _stored_calls_of(

@@ -290,3 +290,54 @@ def test_an_error_after_the_run_was_held_back_reaches_the_reader(is_async: bool)
     with pytest.raises(ValueError, match="late"):
         asyncio.run(main())
     assert data == list(range(N))
+
+
+def test_parallel_async_nodes_of_one_step_are_held_back_too() -> None:
+    """Two async nodes in one step run as tasks of their own: each waits for the reader."""
+
+    async def produce(name: str) -> dict[str, Any]:
+        for i in range(N):
+            emit((name, i))
+            await asyncio.sleep(0)
+        return {name: True}
+
+    async def left(state: Any) -> dict[str, Any]:
+        return await produce("left")
+
+    async def right(state: Any) -> dict[str, Any]:
+        return await produce("right")
+
+    graph = StateGraph().add_node("left", left).add_node("right", right)
+    graph.add_edge(START, "left").add_edge(START, "right").add_edge(["left", "right"], END)
+    counter = Counter()
+    app = graph.compile(listeners=[counter])
+    reader = Reader(counter)
+    asyncio.run(reader.aread(app.astream_events({})))
+    assert sorted(d for d in reader.data if d[0] == "left") == [("left", i) for i in range(N)]
+    assert len(reader.data) == 2 * N
+    assert reader.most_ahead <= EVENTS_AHEAD + 2 * SLACK  # each task waits at its awaits
+
+
+def test_an_agents_parallel_async_tool_calls_are_held_back_too() -> None:
+    from graph_agent import AssistantMessage, ToolCall, tool
+
+    @tool
+    async def produce(name: str) -> str:
+        """Emits N events."""
+        for i in range(N):
+            emit((name, i))
+            await asyncio.sleep(0)
+        return "done"
+
+    calls = [ToolCall(id=f"c{n}", name="produce", arguments=f'{{"name": "{n}"}}') for n in "ab"]
+    counter = Counter()
+    agent = ReactAgent(
+        name="a",
+        model=ScriptedChatModel([AssistantMessage("", tool_calls=calls), "ok"]),
+        tools=[produce],
+        listeners=[counter],
+    )
+    reader = Reader(counter)
+    asyncio.run(reader.aread(agent.astream_events("go", {"thread_id": "paced"})))
+    assert len(reader.data) == 2 * N
+    assert reader.most_ahead <= EVENTS_AHEAD + 2 * SLACK
