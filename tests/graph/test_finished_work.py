@@ -8,6 +8,7 @@ import asyncio
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,21 @@ def test_an_async_run_keeps_a_sync_task_that_finishes_after_its_sibling_failed(
     assert sorted(values["log"]) == ["checked", "paid"]
 
 
+async def cancel_then_resume(
+    app: Any, config: dict[str, Any], started: threading.Event, kept: Callable[[], bool]
+) -> dict[str, Any]:
+    """Start a run, cancel it once ``started`` is set, check ``kept()`` (what finished
+    before the cancel took effect), then resume the thread."""
+    task = asyncio.ensure_future(app.ainvoke({"log": []}, config))
+    while not started.is_set():
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert kept()
+    return dict(await app.ainvoke(None, config))
+
+
 def test_a_cancelled_async_run_keeps_a_sync_node_that_finished_in_its_thread(
     durable: BaseCheckpointSaver,
 ) -> None:
@@ -91,17 +107,7 @@ def test_a_cancelled_async_run_keeps_a_sync_node_that_finished_in_its_thread(
     app = graph.compile(saver=durable)
     config = {"thread_id": "cancelled"}
 
-    async def scenario() -> dict[str, Any]:
-        task = asyncio.ensure_future(app.ainvoke({"log": []}, config))
-        while not started.is_set():
-            await asyncio.sleep(0.005)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert paid == ["paid"]
-        return dict(await app.ainvoke(None, config))
-
-    values = asyncio.run(scenario())
+    values = asyncio.run(cancel_then_resume(app, config, started, lambda: paid == ["paid"]))
     assert paid == ["paid"]
     assert values["log"] == ["paid", "after"]
 
@@ -128,16 +134,7 @@ def test_a_cancelled_parallel_step_keeps_what_finished(durable: BaseCheckpointSa
     app = graph.compile(saver=durable)
     config = {"thread_id": "cancelled-step"}
 
-    async def scenario() -> dict[str, Any]:
-        task = asyncio.ensure_future(app.ainvoke({"log": []}, config))
-        while not started.is_set():
-            await asyncio.sleep(0.005)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return dict(await app.ainvoke(None, config))
-
-    values = asyncio.run(scenario())
+    values = asyncio.run(cancel_then_resume(app, config, started, lambda: ran == ["pay"]))
     assert ran == ["pay", "wait"]  # pay once; wait ran again (it had not finished)
     assert sorted(values["log"]) == ["paid", "waited"]
 
