@@ -5,15 +5,18 @@ what they kept at once (those that finish while siblings still run, on a durable
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .._context import NodeInterrupt, current_task
+from .._context import NodeInterrupt, current_task, paced
+from .._pool import Countdown
 from ..errors import ToolArgumentsError, ToolExecutionException
 from ..messages import ToolCall
 
 if TYPE_CHECKING:
-    from .manager import _Outcome
+    from .callback import ToolCallback
+    from .context import ToolContext
+    from .manager import ToolCallingManager, _Outcome
 
 _log = logging.getLogger("graph_agent.tools")
 
@@ -67,3 +70,33 @@ def as_tool_exception(exc: Exception, tool_name: str) -> ToolExecutionException:
     )
     wrapped.__cause__ = exc
     return wrapped
+
+
+def calls_of(
+    manager: ToolCallingManager,
+    calls: Sequence[ToolCall],
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+) -> list[Coroutine[Any, Any, _Outcome]]:
+    """One coroutine per call (not a comprehension in the caller: its variables would
+    become cells the collector tracks while the calls wait)."""
+    return [manager._arun_one(c, by_name, context) for c in calls]
+
+
+def paced_all(coroutines: list[Coroutine[Any, Any, _Outcome]]) -> list[Any]:
+    """The calls' coroutines, each held back like its run by a slow event reader."""
+    task = current_task.get()
+    if task is None or task.run.bus is None or task.run.bus.pace is None:
+        return coroutines
+    return [paced(task.run, c) for c in coroutines]
+
+
+def stored_calls_of(
+    manager: ToolCallingManager,
+    calls: Sequence[ToolCall],
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+) -> list[Coroutine[Any, Any, _Outcome]]:
+    """``calls_of`` for a durable saver: each call stores its answer as it finishes."""
+    running = Countdown(len(calls))
+    return [manager._arun_stored(c, by_name, context, running) for c in calls]

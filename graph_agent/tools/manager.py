@@ -7,10 +7,10 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._context import NOTHING_KEPT, TaskScope, current_task, paced
+from .._context import NOTHING_KEPT, TaskScope, current_task
 from .._pool import Countdown, run_all
 from ..errors import (
     ToolExecutionException,
@@ -22,8 +22,11 @@ from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolRe
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
 from ._batch import (
     as_tool_exception,
+    calls_of,
     finished_outcomes,
     log_tool_error,
+    paced_all,
+    stored_calls_of,
     stores_progress,
 )
 from ._execute import AExecute, Execute
@@ -498,11 +501,11 @@ class ToolCallingManager:
             outcome = await self._arun_one(message.tool_calls[0], by_name, context)
             return self._result(earlier, message, finished_outcomes([outcome]))
         if self.parallel and stores_progress():
-            coroutines = _stored_calls_of(self, message.tool_calls, by_name, context)
+            coroutines = stored_calls_of(self, message.tool_calls, by_name, context)
         else:
-            coroutines = _calls_of(self, message.tool_calls, by_name, context)
+            coroutines = calls_of(self, message.tool_calls, by_name, context)
         if self.parallel:  # each call a task: held back like its run by a slow event reader
-            results = await asyncio.gather(*_paced_all(coroutines), return_exceptions=True)
+            results = await asyncio.gather(*paced_all(coroutines), return_exceptions=True)
         else:
             results = []
             try:  # one after another; a failure that raises stops the rest
@@ -522,33 +525,6 @@ def _calling(response: ChatResponse) -> AssistantMessage:
     raise ValueError(
         "the response has no tool calls to execute; check response.has_tool_calls() first"
     )
-
-
-def _calls_of(
-    manager: ToolCallingManager,
-    calls: Sequence[ToolCall],
-    by_name: Mapping[str, ToolCallback],
-    context: ToolContext,
-) -> list[Coroutine[Any, Any, _Outcome]]:
-    # not a comprehension inside aexecute_tool_calls: its variables would become cells
-    return [manager._arun_one(c, by_name, context) for c in calls]
-
-
-def _paced_all(coroutines: list[Coroutine[Any, Any, _Outcome]]) -> list[Any]:
-    task = current_task.get()
-    if task is None or task.run.bus is None or task.run.bus.pace is None:
-        return coroutines
-    return [paced(task.run, c) for c in coroutines]
-
-
-def _stored_calls_of(
-    manager: ToolCallingManager,
-    calls: Sequence[ToolCall],
-    by_name: Mapping[str, ToolCallback],
-    context: ToolContext,
-) -> list[Coroutine[Any, Any, _Outcome]]:
-    running = Countdown(len(calls))
-    return [manager._arun_stored(c, by_name, context, running) for c in calls]
 
 
 def _started(scope: TaskScope | None, call: ToolCall) -> None:
