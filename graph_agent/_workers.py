@@ -8,6 +8,13 @@ waiting on tools at once those objects are most of what every full collection wa
 call is one queue item and one asyncio future; the threads are started as calls need them, up
 to ``WORKERS`` (``asyncio``'s default executor size), and each call runs in a copy of the
 caller's context.
+
+A thread cannot be stopped. When the async run that waits for a sync call (a tool, a node)
+is cancelled, the call runs on to its end anyway; if its result were dropped, resuming the
+thread would run it a second time (a second payment, a second e-mail). So ``in_thread``
+waits for the thread to finish and raises ``FinishedAfterCancel``, a ``CancelledError``
+that carries the outcome: the tool manager, or the graph's driver, keeps it for the task's
+re-run, and the graph stores what was kept before the cancellation goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WORKERS", "WorkerCall", "to_worker"]
+__all__ = ["WORKERS", "FinishedAfterCancel", "WorkerCall", "in_thread", "to_worker"]
 
 WORKERS = min(32, (os.cpu_count() or 1) + 4)
 """How many worker threads sync calls from async runs share (as ``asyncio.to_thread``)."""
@@ -124,4 +131,38 @@ async def to_worker(fn: Callable[..., Any], *args: Any) -> Any:
     with the caller's context. Cancelled, it stops waiting; the thread runs on."""
     call = start_in_worker(fn, *args)
     await call.waiter
+    return call.outcome()
+
+
+class FinishedAfterCancel(asyncio.CancelledError):
+    """The run was cancelled while a sync tool ran in a worker thread, which then finished:
+    ``result`` (or ``error``) is its outcome; ``text`` is the tool's answer once converted."""
+
+    def __init__(
+        self, result: Any = None, error: BaseException | None = None, text: str | None = None
+    ) -> None:
+        super().__init__(
+            "cancelled while a sync tool ran; the tool finished and its result is kept"
+        )
+        self.result = result
+        self.error = error
+        self.text = text
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a worker thread with the caller's context (as ``asyncio.to_thread``);
+    cancelled, it waits for the thread and raises ``FinishedAfterCancel`` with the outcome."""
+    call = start_in_worker(fn, *args)
+    try:
+        await call.waiter
+    except asyncio.CancelledError:
+        try:
+            await call.wait_again()  # the thread runs on: wait for its end
+        except asyncio.CancelledError:
+            raise  # cancelled again while waiting: give up on keeping it
+        try:
+            result = call.outcome()
+        except BaseException as error:
+            raise FinishedAfterCancel(error=error) from None
+        raise FinishedAfterCancel(result=result) from None
     return call.outcome()

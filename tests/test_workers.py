@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-from graph_agent._workers import WORKERS, start_in_worker, to_worker
-from graph_agent.tools._threads import FinishedAfterCancel, in_thread
+from graph_agent._workers import WORKERS, FinishedAfterCancel, in_thread, start_in_worker, to_worker
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 

@@ -22,7 +22,7 @@ from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
 from .._context import RunScope, TaskScope, current_task, kept_id, paced
 from .._pool import Countdown, run_all
-from .._workers import start_in_worker
+from .._workers import FinishedAfterCancel, in_thread
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
 from ._effects import (
@@ -139,11 +139,13 @@ async def _arun_task(
             if node.afn is not None:
                 out = await _call(node.afn, node.afn_takes_config, task)
             else:
-                out = await _in_worker(node.fn, node.takes_config, task)
+                out = await in_thread(_call, node.fn, node.takes_config, task)
                 if inspect.isawaitable(out):  # a sync callable that returned an awaitable
                     out = await out
-        except _FinishedAfterCancel as stop:  # its thread finished: the step keeps it
-            result = _ended(task, scope, stop.out)
+        except FinishedAfterCancel as stop:  # cancelled; its thread ran on to its end
+            if stop.error is not None:
+                raise asyncio.CancelledError from None  # it failed: a re-run runs it again
+            result = _ended(task, scope, stop.result)  # it finished: the step keeps it
             result.after_cancel = True
             return result
         except NodeInterrupt as interrupt:
@@ -164,32 +166,6 @@ async def _arun_task(
         finally:
             current_task.set(outer)
         return _ended(task, scope, out)
-
-
-class _FinishedAfterCancel(asyncio.CancelledError):
-    """An async run was cancelled while a sync node ran in a worker thread, which then
-    finished: ``out`` is what the node returned (the step stores it)."""
-
-    def __init__(self, out: Any) -> None:
-        super().__init__("cancelled while a sync node ran; the node finished and is kept")
-        self.out = out
-
-
-async def _in_worker(fn: Any, takes_config: bool, task: Task) -> Any:
-    """A sync node in a worker thread. A thread cannot be stopped: cancelled, this waits
-    for the node's end and raises ``_FinishedAfterCancel`` with what it returned (a node
-    that failed is simply cancelled: a re-run runs it again)."""
-    call = start_in_worker(_call, fn, takes_config, task)
-    try:
-        await call.waiter
-    except asyncio.CancelledError:
-        await call.wait_again()  # cancelled again while waiting: give up on keeping it
-        try:
-            out = call.outcome()
-        except BaseException:
-            raise asyncio.CancelledError from None
-        raise _FinishedAfterCancel(out) from None
-    return call.outcome()
 
 
 def _run_stored(

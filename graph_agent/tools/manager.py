@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._context import NOTHING_KEPT, TaskScope, current_task
 from .._pool import Countdown, run_all
+from .._workers import FinishedAfterCancel
 from ..errors import (
     ToolExecutionException,
     ToolResolutionError,
@@ -30,7 +31,6 @@ from ._batch import (
     stores_progress,
 )
 from ._execute import AExecute, Execute
-from ._threads import FinishedAfterCancel
 from .callback import ToolCallback
 from .context import ToolContext
 from .definition import ToolDefinition
