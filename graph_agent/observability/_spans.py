@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
 
-from ..graph import _drivers, _effects
+from ..graph import _effects
 from ._content import input_messages, output_messages
 
 __all__ = ["OpenTelemetryListener"]
@@ -36,20 +36,9 @@ CANCELLED_STATUS = "the run was cancelled"
 _RunKey = tuple[str, tuple[str, ...]]
 
 
-def _cancel_types() -> tuple[type[BaseException], ...]:
-    """``CancelledError`` and the driver's private stand-in for it: the error of the
-    ``RunError`` of an async run cancelled while its step ran, once the step's finished work
-    is stored. Looked up by name (``StepCancelled``, formerly ``_CancelledAfterKeeping``):
-    it is private to the graph package, and a rename there must not break tracing."""
-    found: list[type[BaseException]] = [asyncio.CancelledError]
-    for module, name in ((_effects, "StepCancelled"), (_drivers, "_CancelledAfterKeeping")):
-        kind = getattr(module, name, None)
-        if isinstance(kind, type) and issubclass(kind, BaseException):
-            found.append(kind)
-    return tuple(found)
-
-
-_CANCEL_TYPES = _cancel_types()
+# The error of the ``RunError`` of a cancelled async run: ``CancelledError``, or
+# ``StepCancelled`` when the step's finished work was stored before the cancel went on.
+_CANCEL_TYPES = (asyncio.CancelledError, _effects.StepCancelled)
 
 
 # The tool call running in this thread or task (a ``tool_start`` is emitted where the tool
@@ -102,8 +91,7 @@ class OpenTelemetryListener:
     cancelled". An async run that sends no end event at all (cancelled mid-step, or an
     ``astream`` its reader left) is ended when the asyncio task it started in ends:
     cancelled if the task was, or if the run was inside a step, else stopped by the caller.
-    A sync ``stream()`` closed early sends no end event either and has no task to watch:
-    its run span stays open until ``OPEN_KEPT`` newer runs push it out.
+    A sync ``stream()`` closed early is reported as a stop by the run itself.
     """
 
     def __init__(
