@@ -5,6 +5,8 @@ This package imports nothing from ``graph_agent`` or ``hooks``.
 
 from __future__ import annotations
 
+import logging
+
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import (
     CheckpointAuthError,
@@ -24,6 +26,9 @@ from .redis import RedisSaver
 from .serde import Serializer, TypeRegistry, default_registry, default_serializer, register_type
 from .sqlite import SqliteSaver
 from .store import BaseStore, Item, MemoryStore, RedisStore
+
+# Nothing prints until the application configures logging (see graph_agent/__init__.py).
+logging.getLogger("checkpoint").addHandler(logging.NullHandler())
 
 __all__ = [
     "BaseCheckpointSaver",

@@ -7,7 +7,6 @@ python examples/calculator_tools.py [--live]
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Sequence
 from typing import Annotated
@@ -17,10 +16,6 @@ from _models import choose, parse_args
 from graph_agent import ReactAgent, ToolCallbacks, ToolParam, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
 from graph_agent.models import ScriptedChatModel
-
-# The model is sent tool errors on purpose here. graph-agent logs each such error as a WARNING
-# with its traceback (docs/observability.md); keep them off this demo's output.
-logging.getLogger("graph_agent.tools").setLevel(logging.ERROR)
 
 
 class Calculator:

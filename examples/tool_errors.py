@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 
 from _models import choose, parse_args
@@ -26,10 +25,6 @@ from graph_agent import (
 )
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
 from graph_agent.models import ChatModel, FunctionChatModel, Prompt
-
-# The model is sent tool errors on purpose here. graph-agent logs each such error as a WARNING
-# with its traceback (docs/observability.md); keep them off this demo's output.
-logging.getLogger("graph_agent.tools").setLevel(logging.ERROR)
 
 PRICES = {"AAPL": (221.10, 227.50), "MSFT": (410.00, 415.20)}
 

@@ -6,9 +6,15 @@ Public names load lazily, so ``import graph_agent`` stays cheap and free of impo
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# A library's loggers print nothing until the application configures logging (Python's
+# "Configuring Logging for a Library"): without this, Python's last-resort handler would put
+# every WARNING, traceback included, on the stderr of scripts that never asked for it.
+logging.getLogger("graph_agent").addHandler(logging.NullHandler())
 
 _EXPORTS: dict[str, str] = {
     # graph engine
