@@ -2,14 +2,30 @@
 
 ``--live`` uses ``OpenAIChatModel()``, configured from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``
 and ``GRAPH_AGENT_MODEL`` (any OpenAI-compatible endpoint: OpenAI, DashScope, vLLM, Ollama).
+With ``--live``, settings that cannot work end the example with one line on stderr, not a
+traceback: no ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` at all, a server that cannot be reached,
+a key it refuses. ``needs()`` does the same for a package an example needs but is not installed.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from types import TracebackType
 
+import httpx
+
+from graph_agent import ModelError
 from graph_agent.models import ChatModel
+
+NO_MODEL = (
+    "--live needs a model: set OPENAI_API_KEY (and GRAPH_AGENT_MODEL for another model than "
+    "gpt-4o-mini), or OPENAI_BASE_URL for another OpenAI-compatible server (a local one such as "
+    "http://localhost:11434/v1 needs no key)"
+)
 
 
 def parse_args(description: str, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -28,4 +44,61 @@ def choose(args: argparse.Namespace, offline: ChatModel) -> ChatModel:
         return offline
     from graph_agent.models import OpenAIChatModel
 
-    return OpenAIChatModel()
+    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        raise SystemExit(f"{_script()}: {NO_MODEL}")
+    try:
+        model = OpenAIChatModel()
+    except (ModelError, ValueError) as error:
+        raise SystemExit(f"{_script()}: the model settings do not work: {error}") from None
+    _report_model_errors_in_one_line(model.base_url)
+    return model
+
+
+@contextlib.contextmanager
+def needs(what: str, install: str) -> Iterator[None]:
+    """Imports inside this block that find their package missing end the example with one line
+    naming ``what`` is missing and the ``install`` command."""
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        raise SystemExit(
+            f"{_script()} needs {what}, and {error.name or error} is not installed: {install}"
+        ) from None
+
+
+def _script() -> str:
+    return os.path.basename(sys.argv[0]) or "example"
+
+
+def live_failure(error: ModelError, base_url: str) -> str:
+    """One line saying why a ``--live`` model call failed, and what to set."""
+    causes: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and cause not in causes:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(c, (httpx.ConnectError, httpx.TimeoutException)) for c in causes):
+        hint = f"cannot reach the model server at {base_url}; set OPENAI_BASE_URL to one that runs"
+    elif error.status in (401, 403):
+        hint = f"the model server at {base_url} refused the key; set OPENAI_API_KEY to a valid one"
+    elif error.status == 404:
+        hint = (
+            "no such model or endpoint; check GRAPH_AGENT_MODEL and OPENAI_BASE_URL (often .../v1)"
+        )
+    else:
+        hint = "the model call failed"
+    return f"{_script()} --live: {hint} ({error})"
+
+
+def _report_model_errors_in_one_line(base_url: str) -> None:
+    """A ``ModelError`` that ends a ``--live`` example prints one line instead of a traceback
+    (``GRAPH_AGENT_DEBUG=1`` keeps the traceback); every other error is left as it is."""
+    default = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        if isinstance(error, ModelError) and not os.environ.get("GRAPH_AGENT_DEBUG"):
+            print(live_failure(error, base_url), file=sys.stderr)
+        else:
+            default(kind, error, tb)
+
+    sys.excepthook = hook

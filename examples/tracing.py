@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from _models import choose, parse_args
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from _models import choose, needs, parse_args
 
 from graph_agent import (
     AssistantMessage,
@@ -27,7 +24,13 @@ from graph_agent import (
     Usage,
     tool,
 )
-from graph_agent.observability import instrument, uninstrument
+
+with needs("OpenTelemetry", "pip install 'graph-agent[otel]' opentelemetry-sdk"):
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from graph_agent.observability import instrument, uninstrument
 
 
 @tool
