@@ -429,3 +429,18 @@ def test_output_matching() -> None:
     assert not output_matches(["a"], "a\nb\n")
     assert not output_matches(["a", "c"], "a\nb\nc\n")
     assert not output_matches(["b"], "ab\n")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_page_on_fakeredis_says_to_install_its_lua_support_before_it_needs_it(page: Path) -> None:
+    """A reader who runs a page's blocks on plain ``fakeredis`` gets "unknown command
+    'evalsha'" from the savers' scripts: the page says ``pip install "fakeredis[lua]"`` first."""
+    text = page.read_text(encoding="utf-8")
+    first_use = text.find("import fakeredis")
+    if first_use == -1:
+        return
+    said = text.find('pip install "fakeredis[lua]"')
+    assert 0 <= said < first_use, (
+        f"{page.relative_to(ROOT)}: its blocks use fakeredis; say `pip install "
+        '"fakeredis[lua]"` before the first of them'
+    )
