@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "ToolExecutionException": "graph_agent.errors",
     "UnknownToolError": "graph_agent.errors",
     "ToolCallLoopError": "graph_agent.errors",
+    "RunStopped": "graph_agent.errors",
     # messages
     "Message": "graph_agent.messages",
     "SystemMessage": "graph_agent.messages",
@@ -148,6 +149,7 @@ __all__ = [
     "ReactAgent",
     "ReactAgentBuilder",
     "RetryPolicy",
+    "RunStopped",
     "RunnableConfig",
     "ScriptedChatModel",
     "Send",
@@ -208,6 +210,7 @@ if TYPE_CHECKING:
         InvalidRouteError,
         InvalidUpdateError,
         ModelError,
+        RunStopped,
         ToolArgumentsError,
         ToolCallLoopError,
         ToolExecutionException,

@@ -118,3 +118,10 @@ class AgentBuildError(GraphAgentError, ValueError):
 
 class AgentMaxIterationsError(GraphRecursionError):
     """An agent run made ``max_iterations`` model calls without reaching a final answer."""
+
+
+class RunStopped(BaseException):
+    """A run stopped because its event stream was closed early (``break``, ``close()``,
+    cancelling the task that iterates it): it stops at the next step boundary, its thread
+    resumable. Listeners get it as the ``error`` of the run's ``RunError`` event; it is a
+    ``BaseException``, like ``GeneratorExit``, so ``except Exception`` does not swallow it."""

@@ -13,7 +13,7 @@ from typing import Any
 from checkpoint import Checkpoint
 
 from .._context import RunScope
-from ..errors import GraphRecursionError, GraphResumeError, GraphUsageError
+from ..errors import GraphRecursionError, GraphResumeError, GraphUsageError, RunStopped
 from ..events import InterruptEvent, RunEnd, RunError, RunStart
 from ._constants import START
 from ._cursor import Cursor, interrupt_of, static_record
@@ -23,7 +23,6 @@ from ._effects import (
     ExecuteEffect,
     Frontier,
     ParentCommand,
-    RunStopped,
     SubgraphEntry,
 )
 from ._merge import DeltaTracker, combined, merge_updates

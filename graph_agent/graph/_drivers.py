@@ -20,7 +20,7 @@ from typing import Any
 
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
-from .._context import RunScope, TaskScope, current_task, kept_id, paced
+from .._context import NodeInterrupt, RunScope, TaskScope, current_task, kept_id, paced
 from .._pool import Countdown, run_all
 from .._workers import FinishedAfterCancel, in_thread
 from ..errors import GraphUsageError
@@ -37,7 +37,6 @@ from ._progress import progress_of, stores_progress
 from ._spec import BranchSpec
 from ._tasks import Task, TaskResult
 from .config import RunnableConfig
-from .interrupt import NodeInterrupt
 from .state import OverAllState
 from .types import NodeOutput
 

@@ -19,10 +19,6 @@ if TYPE_CHECKING:
     from ._progress import StepProgress
 
 
-class RunStopped(BaseException):
-    """The run was asked to stop (its event stream was closed); it stops between steps."""
-
-
 class StepCancelled(Exception):
     """An async run was cancelled while its step ran, and some of the step's work finished
     (a sync node or tool in a worker thread cannot be stopped): the core stores it like a

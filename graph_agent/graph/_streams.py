@@ -24,7 +24,7 @@ from typing import Any
 
 from .._context import EventBus
 from .._listeners import run_listeners
-from ._effects import RunStopped
+from ..errors import RunStopped
 
 __all__ = ["EVENTS_AHEAD", "async_event_stream", "sync_event_stream"]
 

@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from .._context import NOTHING_KEPT, EventBus, RunScope, TaskScope, current_task
+from .._context import (
+    NOTHING_KEPT,
+    EventBus,
+    NodeInterrupt,
+    RunScope,
+    TaskScope,
+    current_task,
+)
 from ..errors import GraphUsageError
 from ._core import GraphRun
 from ._drivers import adrive, drive
@@ -30,7 +37,6 @@ from ._effects import Effect, ParentCommand, SubgraphEntry
 from ._merge import combined
 from ._spec import GraphSpec
 from .config import RunnableConfig
-from .interrupt import NodeInterrupt
 from .state import KeyStrategy, OverAllState, Overwrite, Updates
 from .types import Command, NodeOutput
 

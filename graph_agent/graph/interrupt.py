@@ -7,7 +7,7 @@ from typing import Any
 from .._context import NodeInterrupt, current_task
 from ..errors import GraphUsageError
 
-__all__ = ["NodeInterrupt", "interrupt"]
+__all__ = ["interrupt"]
 
 
 def interrupt(value: Any = None) -> Any:

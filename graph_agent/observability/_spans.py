@@ -14,6 +14,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
 
+from ..errors import RunStopped
 from ..graph import _effects
 from ._content import input_messages, output_messages
 
@@ -276,7 +277,7 @@ class OpenTelemetryListener:
         if run is None:
             return
         error = event.error
-        if isinstance(error, _effects.RunStopped):  # an event stream closed early: no failure
+        if isinstance(error, RunStopped):  # an event stream closed early: no failure
             self._stopped(run, event.time)
             self._stop_callers(event.namespace, event.time)
         elif isinstance(error, _CANCEL_TYPES):
