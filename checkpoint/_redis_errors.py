@@ -105,6 +105,48 @@ def is_auth_failure(error: BaseException) -> bool:
     return False
 
 
+# What Redis answers when a connection did not log in, though the server wants a password
+# (RESP3's HELLO, then RESP2's NOAUTH), and when the password or user is wrong.
+_NOT_LOGGED_IN = ("HELLO must be called with the client already authenticated", "NOAUTH")
+_NOT_LOGGED_IN_TEXT = "Authentication required"
+_WRONG_LOGIN = ("WRONGPASS", "invalid username-password pair", "invalid password")
+
+
+def _has_password(client: Any) -> bool | None:
+    """Whether the client logs in with a password, or ``None`` when that cannot be told."""
+    try:
+        kwargs = client.get_connection_kwargs()
+    except Exception:
+        kwargs = getattr(client, "nodes_manager", None) and client.nodes_manager.connection_kwargs
+    if not isinstance(kwargs, dict):
+        return None
+    return bool(kwargs.get("password")) or kwargs.get("credential_provider") is not None
+
+
+def login_failure(error: BaseException, client: Any) -> str | None:
+    """The sentence for a refused login, instead of Redis's text: the server needs a password
+    and the saver sent none, or the password (or user) is wrong. ``None`` for any other
+    refusal (an ACL user denied a command)."""
+    text = str(error)
+    missing = text.startswith(_NOT_LOGGED_IN) or _NOT_LOGGED_IN_TEXT in text
+    wrong = any(marker in text for marker in _WRONG_LOGIN)
+    if not (missing or wrong):
+        return None
+    if missing and _has_password(client) is not True:
+        return (
+            "the server needs a password (its requirepass, or an ACL user's) and the saver "
+            "sent none. Put it in the URL, redis://:PASSWORD@host:port/0 "
+            "(redis://USER:PASSWORD@host:port/0 for an ACL user), or pass password= to the "
+            "client."
+        )
+    return (
+        "the password, or the user and password, do not match the server's requirepass or "
+        "ACL. Put the right ones in the URL, redis://:PASSWORD@host:port/0 "
+        "(redis://USER:PASSWORD@host:port/0 for an ACL user), or in the client's "
+        "username=/password=."
+    )
+
+
 def is_transient(error: BaseException) -> bool:
     """A lost or refused connection, or a server still loading its data after a restart:
     worth another try after a pause. Timeouts are not (the wait would repeat), nor refused
@@ -128,6 +170,13 @@ def translate(
     maybe = _MAYBE_WRITTEN if operation == "write" else ""
     fields: dict[str, Any] = {"where": where, "thread_id": thread_id, "operation": operation}
     if is_auth_failure(error):
+        login = login_failure(error, client)
+        if login is not None:  # Redis's own text ("HELLO must be called ...") says it badly
+            return CheckpointAuthError(
+                f"Redis at {where} refused the saver's credentials while {doing} {on}: {login}"
+                + maybe,
+                **fields,
+            )
         return CheckpointAuthError(
             f"Redis at {where} refused the saver's credentials while {doing} {on} ({detail}). "
             "Check the user and password in the URL (redis://user:PASSWORD@host:port/0) or the "
