@@ -1,31 +1,34 @@
-"""``graph-agent chat``: a terminal chat with an OpenAI-compatible model, on a kept thread.
+"""``graph-agent chat``: a terminal chat on a kept thread, with the built-in agent (an
+OpenAI-compatible model from ``--model``/``--base-url`` or the environment, and a
+``current_time`` tool) or with the user's own agent or graph (``TARGET``, ``_cli_target``).
 
-No failure ends the chat: the model server down or refusing the key, Redis gone, a bug in a
-turn, each prints one line on stderr (what failed, where, how to fix it; secrets masked)
-and the prompt comes back. Ctrl-C while an answer is produced cancels that answer; at the
+A line is a message, unless its first word is a slash command (``/WORD``); an unknown one
+prints the list of commands and goes nowhere. No failure ends the chat: the model server
+down or refusing the key, Redis gone, a bug in a turn, each prints one line on stderr (what
+failed, where, how to fix it; secrets masked) and the prompt comes back. Nothing else
+reaches stderr: the library's loggers (retry warnings included) print only where the
+application configured logging. Ctrl-C while an answer is produced cancels that answer; at the
 prompt, Ctrl-C or Ctrl-D ends the chat. Tool calls are shown as they run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-import sqlite3
+import re
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import httpx
-
-from checkpoint import BaseCheckpointSaver, CheckpointError, MemorySaver
 
 from ._cli_cancel import Canceller, sigint_calls
 from ._cli_errors import CliError
 from ._cli_failures import Masker, describe_failure, mask_url, url_password
+from ._cli_options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions
+from ._cli_saver import check_saver, close_saver, make_saver
+from ._cli_target import Conversation, Partner, open_target
 from .agent import WITHDRAWN, ReactAgent
 from .errors import ModelError
 from .events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent, ToolEnd, ToolStart
@@ -40,7 +43,16 @@ from .messages import (
 from .models import OpenAIChatModel
 from .tools import tool
 
-__all__ = ["check_saver", "history_lines", "make_saver", "run_chat", "shorten", "stdin_reader"]
+__all__ = [
+    "ChatOptions",
+    "check_saver",
+    "command_of",
+    "history_lines",
+    "make_saver",
+    "run_chat",
+    "shorten",
+    "stdin_reader",
+]
 
 ERROR_PREFIX = "graph-agent chat: error: "
 TIMEOUT = 60.0  # seconds to connect, and between two pieces of a streamed answer
@@ -51,71 +63,17 @@ HELP = """\
 /retry    run the last message again (after an error or Ctrl-C)
 /help     this list
 /exit     end the chat (so do Ctrl-D, and Ctrl-C at the prompt)
+A line whose first word is /WORD is a command, never sent; a first word with another /
+(a path: /etc/hosts) is sent as it is, and //text sends /text.
 Ctrl-C while an answer is being written cancels that answer."""
+COMMANDS = ("/history", "/retry", "/help", "/exit", "/quit")
+_COMMAND = re.compile(r"/[A-Za-z][A-Za-z0-9_-]*")
 
 
 @tool
 def current_time() -> str:
     """The current date and time (UTC), ISO-8601."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-# -- the conversation store ----------------------------------------------------------------
-
-
-def make_saver(spec: str) -> BaseCheckpointSaver:
-    """``memory``, ``sqlite:PATH`` or a ``redis://`` / ``rediss://`` / ``unix://`` URL (Redis
-    connects lazily: ``check_saver`` tries it). ``CliError`` for a spec that cannot work,
-    its password masked."""
-    from checkpoint import RedisSaver, SqliteSaver
-
-    shown, mask = mask_url(spec), Masker([url_password(spec)])
-    if spec == "memory":
-        return MemorySaver()
-    if spec.startswith("sqlite:"):
-        path = Path(spec.removeprefix("sqlite:")).expanduser()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return SqliteSaver(path)
-        except (OSError, CheckpointError, sqlite3.Error) as error:
-            raise CliError(
-                f"--saver {shown}: cannot open the SQLite file: {mask(str(error))}"
-            ) from None
-    if spec.startswith(("redis://", "rediss://", "unix://")):
-        try:
-            return RedisSaver.from_url(spec)
-        except ValueError as error:
-            raise CliError(
-                f"--saver {shown} is not a Redis URL that works: {mask(str(error))}; expected "
-                "redis://[:PASSWORD@]HOST:PORT/DB"
-            ) from None
-    raise CliError(f"--saver must be memory, sqlite:PATH or a redis:// URL, got {shown!r}")
-
-
-def check_saver(saver: BaseCheckpointSaver, spec: str) -> None:
-    """Connect a Redis saver once (a wrong password or an unreachable server is found now,
-    not in the middle of the first answer); ``CliError`` with a fix when that fails."""
-    client = getattr(saver, "client", None)
-    if client is None or not hasattr(client, "ping"):
-        return
-    import redis
-
-    shown, mask = mask_url(spec), Masker([url_password(spec)])
-    try:
-        client.ping()
-    except redis.AuthenticationError as error:
-        what = "refused the password" if url_password(spec) else "needs a password"
-        raise CliError(
-            f"--saver {shown}: Redis {what} ({mask(str(error))}): give the right one in the "
-            "URL, redis://:PASSWORD@HOST:PORT/DB"
-        ) from None
-    except (redis.ConnectionError, redis.TimeoutError) as error:
-        raise CliError(
-            f"--saver {shown}: cannot reach Redis ({mask(str(error))}): start it, or fix the "
-            "host and port in the URL"
-        ) from None
-    except redis.RedisError as error:
-        raise CliError(f"--saver {shown}: Redis failed: {mask(str(error))}") from None
 
 
 # -- showing a run -------------------------------------------------------------------------
@@ -134,7 +92,8 @@ def _error_text(error: BaseException) -> str:
 
 class _View:
     """Prints a turn's run events: the model's text as it streams, one line per tool call
-    as it starts (``  -> name(arguments)``) and as it ends (``  <- name: result``)."""
+    as it starts (``  -> name(arguments)``) and as it ends (``  <- name: result``), and one
+    line when the run pauses for a person (``interrupt()``, ``HumanInTheLoopHook``)."""
 
     def __init__(self, out: IO[str], mask: Masker) -> None:
         self.out = out
@@ -173,7 +132,13 @@ class _View:
                 self.line(f"  <- {event.name} failed: {shown}")
             else:
                 self.line(f"  <- {event.name}: {shorten(self.mask(event.result or ''))}")
-        elif isinstance(event, RunEnd) and not event.interrupts:
+        elif isinstance(event, RunEnd) and event.interrupts:  # a hook or node asks a person
+            asked = "; ".join(shorten(repr(getattr(i, "value", i))) for i in event.interrupts)
+            self.line(
+                f"[paused for input: {self.mask(asked)}] graph-agent chat cannot answer it; "
+                "resume this thread from Python with Command(resume=...)"
+            )
+        elif isinstance(event, RunEnd):
             messages = event.values.get("messages") or ()
             last = messages[-1] if messages else None
             if isinstance(last, AssistantMessage) and last.answer and last.answer != self.streamed:
@@ -203,12 +168,20 @@ def history_lines(messages: Sequence[Message]) -> list[str]:
 # -- the chat ------------------------------------------------------------------------------
 
 
+def command_of(text: str) -> str | None:
+    """The slash command that ``text`` (a stripped line) starts with, or ``None`` when it is
+    a message: a command is the line's first word when that is ``/WORD`` (a letter, then
+    letters, digits, ``_`` or ``-``). ``/etc/hosts is what?`` and ``//help`` are messages."""
+    words = text.split(maxsplit=1)
+    return words[0] if words and _COMMAND.fullmatch(words[0]) else None
+
+
 class _Chat:
     """The read-answer loop of one chat; ``labels`` name the thread, model and saver."""
 
     def __init__(
         self,
-        agent: ReactAgent,
+        conversation: Conversation,
         canceller: Canceller,
         labels: dict[str, str],
         *,
@@ -216,7 +189,7 @@ class _Chat:
         err: IO[str],
         mask: Masker,
     ) -> None:
-        self.agent = agent
+        self.conversation = conversation
         self.canceller = canceller
         self.labels = labels
         self.out = out
@@ -234,36 +207,42 @@ class _Chat:
             text = line.strip()
             if not text:
                 continue
-            if text in ("/exit", "/quit"):
+            command = command_of(text)
+            if command in ("/exit", "/quit") and text == command:
                 return 0
             try:
-                self.dispatch(text, line)
+                if command is None:  # a message; //text is /text
+                    self.turn(line.lstrip()[1:] if text.startswith("//") else line)
+                else:
+                    self.command(command, text)
             except KeyboardInterrupt:  # between turns (a turn takes Ctrl-C itself)
                 print(file=self.out)
                 return 0
             except Exception as error:  # the store failing in /history or /retry
                 self.fail(error)
 
-    def dispatch(self, text: str, line: str) -> None:
-        if text == "/help":
+    def command(self, command: str, text: str) -> None:
+        if command not in COMMANDS or text != command:
+            problem = "takes nothing after it" if command in COMMANDS else "is not a command"
+            print(f"{command} {problem}; nothing was sent. The commands:", file=self.out)
             print(HELP, file=self.out)
-        elif text == "/history":
+        elif command == "/help":
+            print(HELP, file=self.out)
+        elif command == "/history":
             self.history()
-        elif text == "/retry":
-            snapshot = self.agent.get_state(self.config)
+        else:  # /retry
+            snapshot = self.conversation.get_state(self.config)
             if snapshot is None or not snapshot.next:
                 print("nothing to retry: the thread's last message was answered", file=self.out)
             else:
                 self.turn(None)
-        else:
-            self.turn(line)
 
     def turn(self, input: str | None) -> None:
-        """One run of the agent: ``input``, or ``None`` to run the pending step again."""
+        """One run: ``input``, or ``None`` to run the pending step again."""
         self.canceller.reset()
         view = _View(self.out, self.mask)
         failure: Exception | None = None
-        events = self.agent.stream_events(input, self.config)
+        events = self.conversation.stream_events(input, self.config)
         with sigint_calls(self.canceller.cancel):
             try:
                 for event in events:
@@ -285,7 +264,7 @@ class _Chat:
             view.end()
 
     def history(self) -> None:
-        snapshot = self.agent.get_state(self.config)
+        snapshot = self.conversation.get_state(self.config)
         messages = snapshot.values.get("messages") if snapshot is not None else None
         if not messages:
             print(f"(thread '{self.labels['thread']}' has no messages yet)", file=self.out)
@@ -304,37 +283,37 @@ class _Chat:
         self.err.flush()
 
 
-def _model(canceller: Canceller, client: httpx.Client) -> OpenAIChatModel:
-    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+def _model(canceller: Canceller, client: httpx.Client, options: ChatOptions) -> OpenAIChatModel:
+    """The built-in agent's model: ``--model``/``--base-url``, else the environment."""
+    if not (
+        options.base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    ):
         raise CliError(
-            "no model configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL for another "
-            "OpenAI-compatible server, GRAPH_AGENT_MODEL for the model name); a local server "
-            "needs only OPENAI_BASE_URL, e.g. http://localhost:11434/v1"
+            "no model configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL or "
+            "--base-url for another OpenAI-compatible server, GRAPH_AGENT_MODEL or --model for "
+            "the model name); a local server needs only its URL, e.g. --base-url "
+            "http://localhost:11434/v1"
         )
     try:
-        return OpenAIChatModel(http_client=client, sleep=canceller.wait)
+        return OpenAIChatModel(
+            options.model or None,
+            options.base_url or None,
+            http_client=client,
+            sleep=canceller.wait,
+        )
     except (ModelError, ValueError, httpx.InvalidURL) as error:
         mask = Masker([os.environ.get("OPENAI_API_KEY", "").strip()])
         raise CliError(f"the model settings do not work: {mask(str(error))}") from None
 
 
-def run_chat(
-    thread: str,
-    saver_spec: str,
-    read: Callable[[], str],
-    out: IO[str],
-    err: IO[str] | None = None,
-) -> int:
-    """Talk to an OpenAI-compatible model from the environment on thread ``thread``, kept
-    by ``saver_spec``; ``read()`` gives the user's lines (``EOFError`` at the end). Returns
-    0 when the user ends the chat; ``CliError`` for settings that cannot work."""
-    canceller = Canceller()
-    client = canceller.client(timeout=TIMEOUT)
-    saver: BaseCheckpointSaver | None = None
+def _builtin(options: ChatOptions, canceller: Canceller, client: httpx.Client) -> Partner:
+    """The built-in agent: the model of ``--model``/``--base-url`` or the environment, the
+    ``current_time`` tool, its thread kept by ``--saver`` (default: a SQLite file)."""
+    model = _model(canceller, client, options)
+    spec = options.saver or DEFAULT_SAVER
+    saver = make_saver(spec)
     try:
-        model = _model(canceller, client)
-        saver = make_saver(saver_spec)
-        check_saver(saver, saver_spec)
+        check_saver(saver, spec)
         agent = (
             ReactAgent.builder()
             .name("chat")
@@ -344,43 +323,60 @@ def run_chat(
             .saver(saver)
             .build()
         )
+    except BaseException:
+        close_saver(saver)
+        raise
+    store = mask_url(spec)
+    return Partner(
+        conversation=agent,
+        what=f"{model.model} at {mask_url(model.base_url)}",
+        model=model.model,
+        thread=DEFAULT_THREAD,
+        kept="memory, gone when the chat ends" if spec == "memory" else store,
+        store=store,
+        saver=saver,
+        secrets=(url_password(model.base_url),),
+    )
+
+
+def run_chat(
+    options: ChatOptions, read: Callable[[], str], out: IO[str], err: IO[str] | None = None
+) -> int:
+    """Chat on a kept thread with the built-in agent, or with ``options.target``;
+    ``read()`` gives the user's lines (``EOFError`` at the end). Returns 0 when the user
+    ends the chat; ``CliError`` for settings that cannot work."""
+    canceller = Canceller()
+    client = canceller.client(timeout=TIMEOUT)
+    chosen: Partner | None = None
+    try:
+        if options.target is not None:
+            chosen = open_target(options)
+        else:
+            chosen = _builtin(options, canceller, client)
         mask = Masker(
             [
                 os.environ.get("OPENAI_API_KEY", "").strip(),
-                url_password(model.base_url),
-                url_password(saver_spec),
+                url_password(options.saver or ""),
+                *chosen.secrets,
             ]
         )
-        labels = {"thread": thread, "model": model.model, "saver": mask_url(saver_spec)}
-        chat = _Chat(agent, canceller, labels, out=out, err=err or sys.stderr, mask=mask)
-        kept = "memory, gone when the chat ends" if saver_spec == "memory" else labels["saver"]
+        thread = options.thread or chosen.thread
+        labels = {"thread": thread, "model": chosen.model, "saver": chosen.store}
+        chat = _Chat(
+            chosen.conversation, canceller, labels, out=out, err=err or sys.stderr, mask=mask
+        )
         print(
-            f"chatting with {model.model} at {mask(mask_url(model.base_url))} on thread "
-            f"'{thread}' (kept in {kept}); /help lists the commands, Ctrl-D quits",
+            mask(
+                f"chatting with {chosen.what} on thread '{thread}' (kept in {chosen.kept}); "
+                "/help lists the commands, Ctrl-D quits"
+            ),
             file=out,
         )
-        with _quiet_library_logs():
-            return chat.loop(read)
+        return chat.loop(read)
     finally:
         client.close()
-        close: Any = getattr(saver, "close", None)
-        if callable(close):
-            close()
-
-
-@contextlib.contextmanager
-def _quiet_library_logs() -> Iterator[None]:
-    """The model's retry warnings and the tools' error warnings stay off the terminal: a
-    failure is reported once, as one line, and a tool's error shows as its result."""
-    loggers = [logging.getLogger(name) for name in ("graph_agent.models", "graph_agent.tools")]
-    handler = logging.NullHandler()
-    for logger in loggers:
-        logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        for logger in loggers:
-            logger.removeHandler(handler)
+        if chosen is not None:
+            close_saver(chosen.saver)
 
 
 def stdin_reader() -> str:

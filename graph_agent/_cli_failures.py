@@ -18,10 +18,18 @@ from checkpoint import CheckpointError
 
 from .errors import GraphAgentError, ModelError
 
-__all__ = ["Masker", "describe_failure", "describe_saver_error", "mask_url", "url_password"]
+__all__ = [
+    "Masker",
+    "describe_failure",
+    "describe_saver_error",
+    "mask_url",
+    "redis_login_failure",
+    "url_password",
+]
 
-# ``scheme://user:password@`` anywhere in a text: the password becomes ***.
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^@\s]*@")
+# ``scheme://user:password@`` anywhere in a text: the password becomes ***. ``PASSWORD`` is
+# the placeholder of the fixes we suggest (``redis://:PASSWORD@host:port/0``): it stays.
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):(?!PASSWORD@)[^@\s]*@")
 _QUERY_PASSWORD = re.compile(r"(?i)(?P<head>(?:^|&)(?:password|passwd|pwd)=)[^&]*")
 _MIN_SECRET = 4  # shorter "secrets" would mask ordinary text; URLs are masked by pattern
 _MAX_LINE = 600
@@ -127,6 +135,34 @@ def _model_failure(error: ModelError, model: str) -> str:
     return f"the model call failed: {text}; /retry, or send another message"
 
 
+def _with_password(url: str) -> str:
+    """``url`` (masked or not) with ``PASSWORD`` as its password: how to write the fix."""
+    generic = "redis://:PASSWORD@HOST:PORT/DB"
+    if "://" not in url:
+        return generic
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return generic
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{parts.username or ''}:PASSWORD@{host}{f':{port}' if port else ''}"
+    query = _QUERY_PASSWORD.sub("", parts.query).strip("&")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def redis_login_failure(url: str, password_given: bool) -> str:
+    """Our sentence for a Redis server refusing the login of ``url`` (masked), instead of
+    Redis's own text (``HELLO must be called with the client already authenticated ...``):
+    it needs a password the URL does not give, or refused the one it gives."""
+    if password_given:
+        return (
+            f"the Redis server at {url} refused the password in the URL: put the right one "
+            f"in it, {_with_password(url)}"
+        )
+    return f"the Redis server at {url} needs a password: put it in the URL, {_with_password(url)}"
+
+
 def _redis_failure(error: BaseException, where: str) -> str | None:
     try:
         import redis
@@ -134,10 +170,8 @@ def _redis_failure(error: BaseException, where: str) -> str | None:
         return None
     text = _text(error)
     if isinstance(error, redis.AuthenticationError):
-        return (
-            f"Redis at {where} refused the login: {text}; put the right password in --saver "
-            "(redis://:PASSWORD@host:port/db) and start the chat again"
-        )
+        given = "://" in where and url_password(where) is not None
+        return f"{redis_login_failure(where, given)}, and start the chat again"
     if isinstance(error, redis.exceptions.NoPermissionError):
         return f"Redis at {where} denied a command: {text}; grant the saver's commands to that user"
     if isinstance(error, (redis.ConnectionError, redis.TimeoutError)):

@@ -1,222 +1,36 @@
 """The ``graph-agent`` command.
 
 ``graph-agent demo`` runs an offline agent and shows what it does; ``graph-agent chat``
-talks to an OpenAI-compatible model from the environment; ``graph-agent graph TARGET``
-prints the Mermaid diagram of a graph.
+talks to an OpenAI-compatible model (``--model``/``--base-url`` or the environment), and
+``graph-agent chat TARGET`` to the user's own agent or graph; ``graph-agent graph TARGET``
+prints the Mermaid diagram of a graph. Both load ``TARGET`` the same way (``_cli_load``).
 
 Every error a user can cause (a bad TARGET, a module that fails to import, a graph that
-does not compile) is one message on stderr and exit code 2, never a traceback. Once a chat
+does not compile, options that do not fit together) is one message on stderr and exit
+code 2, never a traceback. Once a chat
 runs, a failure is one line on stderr and the chat goes on (``_cli_chat``). No password of
-a URL the user gives (``--saver``, ``OPENAI_BASE_URL``) is printed, not even in a usage error.
+a URL the user gives (``--saver``, ``--base-url``, ``OPENAI_BASE_URL``) is printed, not even in a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
-import importlib.util
-import inspect
-import os
-import re
 import sys
-import traceback
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from types import ModuleType
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from . import __version__
 from ._cli_errors import CliError
 from ._cli_failures import Masker, mask_url
-from .errors import GraphValidationError
-from .graph import CompiledGraph, StateGraph
+from ._cli_load import TARGET_HELP, load_graph
+from ._cli_options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions
 
 __all__ = ["CliError", "load_graph", "main"]
 
 PROG = "graph-agent"
 USAGE_ERROR = 2
 DIRECTIONS = ("TD", "TB", "LR", "RL", "BT")
-DEFAULT_CHAT_SAVER = "sqlite:~/.graph-agent/chat.sqlite"
-_NOT_GRAPHS = frozenset({"None", "int", "str", "bool", "float", "bytes"})
-_TARGET_HELP = (
-    "FILE.py:OBJECT or package.module:OBJECT. OBJECT (a dotted path is allowed) is a "
-    "CompiledGraph, a StateGraph (compiled here), an object whose .graph is a CompiledGraph "
-    "(an agent), or a zero-argument callable returning one of these."
-)
-
-
-def _where(exc: BaseException) -> str:
-    """`` (at file:line)`` for the innermost frame of ``exc``'s traceback, or ``""``."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}{_where(exc)}"
-
-
-def _import_file(path_text: str) -> ModuleType:
-    path = Path(path_text).expanduser()
-    if not path.exists():
-        hint = f"; did you mean {path_text}.py?" if Path(f"{path_text}.py").is_file() else ""
-        raise CliError(f"file not found: {path_text} (relative to {Path.cwd()}){hint}")
-    if not path.is_file():
-        raise CliError(f"not a file: {path_text}")
-    path = path.resolve()
-    name = "_graph_agent_target_" + re.sub(r"\W", "_", path.stem)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise CliError(f"cannot import {path_text}: not a Python source file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    # Like `python FILE`: the file's own directory is importable while it loads.
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec.loader.exec_module(module)
-    except SystemExit as exc:
-        sys.modules.pop(name, None)
-        raise CliError(f"{path_text} called sys.exit({exc.code!r}) while being imported") from None
-    except Exception as exc:
-        sys.modules.pop(name, None)
-        raise CliError(f"importing {path_text} failed: {_describe(exc)}") from None
-    finally:
-        with contextlib.suppress(ValueError):  # unless the file took it off itself
-            sys.path.remove(str(path.parent))
-    return module
-
-
-def _import_module(name: str) -> ModuleType:
-    # A console script does not put the working directory on sys.path; `python -m` does.
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name == exc.name or name.startswith(f"{exc.name}.")):
-            raise CliError(
-                f"no module named {name!r}: install its package, run from the directory that "
-                "contains it, or give a file path (path/to/file.py:OBJECT)"
-            ) from None
-        raise CliError(f"importing module {name!r} failed: {_describe(exc)}") from None
-    except SystemExit as exc:
-        raise CliError(
-            f"module {name!r} called sys.exit({exc.code!r}) while being imported"
-        ) from None
-    except Exception as exc:
-        raise CliError(f"importing module {name!r} failed: {_describe(exc)}") from None
-
-
-def _graph_attr(value: Any) -> Any:
-    """``value.graph`` (what an agent exposes), or ``None``; modules are not agents."""
-    if isinstance(value, ModuleType):
-        return None
-    try:
-        return getattr(value, "graph", None)
-    except Exception:  # a property that fails: not a graph we can use
-        return None
-
-
-def _returns(fn: Callable[..., Any]) -> str:
-    """The name of ``fn``'s return annotation, or ``""`` when it has none we can read."""
-    try:
-        returns = inspect.signature(fn).return_annotation
-    except (TypeError, ValueError):
-        return ""
-    return returns if isinstance(returns, str) else str(getattr(returns, "__name__", ""))
-
-
-def _graph_names(module: ModuleType) -> list[str]:
-    """The module's public names that are graphs, or functions annotated to return one."""
-    names = []
-    for name, value in sorted(vars(module).items()):
-        if name.startswith("_"):
-            continue
-        if isinstance(value, (CompiledGraph, StateGraph)) or isinstance(
-            _graph_attr(value), CompiledGraph
-        ):
-            names.append(name)
-        elif (
-            inspect.isfunction(value)
-            and value.__module__ == module.__name__
-            and ("CompiledGraph" in _returns(value) or "StateGraph" in _returns(value))
-        ):
-            names.append(f"{name}()")
-    return names
-
-
-def _resolve(value: Any, label: str, *, may_call: bool = True) -> CompiledGraph:
-    if isinstance(value, CompiledGraph):
-        return value
-    if isinstance(value, StateGraph):
-        try:
-            return value.compile()
-        except GraphValidationError as exc:
-            raise CliError(f"{label} is a StateGraph that does not compile: {exc}") from None
-        except Exception as exc:
-            raise CliError(f"compiling {label} failed: {_describe(exc)}") from None
-    inner = _graph_attr(value)
-    if isinstance(inner, (CompiledGraph, StateGraph)):
-        return _resolve(inner, f"{label}.graph", may_call=False)
-    if may_call and callable(value):
-        try:
-            inspect.signature(value).bind()
-        except TypeError:
-            raise CliError(
-                f"{label} is a callable that needs arguments; point at a graph object or at a "
-                "function that takes none"
-            ) from None
-        except ValueError:  # no signature (some builtins): just try calling it
-            pass
-        if _returns(value) in _NOT_GRAPHS:  # e.g. `main() -> int`: do not run it to find out
-            raise CliError(
-                f"{label}() returns {_returns(value)}, not a graph; point at a graph object"
-            )
-        try:
-            result = value()
-        except SystemExit as exc:
-            raise CliError(f"calling {label}() exited with sys.exit({exc.code!r})") from None
-        except Exception as exc:
-            raise CliError(f"calling {label}() failed: {_describe(exc)}") from None
-        return _resolve(result, f"{label}()", may_call=False)
-    raise CliError(
-        f"{label} is a {type(value).__name__}, not a graph; expected a CompiledGraph, a "
-        "StateGraph, an object whose .graph is a CompiledGraph, or a zero-argument callable "
-        "returning one"
-    )
-
-
-def load_graph(target: str) -> CompiledGraph:
-    """The ``CompiledGraph`` that ``TARGET`` (``FILE.py:OBJECT`` or ``module:OBJECT``) names.
-
-    Raises ``CliError`` with a message for the user when the target cannot be found, imported,
-    or turned into a compiled graph.
-    """
-    source, sep, attr_path = target.rpartition(":")
-    if not sep or not source or not attr_path:
-        raise CliError(
-            f"TARGET must look like path/to/file.py:OBJECT or package.module:OBJECT, got "
-            f"{target!r} (missing ':OBJECT'?)"
-        )
-    is_file = source.endswith(".py") or "/" in source or os.sep in source
-    module = _import_file(source) if is_file else _import_module(source)
-    value: Any = module
-    parts = attr_path.split(".")
-    for i, part in enumerate(parts):
-        where = f"{source}:{'.'.join(parts[:i])}" if i else source
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            message = f"{where} has no attribute {part!r}"
-            if i == 0:
-                found = _graph_names(module)
-                message += (
-                    f"; graphs it defines: {', '.join(found)}" if found else "; it defines no graph"
-                )
-            raise CliError(message) from None
-        except Exception as exc:
-            raise CliError(f"reading {where}.{part} failed: {_describe(exc)}") from None
-    return _resolve(value, f"{source}:{attr_path}")
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
@@ -236,7 +50,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     from ._cli_chat import run_chat, stdin_reader
 
-    return run_chat(args.thread, args.saver, stdin_reader, sys.stdout, sys.stderr)
+    options = ChatOptions(
+        thread=args.thread,
+        saver=args.saver,
+        model=args.model,
+        base_url=args.base_url,
+        target=args.target,
+    )
+    return run_chat(options, stdin_reader, sys.stdout, sys.stderr)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -260,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Print the Mermaid flowchart of a compiled graph on stdout.",
         epilog=f"example: {PROG} graph examples/approval_workflow.py:graph --direction LR",
     )
-    draw.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
+    draw.add_argument("target", metavar="TARGET", help=TARGET_HELP)
     draw.add_argument(
         "--direction",
         choices=DIRECTIONS,
@@ -277,20 +98,46 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
     chat = commands.add_parser(
         "chat",
-        help="chat with an OpenAI-compatible model",
-        description="An interactive chat on a thread, with the model from OPENAI_API_KEY, "
-        "OPENAI_BASE_URL and GRAPH_AGENT_MODEL. Tool calls show as they run; a failure "
-        "prints one line and the chat goes on; Ctrl-C cancels the answer being written; "
-        "/history shows the thread, /retry runs the last message again, /help lists the "
-        "commands; Ctrl-D (or Ctrl-C at the prompt) quits.",
+        help="chat with a model, or with your own agent or graph",
+        description="An interactive chat on a kept thread: with the built-in agent (a model "
+        "from --model/--base-url or GRAPH_AGENT_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY, "
+        "and a current_time tool), or with TARGET, your own agent or graph, its tools and "
+        "hooks included. Tool calls show as they run; a failure prints one line and the chat "
+        "goes on; Ctrl-C cancels the answer being written; /history shows the thread, /retry "
+        "runs the last message again, /help lists the commands (//text sends /text); Ctrl-D "
+        "(or Ctrl-C at the prompt) quits.",
+        epilog=f"examples: {PROG} chat --model qwen2.5:7b --base-url http://localhost:11434/v1; "
+        f"{PROG} chat my_app.py:agent --thread support",
     )
-    chat.add_argument("--thread", default="chat", metavar="ID", help="the conversation to continue")
+    chat.add_argument(
+        "target",
+        metavar="TARGET",
+        nargs="?",
+        help=f"your agent or graph instead of the built-in agent: {TARGET_HELP} A graph "
+        "needs a 'messages' key: each line is sent as a UserMessage there.",
+    )
+    chat.add_argument(
+        "--thread",
+        metavar="ID",
+        help=f"the conversation to continue (default: {DEFAULT_THREAD}; with TARGET, its name)",
+    )
     chat.add_argument(
         "--saver",
-        default=DEFAULT_CHAT_SAVER,
         metavar="memory|sqlite:PATH|redis://...",
-        help=f"where the conversation is kept (default: {mask_url(DEFAULT_CHAT_SAVER)}, so a "
-        "thread survives restarts); a password in a URL is never printed",
+        help=f"where the conversation is kept (default: {mask_url(DEFAULT_SAVER)}, so a "
+        "thread survives restarts; TARGET with a saver of its own, other than a MemorySaver, "
+        "keeps its threads there and refuses --saver); a password in a URL is never printed",
+    )
+    chat.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the built-in agent's model (default: $GRAPH_AGENT_MODEL, else gpt-4o-mini)",
+    )
+    chat.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the built-in agent's OpenAI-compatible server (default: $OPENAI_BASE_URL, else "
+        "the OpenAI API)",
     )
     chat.set_defaults(handler=_cmd_chat)
     return parser
@@ -311,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except CliError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {Masker()(str(exc))}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from graph_agent._cli_agent import run_demo
-from graph_agent._cli_chat import make_saver, run_chat
+from graph_agent._cli_chat import ChatOptions, make_saver, run_chat
 from graph_agent.cli import CliError, main
 
 
@@ -91,7 +91,7 @@ def openai_server(monkeypatch) -> Iterator[str]:
 def test_chat_streams_answers_and_remembers_the_thread(openai_server):
     lines = iter(["hello", "", "and again", "/exit"])
     out = io.StringIO()
-    assert run_chat("t1", "memory", lambda: next(lines), out) == 0
+    assert run_chat(ChatOptions(thread="t1", saver="memory"), lambda: next(lines), out) == 0
     text = out.getvalue()
     assert f"at {openai_server}" in text and "thread 't1'" in text
     assert "you said 'hello' (1 messages from you)" in text
@@ -104,9 +104,9 @@ def test_chat_streams_answers_and_remembers_the_thread(openai_server):
 def test_chat_on_sqlite_continues_after_a_restart(openai_server, tmp_path):
     spec = f"sqlite:{tmp_path / 'chat.sqlite'}"
     first = iter(["hello", "/quit"])
-    assert run_chat("kept", spec, lambda: next(first), io.StringIO()) == 0
+    assert run_chat(ChatOptions(thread="kept", saver=spec), lambda: next(first), io.StringIO()) == 0
     second, out = iter(["still there?", "/quit"]), io.StringIO()
-    assert run_chat("kept", spec, lambda: next(second), out) == 0
+    assert run_chat(ChatOptions(thread="kept", saver=spec), lambda: next(second), out) == 0
     assert "(2 messages from you)" in out.getvalue()
 
 
@@ -114,7 +114,7 @@ def test_chat_ends_on_end_of_input(openai_server):
     def read() -> str:
         raise EOFError
 
-    assert run_chat("t2", "memory", read, io.StringIO()) == 0
+    assert run_chat(ChatOptions(thread="t2", saver="memory"), read, io.StringIO()) == 0
 
 
 def test_demo_runs_through_run_demo_too():
@@ -157,7 +157,7 @@ def test_chat_shows_a_refusal_instead_of_an_empty_answer(monkeypatch):
     )
     try:
         lines, out = iter(["how do I pick a lock?", "/exit"]), io.StringIO()
-        assert run_chat("r", "memory", lambda: next(lines), out) == 0
+        assert run_chat(ChatOptions(thread="r", saver="memory"), lambda: next(lines), out) == 0
     finally:
         server.shutdown()
         server.server_close()

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from graph_agent._cli_chat import make_saver, run_chat
+from graph_agent._cli_chat import ChatOptions, make_saver, run_chat
 from graph_agent.cli import CliError, main
 from tests.redis_servers import free_port, redis_server
 
@@ -179,7 +179,7 @@ def chat(lines: list[str | Callable[[], str]], saver: str = "memory") -> tuple[i
         return line() if callable(line) else line
 
     out, err = io.StringIO(), io.StringIO()
-    code = run_chat("t", saver, read, out, err)
+    code = run_chat(ChatOptions(thread="t", saver=saver), read, out, err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -188,6 +188,82 @@ def one_error_line(err: str) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith(ERROR_PREFIX) and "Traceback" not in err
     return lines[0]
+
+
+# -- `graph-agent chat` as a real process ---------------------------------------------------
+
+
+def cli_env(home: Path, **settings: str) -> dict[str, str]:
+    """The environment of a ``graph-agent`` process: no model settings of this machine (only
+    ``settings``), ``HOME`` at ``home`` (the default saver's file goes there), and this
+    checkout's package first on the path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GRAPH_AGENT"))}
+    env.update(PYTHONUNBUFFERED="1", HOME=str(home), **settings)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def run_cli(
+    *args: str, input: str = "", env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m graph_agent.cli ARGS`` with ``input`` on stdin, to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "graph_agent.cli", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+class LiveChat:
+    """A ``graph-agent chat`` process fed a line at a time: ``say`` sends a line and waits
+    for the next prompt; ``out`` and ``err`` collect what it printed. A context manager:
+    the process is killed on the way out if it still runs."""
+
+    def __init__(self, *args: str, env: dict[str, str], cwd: Path | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "graph_agent.cli", "chat", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+        )
+        self.out, self.err = _Reader(self.process.stdout), _Reader(self.process.stderr)
+        self.at = self.out.wait_for("> ")
+
+    def say(self, line: str) -> str:
+        """Send ``line``; what the chat printed on stdout until its next prompt."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+        start, self.at = self.at, self.out.wait_for_prompt(self.at)
+        return self.out.text[start : self.at]
+
+    def end(self) -> int:
+        """Close stdin (Ctrl-D); the exit code."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        return self.process.wait(timeout=60)
+
+    def __enter__(self) -> LiveChat:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for reader in (self.out, self.err):
+            reader.thread.join(timeout=60)
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 # -- the model failing ---------------------------------------------------------------------
@@ -331,10 +407,16 @@ def test_bad_saver_specs_are_errors_without_the_password() -> None:
 
 
 def test_usage_errors_and_help_print_no_password(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["chat", "--saver", "memory", "redis://:pw-in-argv@127.0.0.1:1/0"]) == 2
+    assert main(["chat", "app.py:agent", "redis://:pw-in-argv@127.0.0.1:1/0"]) == 2
     out, err = capsys.readouterr()
     assert "unrecognized arguments: redis://:***@127.0.0.1:1/0" in err
     assert "pw-in-argv" not in out + err
+    assert main(["chat", "--saver", "memory", "redis://:pw-in-argv@127.0.0.1:1/0"]) == 2
+    out, err = capsys.readouterr()
+    assert (
+        "got the URL 'redis://:***@127.0.0.1:1/0' (a conversation store goes after --saver)" in err
+    )
+    assert "pw-in-argv" not in out + err and len(err.splitlines()) == 1
     assert main(["chat", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps the help
     assert "default: sqlite:~/.graph-agent/chat.sqlite" in text and "/history" in text
@@ -411,6 +493,17 @@ class _Reader:
                 self.text += chunk.decode()
                 self._changed.notify_all()
 
+    def wait_for_prompt(self, start: int, timeout: float = 60.0) -> int:
+        """The end of the text once more came after ``start`` and it ends with the prompt
+        (the chat waits for input); fails after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self.text) <= start or not self.text.endswith("> "):
+                left = deadline - time.monotonic()
+                assert left > 0, f"no prompt after {start} in the output:\n{self.text}"
+                self._changed.wait(left)
+            return len(self.text)
+
     def wait_for(self, fragment: str, start: int = 0, timeout: float = 60.0) -> int:
         """Where ``fragment`` appears after ``start``; fails after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -423,11 +516,9 @@ class _Reader:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
-def test_ctrl_c_cancels_the_answer_not_the_chat(fake_openai: FakeOpenAI) -> None:
+def test_ctrl_c_cancels_the_answer_not_the_chat(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     fake_openai.replies.append(slowly(words=400, delay=0.05))  # 20 s, unless cancelled
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GRAPH_AGENT"))}
-    env.update(OPENAI_BASE_URL=fake_openai.url(), PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env = cli_env(tmp_path, OPENAI_BASE_URL=fake_openai.url())
     process = subprocess.Popen(
         [sys.executable, "-m", "graph_agent.cli", "chat", "--saver", "memory"],
         stdin=subprocess.PIPE,
