@@ -81,9 +81,10 @@ def _tool_log_hook() -> Any:
     return ToolLog()
 
 
-def run_demo(out: IO[str]) -> int:
-    """The offline demo: two tool calls in one step, a hook, memory across turns, the graph."""
-    agent = (
+def demo_agent() -> ReactAgent:
+    """The demo's agent: a scripted model, two tools, a hook, a ``MemorySaver``. Offline, so
+    ``graph-agent chat graph_agent.cli:demo_agent`` shows a chat with your own agent."""
+    return (
         ReactAgent.builder()
         .name("travel-assistant")
         .model(_demo_model())
@@ -93,6 +94,11 @@ def run_demo(out: IO[str]) -> int:
         .saver(MemorySaver())
         .build()
     )
+
+
+def run_demo(out: IO[str]) -> int:
+    """The offline demo: two tool calls in one step, a hook, memory across turns, the graph."""
+    agent = demo_agent()
     config = RunnableConfig(thread_id="demo", metadata={"user_id": "ada"})
 
     def say(text: str) -> None:

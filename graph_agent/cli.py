@@ -18,7 +18,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import __version__
 from ._cli_errors import CliError
@@ -31,6 +31,16 @@ __all__ = ["CliError", "load_graph", "main"]
 PROG = "graph-agent"
 USAGE_ERROR = 2
 DIRECTIONS = ("TD", "TB", "LR", "RL", "BT")
+
+
+def __getattr__(name: str) -> Any:
+    """``demo_agent``, the offline demo's agent (``graph-agent chat
+    graph_agent.cli:demo_agent``), loaded on first use so other commands start fast."""
+    if name == "demo_agent":
+        from ._cli_agent import demo_agent
+
+        return demo_agent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
