@@ -135,7 +135,8 @@ def open_target(options: ChatOptions) -> Partner:
                 f"--saver: {target} keeps its threads in its own saver ({type(own).__name__}); "
                 "drop --saver, or build it without a saver to choose one here"
             )
-        kept = store = f"its own {own!r}"
+        store = repr(own)
+        kept = f"its own {store}"
     else:
         spec = options.saver or DEFAULT_SAVER
         made = make_saver(spec)
