@@ -5,3 +5,5 @@ from __future__ import annotations
 
 class CliError(Exception):
     """A user error: the command prints its message on stderr and exits with code 2."""
+
+    __module__ = "graph_agent.cli"  # where users import it from (``load_graph`` raises it)

@@ -124,9 +124,10 @@ def _model_failure(error: ModelError, model: str) -> str:
             f"use the model '{model}'"
         )
     if status == 404:
+        now = f" (now '{model}')" if model else ""
         return (
-            f"the model server has no such endpoint or model: {text}; check GRAPH_AGENT_MODEL "
-            f"(now '{model}') and OPENAI_BASE_URL (it usually ends in /v1)"
+            f"the model server has no such endpoint or model: {text}; check GRAPH_AGENT_MODEL"
+            f"{now} and OPENAI_BASE_URL (it usually ends in /v1)"
         )
     if status == 429:
         return f"the model server is rate-limiting: {text}; wait a moment, then /retry"
