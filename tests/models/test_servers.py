@@ -9,7 +9,9 @@ import asyncio
 import dataclasses
 import http.server
 import json
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,7 +25,7 @@ from graph_agent.tools.definition import ToolDefinition, ToolMetadata
 from ._recorded import FIXTURES
 
 KEY = "sk-test-0123456789"
-Check = Callable[["Request"], "tuple[int, dict[str, Any]] | None"]
+Check = Callable[["Request"], "tuple[int, dict[str, Any]] | Reply | None"]
 
 
 @dataclasses.dataclass
@@ -35,13 +37,28 @@ class Request:
 
 @dataclasses.dataclass
 class Reply:
-    """What the server answers: ``body`` sent in ``piece``-byte chunks."""
+    """What the server answers: ``body`` sent in ``piece``-byte chunks. With ``stall``, the
+    server sends nothing more for that many seconds once ``stall_after`` bytes are out
+    (nothing, or ``keep_alive`` every 50 ms), then the rest."""
 
     body: bytes
     content_type: str = "text/event-stream"
     status: int = 200
     piece: int = 7
-    check: Check | None = None  # a request rule: an error answer, or None to go on
+    check: Check | None = None  # a request rule: an error answer (or Reply), None to go on
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    stall: float = 0.0
+    stall_after: int = 0
+    keep_alive: bytes = b""
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (it stops reading a stream it has failed) is no error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class Replayer:
@@ -50,6 +67,7 @@ class Replayer:
     def __init__(self) -> None:
         self.reply = Reply(b"")
         self.requests: list[Request] = []
+        self.closing = threading.Event()
         replayer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -61,28 +79,48 @@ class Replayer:
                 replayer.requests.append(request)
                 reply = replayer.reply
                 refused = reply.check(request) if reply.check else None
-                if refused is not None:
+                if isinstance(refused, Reply):
+                    reply = refused
+                elif refused is not None:
                     status, error = refused
                     reply = Reply(json.dumps(error).encode(), "application/json", status)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                body = reply.body
-                for start in range(0, len(body), reply.piece):
-                    part = body[start : start + reply.piece]
-                    self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
-                self.wfile.write(b"0\r\n\r\n")
+                body, stalled = reply.body, not reply.stall
+                try:
+                    for start in range(0, len(body), reply.piece):
+                        if not stalled and start >= reply.stall_after:
+                            self._stall(reply)
+                            stalled = True
+                        self._chunk(body[start : start + reply.piece])
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass  # the client gave up
+
+            def _chunk(self, part: bytes) -> None:
+                self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                self.wfile.flush()
+
+            def _stall(self, reply: Reply) -> None:
+                until = time.monotonic() + reply.stall
+                while time.monotonic() < until and not replayer.closing.wait(0.05):
+                    if reply.keep_alive:
+                        self._chunk(reply.keep_alive)
 
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        serve.start()
 
     def close(self) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
