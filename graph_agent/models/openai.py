@@ -11,10 +11,9 @@ import json
 import logging
 import os
 import random
-import re
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +21,15 @@ import httpx
 
 from ..errors import ModelError
 from ._openai_wire import build_body, error_detail, parse_completion, retry_after, truncate
+from ._secrets import (
+    HEADER_NAME,
+    KeyAuth,
+    Secrets,
+    aread_text,
+    checked_key,
+    read_text,
+    url_passwords,
+)
 from ._sse import aiter_chunks, iter_chunks
 from .types import ChatOptions, ChatResponse, Prompt
 
@@ -31,58 +39,34 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
-RETRYABLE_STATUS = frozenset({408, 429}) | frozenset(range(500, 600))
+DEFAULT_STREAM_IDLE_TIMEOUT = 60.0
+NOT_RETRIED_5XX = frozenset({501, 505, 506, 508, 510, 511})
+"""Server errors that state a fact about the server or the request, not a passing state:
+Not Implemented, HTTP Version Not Supported, Variant Also Negotiates, Loop Detected, Not
+Extended, Network Authentication Required. The same request gets the same answer."""
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429}) | (frozenset(range(500, 600)) - NOT_RETRIED_5XX)
+"""The answers a retry can change: a timeout (408), a conflict such as a lock (409, retried by
+OpenAI's own SDK), Too Early (425), a rate limit (429), and the server errors of an
+overloaded, restarting or unreachable server or gateway (500, 502, 503, 504, Cloudflare's
+52x, 529 ...). Every other 4xx is a verdict on the request itself."""
 _USER_AGENT = "graph-agent/0.1"
+
+
+class _UpToTimeout:
+    """The default ``stream_idle_timeout``: 60 s, or the read timeout when that is shorter."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "min(60.0, timeout)"
+
+
+_UP_TO_TIMEOUT = _UpToTimeout()
 
 
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or None
-
-
-def _checked_key(key: str | None) -> str | None:
-    """The API key without surrounding whitespace (a key read from a file often ends in a
-    newline); ``ModelError``, never showing the key, for one an HTTP header cannot carry."""
-    if key is None:
-        return None
-    key = key.strip()
-    for position, char in enumerate(key):
-        if not (" " < char < "\x7f"):
-            what = (
-                "a space or control character"
-                if char.isspace() or char < " "
-                else ("a character that is not ASCII")
-            )
-            raise ModelError(
-                f"the API key has {what} at position {position} (of {len(key)}); an HTTP "
-                "header can carry only printable ASCII: check the key (OPENAI_API_KEY or "
-                "api_key=) for a pasted quote, space or line break"
-            )
-    return key or None
-
-
-class _KeyAuth(httpx.Auth):
-    """Adds the key header to each request; the one place the key is kept.
-
-    ``Authorization: Bearer <key>`` by default; ``api-key: <key>`` (Azure's deployment
-    endpoints) or any other header name sends the bare key.
-    """
-
-    __slots__ = ("_name", "_value")
-
-    def __init__(self, key: str, header: str) -> None:
-        self._name = header
-        self._value = f"Bearer {key}" if header.lower() == "authorization" else key
-
-    def __repr__(self) -> str:
-        return f"_KeyAuth({self._name}: ***)"
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers[self._name] = self._value
-        yield request
-
-
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def _completions_url(base_url: str) -> str:
@@ -104,12 +88,17 @@ class OpenAIChatModel:
     created. Clients passed in (``http_client=``, ``async_http_client=``) are used as they are
     (their own timeout applies) and are never closed by the model.
 
-    429, 408 and 5xx answers and connection errors or timeouts are retried up to
+    A stream that brings no event for ``stream_idle_timeout`` seconds fails; by default that
+    is 60 s, or the read timeout of ``timeout`` when it is shorter (an explicit value is kept
+    as given).
+
+    The answers a retry can change (``RETRYABLE_STATUS``: 408, 409, 425, 429 and the 5xx but
+    501, 505, 506, 508, 510, 511) and connection errors or timeouts are retried up to
     ``max_retries`` times with capped exponential backoff and jitter (``Retry-After`` is
     honoured, capped at ``max_backoff``); a stream is retried only before its body is read.
     Every other failure raises ``ModelError`` with the status and the (truncated) body. The
-    API key never appears in ``repr``, log records or errors: text a server echoes it in is
-    masked.
+    API key never appears in ``repr``, log records or errors: where the server's text is
+    read, a key it echoes is masked before anything keeps that text.
 
     ``default_options`` fill in what a prompt's options leave unset; ``extra_headers`` go
     with every request and ``extra_body`` into every request body (provider-specific fields).
@@ -127,7 +116,7 @@ class OpenAIChatModel:
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout = 60.0,
-        stream_idle_timeout: float | None = 60.0,
+        stream_idle_timeout: float | _UpToTimeout | None = _UP_TO_TIMEOUT,
         max_retries: int = 2,
         api_key_header: str = "Authorization",
         default_options: ChatOptions | None = None,
@@ -147,18 +136,16 @@ class OpenAIChatModel:
             or DEFAULT_MODEL
         )
         self.base_url: str = (base_url or _env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = _checked_key(api_key if api_key is not None else _env("OPENAI_API_KEY"))
-        if not isinstance(api_key_header, str) or not _HEADER_NAME.fullmatch(api_key_header):
+        self._api_key = checked_key(api_key if api_key is not None else _env("OPENAI_API_KEY"))
+        if not isinstance(api_key_header, str) or not HEADER_NAME.fullmatch(api_key_header):
             raise ValueError(f"api_key_header must be an HTTP header name; got {api_key_header!r}")
-        self._auth = _KeyAuth(self._api_key, api_key_header) if self._api_key else None
+        self._auth = KeyAuth(self._api_key, api_key_header) if self._api_key else None
         self._url = _completions_url(self.base_url)
-        self._secrets = tuple(
-            secret for secret in (self._api_key, httpx.URL(self.base_url).password) if secret
-        )
+        self._secrets = Secrets((self._api_key, *url_passwords(self.base_url)))
         self.timeout = timeout
-        if stream_idle_timeout is not None and stream_idle_timeout <= 0:
-            raise ValueError("stream_idle_timeout must be a positive number of seconds, or None")
-        self.stream_idle_timeout = stream_idle_timeout
+        self._idle_setting: float | _UpToTimeout | None = _UP_TO_TIMEOUT
+        if not isinstance(stream_idle_timeout, _UpToTimeout):
+            self.stream_idle_timeout = stream_idle_timeout
         self.max_retries = max_retries
         self.default_options = default_options
         self.extra_headers = dict(extra_headers or {})
@@ -188,9 +175,7 @@ class OpenAIChatModel:
     def _redact(self, text: str) -> str:
         """``text`` with the API key and the base URL's password masked (servers sometimes
         echo the key; the URL goes into logs and errors)."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return self._secrets.redact(text)
 
     def _headers(self, stream: bool) -> dict[str, str]:
         """The request's headers; never the key, which ``_auth`` adds to the request itself
@@ -202,17 +187,36 @@ class OpenAIChatModel:
             **self.extra_headers,
         }
 
-    def _timeout_for(self, stream: bool) -> Any:
-        """A stream waits at most ``stream_idle_timeout`` for its next bytes; anything else
-        (and every request of a client passed in) uses the client's timeout."""
-        if not stream or self.stream_idle_timeout is None or self._http_client is not None:
-            return httpx.USE_CLIENT_DEFAULT
-        base = (
-            self.timeout if isinstance(self.timeout, httpx.Timeout) else httpx.Timeout(self.timeout)
+    @property
+    def stream_idle_timeout(self) -> float | None:
+        """Seconds a stream may go without an event before it fails (``None``: no such
+        deadline). Unless set, 60 s, or the read timeout of ``timeout`` when that is shorter:
+        ``timeout=1.0`` bounds a stalled stream too. (A client passed in keeps its own
+        timeout, which bounds a silent stream; this deadline also bounds one that sends only
+        keep-alive comments.)"""
+        if not isinstance(self._idle_setting, _UpToTimeout):
+            return self._idle_setting
+        timeout = self.timeout
+        read = timeout.read if isinstance(timeout, httpx.Timeout) else timeout
+        return (
+            DEFAULT_STREAM_IDLE_TIMEOUT if read is None else min(read, DEFAULT_STREAM_IDLE_TIMEOUT)
         )
-        return httpx.Timeout(
-            connect=base.connect, read=self.stream_idle_timeout, write=base.write, pool=base.pool
-        )
+
+    @stream_idle_timeout.setter
+    def stream_idle_timeout(self, seconds: float | None) -> None:
+        if seconds is not None and not seconds > 0:
+            raise ValueError("stream_idle_timeout must be a positive number of seconds, or None")
+        self._idle_setting = seconds
+
+    def _timeout_for(self, client: httpx.Client | httpx.AsyncClient, stream: bool) -> httpx.Timeout:
+        """A stream over the model's own client waits at most the idle deadline for its next
+        bytes; anything else (and every request of a client passed in) uses the client's
+        timeout."""
+        base, idle = client.timeout, self.stream_idle_timeout
+        injected = client is self._http_client or client is self._async_http_client
+        if not stream or idle is None or injected:
+            return base
+        return httpx.Timeout(connect=base.connect, read=idle, write=base.write, pool=base.pool)
 
     # --- clients --------------------------------------------------------------------------
 
@@ -289,8 +293,8 @@ class OpenAIChatModel:
 
     def call(self, prompt: Prompt) -> ChatResponse:
         """One completion; ``ModelError`` when it fails (after the retries)."""
-        response = self._send(self.request_body(prompt), stream=False)
-        return self._parse(response.status_code, response.text)
+        response, text = self._send(self.http_client, self.request_body(prompt), stream=False)
+        return self._parse(response.status_code, text)
 
     def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
         """The completion as chunks (``ChatResponse.merge`` folds them). The request is made
@@ -299,14 +303,20 @@ class OpenAIChatModel:
 
     async def acall(self, prompt: Prompt) -> ChatResponse:
         """The async twin of ``call``."""
-        response = await self._asend(self.request_body(prompt), stream=False)
-        return self._parse(response.status_code, response.text)
+        client = self.async_http_client
+        response, text = await self._asend(client, self.request_body(prompt), stream=False)
+        return self._parse(response.status_code, text)
 
     def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """The async twin of ``stream``."""
         return self._astream(self.request_body(prompt, stream=True))
 
     # --- internals ------------------------------------------------------------------------
+    #
+    # The server's text is read by ``read_text`` / ``aread_text`` (whole bodies) and by the
+    # stream parser through a ``Scrubber`` (streams), which mask the key before the text is
+    # kept anywhere. The decisions (retry or raise, which error) are shared methods; the
+    # sync and async drivers only do the I/O.
 
     def _parse(self, status: int, text: str) -> ChatResponse:
         try:
@@ -320,36 +330,41 @@ class OpenAIChatModel:
             ) from None
         return parse_completion(data, status=status, body=text, redact=self._redact)
 
+    def _whole_body_chunks(self, status: int, text: str) -> Iterator[ChatResponse]:
+        """The chunks of a stream request answered with one JSON body: the completion, or
+        the events when the body is an event stream after all."""
+        if _looks_like_sse(text):
+            yield from iter_chunks([text.encode()], status=status, redact=self._redact)
+        else:
+            yield self._parse(status, text)
+
     def _stream(self, body: dict[str, Any]) -> Iterator[ChatResponse]:
-        response = self._send(body, stream=True)
+        client = self.http_client
+        response, _ = self._send(client, body, stream=True)
         try:
             if _is_json(response):
-                raw = response.read()
-                if not _looks_like_sse(raw):
-                    yield self._parse(response.status_code, raw.decode("utf-8", "replace"))
-                    return
-                yield from iter_chunks([raw], status=response.status_code, redact=self._redact)
+                text = read_text(response, self._redact)
+                yield from self._whole_body_chunks(response.status_code, text)
                 return
             yield from iter_chunks(
                 response.iter_bytes(),
                 status=response.status_code,
                 redact=self._redact,
                 idle=self.stream_idle_timeout,
+                scrubber=self._secrets.scrubber(),
             )
         except httpx.HTTPError as error:
-            raise self._interrupted(error) from error
+            raise self._interrupted(error, self._timeout_for(client, True).read) from error
         finally:
             response.close()
 
     async def _astream(self, body: dict[str, Any]) -> AsyncIterator[ChatResponse]:
-        response = await self._asend(body, stream=True)
+        client = self.async_http_client
+        response, _ = await self._asend(client, body, stream=True)
         try:
             if _is_json(response):
-                raw = await response.aread()
-                if not _looks_like_sse(raw):
-                    yield self._parse(response.status_code, raw.decode("utf-8", "replace"))
-                    return
-                for chunk in iter_chunks([raw], status=response.status_code, redact=self._redact):
+                text = await aread_text(response, self._redact)
+                for chunk in self._whole_body_chunks(response.status_code, text):
                     yield chunk
                 return
             async for chunk in aiter_chunks(
@@ -357,66 +372,80 @@ class OpenAIChatModel:
                 status=response.status_code,
                 redact=self._redact,
                 idle=self.stream_idle_timeout,
+                scrubber=self._secrets.scrubber(),
             ):
                 yield chunk
         except httpx.HTTPError as error:
-            raise self._interrupted(error) from error
+            raise self._interrupted(error, self._timeout_for(client, True).read) from error
         finally:
             await response.aclose()
 
-    def _send(self, body: dict[str, Any], *, stream: bool) -> httpx.Response:
-        """POST ``body``, retrying what is retryable; the successful response (unread when
-        ``stream``)."""
-        client, headers = self.http_client, self._headers(stream)
+    def _request(
+        self, client: httpx.Client | httpx.AsyncClient, body: dict[str, Any], stream: bool
+    ) -> httpx.Request:
+        return client.build_request(
+            "POST",
+            self.url,
+            json=body,
+            headers=self._headers(stream),
+            timeout=self._timeout_for(client, stream),
+        )
+
+    def _send(
+        self, client: httpx.Client, body: dict[str, Any], *, stream: bool
+    ) -> tuple[httpx.Response, str]:
+        """POST ``body``, retrying what a retry can change: the successful response and its
+        text, redacted (a stream's response is left unread, with text ``""``)."""
         logger.debug("POST %s (model=%s, stream=%s)", self._redact(self.url), body["model"], stream)
         for attempt in range(self.max_retries + 1):
             try:
-                request = client.build_request(
-                    "POST", self.url, json=body, headers=headers, timeout=self._timeout_for(stream)
+                response = client.send(
+                    self._request(client, body, stream), stream=True, auth=self._auth
                 )
-                response = client.send(request, stream=stream, auth=self._auth)
-            except httpx.TransportError as error:
-                if attempt < self.max_retries:
-                    self._sleep(self._retry_delay(attempt, None, _describe(error)))
-                    continue
-                raise self._failed(error, attempt + 1) from error
+                unread = stream and response.is_success
+                text = "" if unread else read_text(response, self._redact)
             except httpx.HTTPError as error:
-                raise self._failed(error, attempt + 1) from error
-            if response.is_success:
-                return response
-            text = _read_error_body(response) if stream else response.text
-            if response.status_code in RETRYABLE_STATUS and attempt < self.max_retries:
-                self._sleep(self._retry_delay(attempt, response, f"HTTP {response.status_code}"))
+                self._sleep(self._after_failure(error, attempt))
                 continue
-            raise self._http_error(response.status_code, text, attempt + 1)
+            if response.is_success:
+                return response, text
+            self._sleep(self._after_answer(response, text, attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _asend(self, body: dict[str, Any], *, stream: bool) -> httpx.Response:
+    async def _asend(
+        self, client: httpx.AsyncClient, body: dict[str, Any], *, stream: bool
+    ) -> tuple[httpx.Response, str]:
         """The async twin of ``_send``."""
-        client, headers = self.async_http_client, self._headers(stream)
         logger.debug("POST %s (model=%s, stream=%s)", self._redact(self.url), body["model"], stream)
         for attempt in range(self.max_retries + 1):
             try:
-                request = client.build_request(
-                    "POST", self.url, json=body, headers=headers, timeout=self._timeout_for(stream)
+                response = await client.send(
+                    self._request(client, body, stream), stream=True, auth=self._auth
                 )
-                response = await client.send(request, stream=stream, auth=self._auth)
-            except httpx.TransportError as error:
-                if attempt < self.max_retries:
-                    await self._async_sleep(self._retry_delay(attempt, None, _describe(error)))
-                    continue
-                raise self._failed(error, attempt + 1) from error
+                unread = stream and response.is_success
+                text = "" if unread else await aread_text(response, self._redact)
             except httpx.HTTPError as error:
-                raise self._failed(error, attempt + 1) from error
-            if response.is_success:
-                return response
-            text = await _aread_error_body(response) if stream else response.text
-            if response.status_code in RETRYABLE_STATUS and attempt < self.max_retries:
-                delay = self._retry_delay(attempt, response, f"HTTP {response.status_code}")
-                await self._async_sleep(delay)
+                await self._async_sleep(self._after_failure(error, attempt))
                 continue
-            raise self._http_error(response.status_code, text, attempt + 1)
+            if response.is_success:
+                return response, text
+            await self._async_sleep(self._after_answer(response, text, attempt))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _after_failure(self, error: httpx.HTTPError, attempt: int) -> float:
+        """The wait before retrying a request that got no answer (a connection error or a
+        timeout); ``ModelError`` when it is not retried."""
+        if isinstance(error, httpx.TransportError) and attempt < self.max_retries:
+            return self._retry_delay(attempt, None, _describe(error))
+        raise self._failed(error, attempt + 1) from error
+
+    def _after_answer(self, response: httpx.Response, text: str, attempt: int) -> float:
+        """The wait before retrying a request the server refused; ``ModelError`` when a retry
+        cannot change the answer (see ``RETRYABLE_STATUS``) or the retries are used up."""
+        status = response.status_code
+        if status in RETRYABLE_STATUS and attempt < self.max_retries:
+            return self._retry_delay(attempt, response, f"HTTP {status}")
+        raise self._http_error(status, text, attempt + 1)
 
     def _retry_delay(self, attempt: int, response: httpx.Response | None, reason: str) -> float:
         """How long to wait before retry ``attempt + 1``: the server's ``Retry-After`` when it
@@ -454,11 +483,17 @@ class OpenAIChatModel:
             self._redact(f"POST {self.url} failed{self._attempts(attempts)}: {_describe(error)}")
         )
 
-    def _interrupted(self, error: httpx.HTTPError) -> ModelError:
-        return ModelError(
-            self._redact(f"the stream from POST {self.url} broke off: {_describe(error)}"),
-            status=200,
-        )
+    def _interrupted(self, error: httpx.HTTPError, read_timeout: float | None) -> ModelError:
+        """The error of a stream that broke off after its answer began; a stream that went
+        silent for its read timeout says so."""
+        if isinstance(error, httpx.ReadTimeout) and read_timeout is not None:
+            message = (
+                f"the stream from POST {self.url} stalled: nothing came for {read_timeout:g} s "
+                "(ReadTimeout); raise stream_idle_timeout (or timeout) if the server is just slow"
+            )
+        else:
+            message = f"the stream from POST {self.url} broke off: {_describe(error)}"
+        return ModelError(self._redact(message), status=200)
 
 
 def _describe(error: BaseException) -> str:
@@ -466,30 +501,12 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def _looks_like_sse(raw: bytes) -> bool:
+def _looks_like_sse(text: str) -> bool:
     """A body labelled JSON that is an event stream (some proxies label streams so)."""
-    start = raw.lstrip()[:6]
-    return start.startswith((b"data:", b"event:", b":"))
+    start = text.lstrip()[:6]
+    return start.startswith(("data:", "event:", ":"))
 
 
 def _is_json(response: httpx.Response) -> bool:
     """Whether a server answered a stream request with one JSON document instead."""
     return str(response.headers.get("content-type", "")).startswith("application/json")
-
-
-def _read_error_body(response: httpx.Response) -> str:
-    try:
-        return response.read().decode("utf-8", "replace")
-    except httpx.HTTPError:
-        return ""
-    finally:
-        response.close()
-
-
-async def _aread_error_body(response: httpx.Response) -> str:
-    try:
-        return (await response.aread()).decode("utf-8", "replace")
-    except httpx.HTTPError:
-        return ""
-    finally:
-        await response.aclose()
