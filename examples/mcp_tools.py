@@ -1,9 +1,9 @@
 """Tools from an MCP server: an agent calls the tools of a server it starts over stdio.
 
 ``McpToolProvider`` starts this same file with ``--serve``: a real MCP server written with
-the official SDK (``serve()`` below). It lists the server's tools and offers them to the agent
-like any other tools; the model's calls go to the server. Needs the ``mcp`` extra:
-``pip install 'graph-agent[mcp]'``.
+the official SDK's ``MCPServer`` (``serve()`` below; ``FastMCP`` in SDK 1.x). It lists the
+server's tools and offers them to the agent like any other tools; the model's calls go to the
+server. Needs the ``mcp`` extra: ``pip install 'graph-agent[mcp]'``.
 
     python examples/mcp_tools.py [--live]
 """
@@ -25,9 +25,12 @@ SERVER = Path(__file__).resolve()
 
 def serve() -> None:
     """The MCP server: two weather tools, over stdin/stdout."""
-    from mcp.server.fastmcp import FastMCP
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError:  # the SDK's 1.x
+        from mcp.server.fastmcp import FastMCP as MCPServer
 
-    server = FastMCP("weather", log_level="WARNING")
+    server = MCPServer("weather", log_level="WARNING")
 
     @server.tool()
     def get_weather(city: str) -> str:
