@@ -1,4 +1,4 @@
-"""Tools from MCP servers (extra ``mcp``: the official ``mcp`` SDK, 1.x API).
+"""Tools from MCP servers (extra ``mcp``: the official ``mcp`` SDK, 2.x, or 1.x from 1.22).
 
 ``McpToolProvider`` connects to stdio and streamable-HTTP MCP servers and offers their tools to
 agents and chat clients::

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import datetime
 import logging
 from typing import Any
 
 import anyio
 import anyio.abc
+import mcp.types
 
 from ..errors import GraphAgentError
+from . import _sdk
 from ._servers import HttpServer, StdioServer, Transport
 
 __all__ = ["Connection", "McpServerError", "Server"]
@@ -29,7 +30,6 @@ _log = logging.getLogger("graph_agent.mcp")
 
 Server = StdioServer | HttpServer
 
-_REQUEST_TIMEOUT = 408  # the SDK's McpError code for a read timeout (httpx.codes.REQUEST_TIMEOUT)
 _CONNECTION_CLOSED = -32000  # mcp.types.CONNECTION_CLOSED
 _CLOSE_WITHIN = 10.0  # seconds a session gets to close
 
@@ -51,12 +51,13 @@ class Connection:
         self.timeout = timeout  # a tool call's
         self.start_timeout = start_timeout  # the handshake's, and each listing's
         self.name = server.name or server.describe()
-        self.tools: tuple[Any, ...] = ()  # the server's mcp.types.Tool list, as last listed
+        self.tools: tuple[dict[str, Any], ...] = ()  # the server's tools as last listed, as JSON
         self.dead: str | None = None  # what happened to it: "exited with code 3", ...
         self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._session: Any = None
         self._transport: Transport | None = None
         self._stop: anyio.Event | None = None
+        self._ended: anyio.Event | None = None  # set once the session ended, ``dead`` saying why
         self._task_group: anyio.abc.TaskGroup | None = None
         self._calls: set[anyio.CancelScope] = set()
         self._relist_wanted = False
@@ -72,6 +73,7 @@ class Connection:
         """Open the session, list the tools, set ``ready``, and keep the session until
         ``stop()`` or until the server goes away."""
         self._stop = anyio.Event()
+        self._ended = anyio.Event()
         self._closing = anyio.CancelScope()
         try:
             with self._closing:
@@ -90,6 +92,7 @@ class Connection:
                     McpServerError(f"MCP server '{self.name}': start cancelled", server=self.name)
                 )
             self._cancel_calls()
+            self._ended.set()
             _log.debug("MCP server '%s' session ended: %s", self.name, self.dead)
 
     async def _open_and_wait(self) -> None:
@@ -112,13 +115,13 @@ class Connection:
                     transport.write,
                     # requests without a timeout of their own (the handshake, listings);
                     # a tool call passes the provider's ``timeout``
-                    read_timeout_seconds=datetime.timedelta(seconds=self.start_timeout),
+                    read_timeout_seconds=_sdk.seconds(self.start_timeout),
                     message_handler=self._on_message,
                 )
             )
-            initialized = await session.initialize()
+            initialized = _sdk.wire(await session.initialize())
             if self.server.name is None:
-                self.name = initialized.serverInfo.name
+                self.name = initialized["serverInfo"]["name"]
             self._session = session
             await self._list()
             _log.info(
@@ -177,7 +180,7 @@ class Connection:
         what = self.dead or _leaf(error)
         if isinstance(error, McpServerError):
             what = str(error)
-        elif _has_code(error, _REQUEST_TIMEOUT):
+        elif _has_code(error, _sdk.REQUEST_TIMEOUT):
             what = (
                 f"it did not answer within {self.start_timeout:g} s while starting "
                 "(McpToolProvider(start_timeout=...))"
@@ -200,7 +203,8 @@ class Connection:
         if isinstance(message, Exception):
             _log.debug("MCP server '%s' transport error: %s", self.name, _leaf(message))
             return
-        if isinstance(getattr(message, "root", None), mcp.types.ToolListChangedNotification):
+        notification = getattr(message, "root", message)  # 1.x wraps it in a ServerNotification
+        if isinstance(notification, mcp.types.ToolListChangedNotification):
             # This runs inside the session's receive loop: listing here would wait on itself.
             self._relist_wanted = True
             idle = self._relisted is None or self._relisted.is_set()
@@ -219,34 +223,32 @@ class Connection:
             relisted.set()
 
     async def _list(self) -> None:
-        tools: list[Any] = []
+        tools: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
-            session = self._session
-            page = await (session.list_tools(cursor) if cursor else session.list_tools())
-            tools.extend(page.tools)
-            cursor = page.nextCursor
-            if not cursor:
+            params = mcp.types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = _sdk.wire(await self._session.list_tools(params=params))
+            tools.extend(page["tools"])
+            cursor = page.get("nextCursor") or None
+            if cursor is None:
                 break
         self.tools = tuple(tools)
         _log.debug(
-            "MCP server '%s' lists %d tools: %s", self.name, len(tools), [t.name for t in tools]
+            "MCP server '%s' lists %d tools: %s", self.name, len(tools), [t["name"] for t in tools]
         )
 
     # -- calls ---------------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """Call ``tool``; raises ``McpServerError`` when the server is gone, goes away during
-        the call, or does not answer within the timeout. If the call changed the server's
-        tools, returns once the new list is in."""
-        from mcp.shared.exceptions import McpError
-
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call ``tool``: its result as JSON. Raises ``McpServerError`` when the server is gone,
+        goes away during the call, or does not answer within the timeout. If the call changed
+        the server's tools, returns once the new list is in."""
         if self.dead is not None:
             raise McpServerError(
                 f"MCP server '{self.name}' {self.dead}; tool '{tool}' was not called",
                 server=self.name,
             )
-        timeout = datetime.timedelta(seconds=self.timeout)
+        timeout = _sdk.seconds(self.timeout)
         # The session times the answer out; the deadline also bounds sending the request.
         with anyio.CancelScope(deadline=anyio.current_time() + self.timeout + 5) as scope:
             self._calls.add(scope)
@@ -256,23 +258,33 @@ class Connection:
                 )
                 if self._relisted is not None:
                     await self._relisted.wait()
-                return result
-            except McpError as error:
+                return _sdk.wire(result)
+            except _sdk.ProtocolError as error:
                 code = error.error.code
-                if code == _REQUEST_TIMEOUT:
+                if code == _sdk.REQUEST_TIMEOUT:
                     raise self._timed_out(tool) from error
                 if code == _CONNECTION_CLOSED or self.dead is not None:
+                    await self._why_ended()
                     raise self._gone(tool) from error
                 raise McpServerError(
                     f"MCP server '{self.name}' refused tool '{tool}': {error}", server=self.name
                 ) from error
             except (anyio.ClosedResourceError, anyio.BrokenResourceError) as error:
+                await self._why_ended()
                 raise self._gone(tool) from error
             finally:
                 self._calls.discard(scope)
         if self.dead is not None:  # cancelled by _lost() or stop()
             raise self._gone(tool)
         raise self._timed_out(tool)
+
+    async def _why_ended(self) -> None:
+        """When the session ended under a call: wait (two seconds at most) until ``run`` knows
+        why. The SDK may fail the call first (2.x does when an HTTP transport fails), before the
+        transport's error has reached ``run``; then ``_lost`` cancels the wait."""
+        if self.dead is None and self._ended is not None:
+            with anyio.move_on_after(2.0):
+                await self._ended.wait()
 
     def _gone(self, tool: str) -> McpServerError:
         what = self.dead or "closed the connection"
@@ -291,10 +303,8 @@ class Connection:
 
 
 def _has_code(error: BaseException, code: int) -> bool:
-    """Whether ``error``, or an error in it (exception groups, causes), is an ``McpError``
-    with ``code``."""
-    from mcp.shared.exceptions import McpError
-
+    """Whether ``error``, or an error in it (exception groups, causes), is the SDK's protocol
+    error with ``code``."""
     seen: set[int] = set()
     pending = [error]
     while pending:
@@ -302,7 +312,7 @@ def _has_code(error: BaseException, code: int) -> bool:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, McpError) and current.error.code == code:
+        if isinstance(current, _sdk.ProtocolError) and current.error.code == code:
             return True
         pending.extend(getattr(current, "exceptions", ()))
         for linked in (current.__cause__, current.__context__):

@@ -1,10 +1,11 @@
-"""An MCP tool result as the text a model gets back."""
+"""An MCP tool result, in its wire form (``_sdk.wire``), as the text a model gets back."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["result_text"]
@@ -17,30 +18,31 @@ def _size(data: str) -> int:
         return len(data)
 
 
-def _part(item: Any) -> str:
-    kind = getattr(item, "type", "")
+def _part(item: Mapping[str, Any]) -> str:
+    kind = item.get("type", "")
     if kind == "text":
-        return str(item.text)
+        return str(item["text"])
     if kind in ("image", "audio"):
-        return f"[{kind}: {item.mimeType}, {_size(item.data)} bytes]"
+        return f"[{kind}: {item['mimeType']}, {_size(item['data'])} bytes]"
     if kind == "resource":
-        resource = item.resource
-        text = getattr(resource, "text", None)
+        resource = item["resource"]
+        text = resource.get("text")
         if text is not None:
             return str(text)
-        mime = getattr(resource, "mimeType", None) or "unknown type"
-        return f"[resource {resource.uri}: {mime}, {_size(resource.blob)} bytes]"
+        mime = resource.get("mimeType") or "unknown type"
+        return f"[resource {resource['uri']}: {mime}, {_size(resource.get('blob', ''))} bytes]"
     if kind == "resource_link":
-        return f"[resource link {item.uri}: {item.name}]"
-    return f"[{kind or type(item).__name__} content]"
+        return f"[resource link {item['uri']}: {item['name']}]"
+    return f"[{kind or 'unknown'} content]"
 
 
-def result_text(result: Any) -> str:
+def result_text(result: Mapping[str, Any]) -> str:
     """Text parts joined by newlines, other parts as a short note; the structured content as
     JSON when there is no text."""
-    parts = [_part(item) for item in result.content or ()]
-    has_text = any(getattr(item, "type", "") == "text" for item in result.content or ())
-    structured = getattr(result, "structuredContent", None)
+    content = result.get("content") or ()
+    parts = [_part(item) for item in content]
+    has_text = any(item.get("type") == "text" for item in content)
+    structured = result.get("structuredContent")
     if structured is not None and not has_text:
         parts.insert(0, json.dumps(structured, ensure_ascii=False))
     return "\n".join(parts)

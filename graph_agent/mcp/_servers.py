@@ -100,23 +100,9 @@ class HttpServer:
     @contextlib.asynccontextmanager
     async def open(self, name: Callable[[], str]) -> AsyncIterator[Transport]:
         """Connect; on leaving, end the session (an HTTP DELETE) and close the client."""
-        headers = dict(self.headers) if self.headers is not None else None
-        try:  # the SDK's newer client (1.2x) takes an httpx client
-            from mcp.client.streamable_http import streamable_http_client
-        except ImportError:  # pragma: no cover - older 1.x
-            from mcp.client.streamable_http import streamablehttp_client
+        from ._sdk import http_streams
 
-            async with streamablehttp_client(self.url, headers=headers) as (read, write, _):
-                yield Transport(read, write)
-            return
-        import httpx
-
-        # read: how long an SSE stream may stay silent; each call has its own timeout on top
-        timeout = httpx.Timeout(30.0, read=300.0)
-        async with (
-            httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True) as http,
-            streamable_http_client(self.url, http_client=http) as (read, write, _),
-        ):
+        async with http_streams(self.url, self.headers) as (read, write):
             yield Transport(read, write)
 
 

@@ -41,15 +41,17 @@ class McpTool:
     description and input schema the server declared; a call sends the model's arguments to
     the server under the tool's own name (``remote_name``)."""
 
-    def __init__(self, provider: McpToolProvider, connection: Connection, tool: Any, name: str):
+    def __init__(
+        self, provider: McpToolProvider, connection: Connection, tool: dict[str, Any], name: str
+    ):
         self._provider = provider
         self._connection = connection
-        self.remote_name: str = tool.name
+        self.remote_name: str = tool["name"]
         self.server_name: str = connection.name
         self._definition = ToolDefinition(
             name=name,
-            description=tool.description or tool.title or tool.name,
-            input_schema=json.dumps(tool.inputSchema),
+            description=tool.get("description") or tool.get("title") or tool["name"],
+            input_schema=json.dumps(tool["inputSchema"]),
         )
 
     @property
@@ -79,9 +81,9 @@ class McpTool:
             )
         return arguments
 
-    def _answer(self, result: Any) -> str:
+    def _answer(self, result: dict[str, Any]) -> str:
         text = result_text(result)
-        if result.isError:
+        if result.get("isError"):
             raise ToolExecutionException(
                 f"tool '{self._definition.name}' failed on MCP server '{self.server_name}': "
                 f"{text or 'no details'}",
@@ -157,7 +159,7 @@ class McpToolProvider:
         self._portal: BlockingPortal | None = None
         self._owners: list[concurrent.futures.Future[None]] = []
         self._tools: tuple[McpTool, ...] = ()
-        self._listed: tuple[tuple[Any, ...], ...] = ()
+        self._listed: tuple[tuple[dict[str, Any], ...], ...] = ()
         self._lock = threading.Lock()
         self._state = "new"
 
@@ -241,7 +243,7 @@ class McpToolProvider:
         tools: dict[str, McpTool] = {}
         for connection, connection_tools in zip(self._connections, listed):
             for tool in connection_tools:
-                name = f"{connection.name}__{tool.name}" if self.prefix else tool.name
+                name = f"{connection.name}__{tool['name']}" if self.prefix else tool["name"]
                 name = _openai_name(name)
                 if name in tools:
                     other = tools[name].server_name

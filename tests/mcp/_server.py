@@ -1,4 +1,4 @@
-"""A real MCP server written with the SDK's FastMCP, for the tests.
+"""A real MCP server written with the SDK's MCPServer (FastMCP in 1.x), for the tests.
 
 python tests/mcp/_server.py                 # stdio
 python tests/mcp/_server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT
@@ -7,6 +7,9 @@ It lists its tools in pages of ``PAGE`` (through the SDK's low-level list handle
 listing is paginated. ``WEATHER_FAIL_AT_START=1`` in its environment makes it exit with
 code 2 before speaking MCP, after a line on stderr; ``WEATHER_START_DELAY=<seconds>`` makes it
 wait that long before it answers anything.
+
+It runs on either major of the SDK, as graph_agent.mcp does: 2.x (``make test``) and 1.x
+(``make test-mcp1``); what differs between them is under ``SDK_MAJOR``.
 """
 
 from __future__ import annotations
@@ -15,14 +18,30 @@ import asyncio
 import os
 import sys
 import time
+import warnings
+from typing import Any
 
-from mcp import types
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.fastmcp.utilities.types import Image
-from pydantic import AnyUrl, BaseModel
+from pydantic import BaseModel
+
+# Its stderr is for its own last words, which the tests read: not for the warning an older 1.x
+# SDK beside a newer pydantic-settings gives when imported.
+warnings.filterwarnings("ignore", module=r"pydantic_settings\.")
+
+try:
+    from mcp import types
+    from mcp.server.mcpserver import Context, Image, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    SDK_MAJOR = 2
+except ImportError:
+    from mcp.server.fastmcp import Context, Image
+    from mcp.server.fastmcp import FastMCP as MCPServer
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    SDK_MAJOR = 1
 
 PAGE = 4
-server = FastMCP("weather", log_level="WARNING")
+server = MCPServer("weather", log_level="WARNING")
 
 
 class Forecast(BaseModel):
@@ -63,24 +82,25 @@ def attachments() -> types.CallToolResult:
             types.EmbeddedResource(
                 type="resource",
                 resource=types.TextResourceContents(
-                    uri=AnyUrl("file:///notes.txt"), text="bring an umbrella"
+                    uri="file:///notes.txt", text="bring an umbrella"
                 ),
             ),
             types.EmbeddedResource(
                 type="resource",
                 resource=types.BlobResourceContents(
-                    uri=AnyUrl("file:///map.bin"), blob="AAAAAA==", mimeType="application/pdf"
+                    uri="file:///map.bin", blob="AAAAAA==", mimeType="application/pdf"
                 ),
             ),
-            types.ResourceLink(type="resource_link", uri=AnyUrl("file:///full.csv"), name="full"),
+            types.ResourceLink(type="resource_link", uri="file:///full.csv", name="full"),
         ]
     )
 
 
 @server.tool()
 def failing(city: str) -> str:
-    """Always fails (an exception: FastMCP answers isError with its text)."""
-    raise ValueError(f"no station in {city}")
+    """Always fails (a ToolError: the server answers isError with its text; 2.x keeps the text
+    of any other exception to itself)."""
+    raise ToolError(f"no station in {city}")
 
 
 @server.tool()
@@ -124,16 +144,29 @@ async def unlock_alerts(ctx: Context) -> str:  # type: ignore[type-arg]
     return "alerts unlocked"
 
 
-async def _list_in_pages(request: types.ListToolsRequest) -> types.ListToolsResult:
+async def _page(cursor: str | None) -> types.ListToolsResult:
     tools = await server.list_tools()
-    start = int(request.params.cursor) if request.params and request.params.cursor else 0
+    start = int(cursor) if cursor else 0
     more = start + PAGE < len(tools)
     return types.ListToolsResult(
         tools=tools[start : start + PAGE], nextCursor=str(start + PAGE) if more else None
     )
 
 
-server._mcp_server.list_tools()(_list_in_pages)
+if SDK_MAJOR == 2:
+
+    async def _list_in_pages(ctx: Any, params: types.PaginatedRequestParams) -> Any:
+        return await _page(params.cursor)
+
+    server._lowlevel_server.add_request_handler(
+        "tools/list", types.PaginatedRequestParams, _list_in_pages
+    )
+else:
+
+    async def _list_in_pages_v1(request: types.ListToolsRequest) -> Any:
+        return await _page(request.params.cursor if request.params else None)
+
+    server._mcp_server.list_tools()(_list_in_pages_v1)
 
 
 if __name__ == "__main__":
@@ -142,7 +175,10 @@ if __name__ == "__main__":
         sys.exit(2)
     time.sleep(float(os.environ.get("WEATHER_START_DELAY", "0")))
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.settings.port = int(sys.argv[2])
-        server.run("streamable-http")
+        if SDK_MAJOR == 2:
+            server.run("streamable-http", port=int(sys.argv[2]))
+        else:
+            server.settings.port = int(sys.argv[2])
+            server.run("streamable-http")
     else:
         server.run("stdio")

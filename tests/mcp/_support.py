@@ -75,6 +75,13 @@ def answers(messages: Any) -> dict[str, str]:
     }
 
 
+def wire(model: Any) -> dict[str, Any]:
+    """An SDK model (a tool, a tool result) as its JSON on the wire: the same keys with either
+    major of the SDK (``inputSchema``; 2.x names the Python field ``input_schema``)."""
+    dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
 def tools_of(provider: McpToolProvider) -> dict[str, Any]:
     """The provider's tools, by name."""
     return {t.tool_definition.name: t for t in provider.get_tool_callbacks()}

@@ -27,12 +27,12 @@ from graph_agent import (
 )
 from graph_agent.mcp import HttpServer, McpServerError, McpToolProvider, StdioServer
 from tests.mcp import _server
-from tests.mcp._support import answers, stdio, tool_calls, tools_of
+from tests.mcp._support import answers, stdio, tool_calls, tools_of, wire
 
 
 def declared_tools() -> dict[str, Any]:
-    """What the test server declares, asked in-process (FastMCP's own list)."""
-    return {t.name: t for t in asyncio.run(_server.server.list_tools())}
+    """What the test server declares, asked in-process (the SDK server's own list), as JSON."""
+    return {t.name: wire(t) for t in asyncio.run(_server.server.list_tools())}
 
 
 def agent_with(model: Any, provider: McpToolProvider, **options: Any) -> Any:
@@ -94,8 +94,8 @@ def test_the_model_is_offered_every_tool_with_the_schema_the_server_declared() -
     }
     assert list(offered) == list(declared)
     for name, tool in declared.items():
-        assert offered[name].schema == tool.inputSchema
-        assert offered[name].description == tool.description
+        assert offered[name].schema == tool["inputSchema"]
+        assert offered[name].description == tool["description"]
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])

@@ -6,13 +6,18 @@ import base64
 import json
 
 from mcp import types
-from pydantic import AnyUrl
 
-from graph_agent.mcp._results import result_text
+from graph_agent.mcp._results import result_text as result_text_of_wire
+from tests.mcp._support import wire
 
 
 def text(value: str) -> types.TextContent:
     return types.TextContent(type="text", text=value)
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """What the model gets for ``result``, which reaches the provider in its wire form."""
+    return result_text_of_wire(wire(result))
 
 
 def test_text_parts_are_joined_by_newlines() -> None:
@@ -51,15 +56,13 @@ def test_resources_give_their_text_or_a_note() -> None:
         content=[
             types.EmbeddedResource(
                 type="resource",
-                resource=types.TextResourceContents(uri=AnyUrl("file:///a.txt"), text="hello"),
+                resource=types.TextResourceContents(uri="file:///a.txt", text="hello"),
             ),
             types.EmbeddedResource(
                 type="resource",
-                resource=types.BlobResourceContents(uri=AnyUrl("file:///b.bin"), blob="AAAA"),
+                resource=types.BlobResourceContents(uri="file:///b.bin", blob="AAAA"),
             ),
-            types.ResourceLink(
-                type="resource_link", uri=AnyUrl("https://example.com/r"), name="report"
-            ),
+            types.ResourceLink(type="resource_link", uri="https://example.com/r", name="report"),
         ]
     )
     assert result_text(result).splitlines() == [
