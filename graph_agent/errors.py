@@ -120,6 +120,15 @@ class AgentMaxIterationsError(GraphRecursionError):
     """An agent run made ``max_iterations`` model calls without reaching a final answer."""
 
 
+class McpServerError(GraphAgentError, ConnectionError):
+    """An MCP server could not be started or reached, did not answer in time, crashed, or
+    belongs to a closed provider (``graph_agent.mcp``). ``server`` names it."""
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server
+
+
 class RunStopped(BaseException):
     """A run stopped because its event stream was closed early (``break``, ``close()``,
     cancelling the task that iterates it): it stops at the next step boundary, its thread

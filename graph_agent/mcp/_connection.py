@@ -20,11 +20,11 @@ import anyio
 import anyio.abc
 import mcp.types
 
-from ..errors import GraphAgentError
+from ..errors import McpServerError
 from . import _sdk
 from ._servers import HttpServer, StdioServer, Transport
 
-__all__ = ["Connection", "McpServerError", "Server"]
+__all__ = ["Connection", "Server"]
 
 _log = logging.getLogger("graph_agent.mcp")
 
@@ -32,15 +32,6 @@ Server = StdioServer | HttpServer
 
 _CONNECTION_CLOSED = -32000  # mcp.types.CONNECTION_CLOSED
 _CLOSE_WITHIN = 10.0  # seconds a session gets to close
-
-
-class McpServerError(GraphAgentError, ConnectionError):
-    """An MCP server could not be started or reached, did not answer in time, crashed, or
-    belongs to a closed provider. ``server`` names it."""
-
-    def __init__(self, message: str, *, server: str) -> None:
-        super().__init__(message)
-        self.server = server
 
 
 class Connection:

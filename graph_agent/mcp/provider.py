@@ -20,9 +20,9 @@ from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from ..errors import ToolArgumentsError, ToolExecutionException
+from ..errors import McpServerError, ToolArgumentsError, ToolExecutionException
 from ..tools import ToolCallback, ToolContext, ToolDefinition, ToolMetadata, ToolProviderRequest
-from ._connection import Connection, McpServerError, Server
+from ._connection import Connection, Server
 from ._results import result_text
 from ._servers import HttpServer, StdioServer
 
