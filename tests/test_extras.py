@@ -91,3 +91,38 @@ def test_the_redis_saver_s_own_connections_work_without_hiredis():
         "tests/checkpoint/test_redis.py",
         before="from redis.utils import HIREDIS_AVAILABLE; assert not HIREDIS_AVAILABLE",
     )
+
+
+def test_an_mcp_sdk_that_is_installed_but_does_not_import_is_not_called_missing():
+    """mcp 1.10 to 1.21 fail to import beside pydantic 2.14: the error says so, and how to get
+    one that works, instead of "not installed"."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+                import sys
+
+                class _Broken:
+                    def find_spec(self, name, path=None, target=None):
+                        if name == "mcp":
+                            raise ImportError("cannot import name 'eval_type_backport'")
+                        return None
+
+                sys.meta_path.insert(0, _Broken())
+                import graph_agent.mcp
+                """
+            ),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: graph_agent.mcp needs the MCP SDK, which is installed"), (
+        last
+    )
+    assert "cannot import name 'eval_type_backport'" in last
+    assert "pip install --upgrade 'graph-agent[mcp]'" in last

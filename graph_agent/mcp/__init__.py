@@ -13,10 +13,18 @@ agents and chat clients::
 from __future__ import annotations
 
 try:
-    import mcp  # noqa: F401
-except ImportError as error:  # pragma: no cover - exercised in a subprocess without the extra
+    import mcp.shared.exceptions
+    import mcp.types  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised in a subprocess (tests/test_extras.py)
+    if isinstance(error, ModuleNotFoundError) and error.name == "mcp":
+        raise ImportError(
+            "graph_agent.mcp needs the MCP SDK, which is not installed: "
+            "pip install 'graph-agent[mcp]'"
+        ) from error
     raise ImportError(
-        "graph_agent.mcp needs the MCP SDK, which is not installed: pip install 'graph-agent[mcp]'"
+        f"graph_agent.mcp needs the MCP SDK, which is installed but does not import ({error}); "
+        "pip install --upgrade 'graph-agent[mcp]' installs one that works with the packages "
+        "beside it (2.x, or 1.x from 1.22)"
     ) from error
 
 from ._servers import HttpServer, StdioServer
