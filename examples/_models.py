@@ -60,10 +60,12 @@ def needs(what: str, install: str) -> Iterator[None]:
     naming ``what`` is missing and the ``install`` command."""
     try:
         yield
-    except ModuleNotFoundError as error:
-        raise SystemExit(
-            f"{_script()} needs {what}, and {error.name or error} is not installed: {install}"
-        ) from None
+    except ImportError as error:
+        missing = next(
+            (e.name for e in (error, error.__cause__) if isinstance(e, ModuleNotFoundError)), None
+        )
+        why = f"{missing} is not installed" if missing else f"it does not import ({error})"
+        raise SystemExit(f"{_script()} needs {what}, and {why}: {install}") from None
 
 
 def _script() -> str:

@@ -15,10 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from _models import choose, parse_args
+from _models import choose, needs, parse_args
 
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall
-from graph_agent.mcp import McpToolProvider, StdioServer
+
+with needs("the MCP SDK", "pip install 'graph-agent[mcp]'"):
+    from graph_agent.mcp import McpToolProvider, StdioServer
 
 SERVER = Path(__file__).resolve()
 

@@ -119,25 +119,41 @@ def test_graph_agent_debug_keeps_the_traceback() -> None:
     assert "graph_agent.errors.ModelError" in done.stderr
 
 
-def test_tracing_without_opentelemetry_says_what_to_install() -> None:
+@pytest.mark.parametrize(
+    ("name", "package", "expected"),
+    [
+        (
+            "tracing.py",
+            "opentelemetry",
+            "tracing.py needs OpenTelemetry, and opentelemetry is not installed: "
+            "pip install 'graph-agent[otel]' opentelemetry-sdk",
+        ),
+        (
+            "mcp_tools.py",
+            "mcp",
+            "mcp_tools.py needs the MCP SDK, and mcp is not installed: "
+            "pip install 'graph-agent[mcp]'",
+        ),
+    ],
+)
+def test_an_example_without_its_extra_says_what_to_install(
+    name: str, package: str, expected: str
+) -> None:
     hide = (
         "import runpy, sys\n"
         "class Missing:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'opentelemetry':\n"
+        f"        if name.split('.')[0] == {package!r}:\n"
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, Missing())\n"
-        "sys.argv = ['examples/tracing.py']\n"
+        f"sys.argv = ['examples/{name}']\n"
         "sys.path.insert(0, 'examples')\n"
-        "runpy.run_path('examples/tracing.py', run_name='__main__')\n"
+        f"runpy.run_path('examples/{name}', run_name='__main__')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", hide], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
-    assert one_line(done) == (
-        "tracing.py needs OpenTelemetry, and opentelemetry is not installed: "
-        "pip install 'graph-agent[otel]' opentelemetry-sdk"
-    )
+    assert one_line(done) == expected
 
 
 NEEDS = {"mcp": ("mcp", "graph_agent.mcp"), "otel": ("opentelemetry", "graph_agent.observability")}
