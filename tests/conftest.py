@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ._cli import FakeOpenAI
 from .redis_servers import redis_server
 
 
@@ -23,3 +24,10 @@ def durable(request: pytest.FixtureRequest) -> Any:
     from tests.checkpoint.conftest import SAVERS
 
     return SAVERS[request.param](request)  # the factory closes it when the fixture ends
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeOpenAI]:
+    """A loopback OpenAI-compatible server for ``graph-agent chat`` processes (tests/_cli.py)."""
+    with FakeOpenAI() as server:
+        yield server

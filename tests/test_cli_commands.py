@@ -5,50 +5,40 @@ sends a line that starts with ``/``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.test_cli_chat import FakeOpenAI, cli_env, run_cli
+from tests._cli import FakeOpenAI, cli_env, run_cli
 
 
-@pytest.fixture
-def model() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def said(model: FakeOpenAI) -> list[str]:
+def said(fake_model: FakeOpenAI) -> list[str]:
     """The user messages of the last request the model got."""
-    return [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "user"]
+    return [m["content"] for m in fake_model.requests[-1]["messages"] if m["role"] == "user"]
 
 
 def test_an_unknown_command_lists_the_commands_and_is_not_sent(
-    model: FakeOpenAI, tmp_path: Path
+    fake_model: FakeOpenAI, tmp_path: Path
 ) -> None:
-    env = cli_env(tmp_path, OPENAI_BASE_URL=model.url())
+    env = cli_env(tmp_path, OPENAI_BASE_URL=fake_model.url())
     lines = "/foo\n/retry now\nhello\n/history\n"
     done = run_cli("chat", "--saver", "memory", input=lines, env=env)
     assert (done.returncode, done.stderr) == (0, "")
     out = done.stdout
     assert "/foo is not a command; nothing was sent. The commands:\n/history  " in out
     assert "/retry takes nothing after it; nothing was sent. The commands:\n/history" in out
-    assert len(model.requests) == 1 and said(model) == ["hello"]
+    assert len(fake_model.requests) == 1 and said(fake_model) == ["hello"]
     assert "you said 'hello' (1 messages from you)" in out
     history = out[out.rindex("user: hello") :]
     assert "/foo" not in history and "/retry" not in history
 
 
-def test_paths_and_double_slashes_are_messages(model: FakeOpenAI, tmp_path: Path) -> None:
-    env = cli_env(tmp_path, OPENAI_BASE_URL=model.url())
+def test_paths_and_double_slashes_are_messages(fake_model: FakeOpenAI, tmp_path: Path) -> None:
+    env = cli_env(tmp_path, OPENAI_BASE_URL=fake_model.url())
     lines = "/etc/hosts is what?\n//help me\n"
     done = run_cli("chat", "--saver", "memory", input=lines, env=env)
     assert (done.returncode, done.stderr) == (0, "")
-    assert said(model) == ["/etc/hosts is what?", "/help me"]
+    assert said(fake_model) == ["/etc/hosts is what?", "/help me"]
     assert "not a command" not in done.stdout
 
 

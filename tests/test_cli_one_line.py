@@ -14,19 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests._cli import ERROR_PREFIX, FakeOpenAI, LiveChat, cli_env, run_cli
 from tests.redis_servers import free_port, redis_server
-from tests.test_cli_chat import ERROR_PREFIX, FakeOpenAI, LiveChat, cli_env, run_cli
 
 PASSWORD = "cli-Pa55word"
-
-
-@pytest.fixture
-def fake_model() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_redis_going_away_mid_chat_is_one_line_and_the_chat_goes_on(

@@ -9,13 +9,12 @@ own but the ``MemorySaver`` every ``ReactAgent`` gets, and by its own saver othe
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from checkpoint import SqliteSaver
-from tests.test_cli_chat import ERROR_PREFIX, FakeOpenAI, calls, cli_env, run_cli
+from tests._cli import ERROR_PREFIX, FakeOpenAI, calls, cli_env, run_cli
 
 APP = """
 import os
@@ -82,44 +81,37 @@ def app(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def model() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def env_for(tmp_path: Path, model: FakeOpenAI, **settings: str) -> dict[str, str]:
-    return cli_env(tmp_path, OPENAI_BASE_URL=model.url(), GRAPH_AGENT_MODEL="app-model", **settings)
+def env_for(tmp_path: Path, fake_model: FakeOpenAI, **settings: str) -> dict[str, str]:
+    return cli_env(
+        tmp_path, OPENAI_BASE_URL=fake_model.url(), GRAPH_AGENT_MODEL="app-model", **settings
+    )
 
 
 def test_your_agent_with_its_model_tools_and_hooks_on_the_default_sqlite_file(
-    app: Path, model: FakeOpenAI, tmp_path: Path
+    app: Path, fake_model: FakeOpenAI, tmp_path: Path
 ) -> None:
-    model.replies.append(calls(("shout", {"text": "hi"})))
-    env = env_for(tmp_path, model)
+    fake_model.replies.append(calls(("shout", {"text": "hi"})))
+    env = env_for(tmp_path, fake_model)
     done = run_cli("chat", f"{app}:agent", input="hi\nagain\n", env=env)
     assert (done.returncode, done.stderr) == (0, "")
     banner = done.stdout.splitlines()[0]
     assert banner.startswith(
-        f"chatting with agent 'helper' (app-model at {model.url()}) from {app}:agent on thread "
+        f"chatting with agent 'helper' (app-model at {fake_model.url()}) from {app}:agent on thread "
         "'helper' (kept in sqlite:~/.graph-agent/chat.sqlite)"
     )
     assert "  -> shout(" in done.stdout and "  <- shout: HI!" in done.stdout  # its tool
     assert "you said 'again' (1 messages from you)" in done.stdout  # its hook's window
-    first = model.requests[0]
+    first = fake_model.requests[0]
     assert [t["function"]["name"] for t in first["tools"]] == ["shout"]
     assert first["messages"][0] == {"role": "system", "content": "You shout."}
-    assert {r["model"] for r in model.requests} == {"app-model"}
+    assert {r["model"] for r in fake_model.requests} == {"app-model"}
     assert (tmp_path / ".graph-agent" / "chat.sqlite").is_file()
     again = run_cli("chat", f"{app}:agent", input="/history\n", env=env)  # a new process
     assert "user: again" in again.stdout and again.stderr == ""
 
 
-def test_your_agent_on_the_saver_given(app: Path, model: FakeOpenAI, tmp_path: Path) -> None:
-    env = env_for(tmp_path, model)
+def test_your_agent_on_the_saver_given(app: Path, fake_model: FakeOpenAI, tmp_path: Path) -> None:
+    env = env_for(tmp_path, fake_model)
     store = tmp_path / "chats.sqlite"
     done = run_cli("chat", f"{app}:flow", "--saver", f"sqlite:{store}", input="one\n", env=env)
     assert done.returncode == 0, done.stderr
@@ -132,10 +124,10 @@ def test_your_agent_on_the_saver_given(app: Path, model: FakeOpenAI, tmp_path: P
 
 
 def test_an_agent_with_a_saver_of_its_own_keeps_its_threads_there(
-    app: Path, model: FakeOpenAI, tmp_path: Path
+    app: Path, fake_model: FakeOpenAI, tmp_path: Path
 ) -> None:
     own = tmp_path / "own.sqlite"
-    env = env_for(tmp_path, model, APP_DB=str(own))
+    env = env_for(tmp_path, fake_model, APP_DB=str(own))
     done = run_cli("chat", f"{app}:kept", "--thread", "mine", input="hello\n", env=env)
     assert (done.returncode, done.stderr) == (0, "")
     assert f"on thread 'mine' (kept in its own SqliteSaver('{own}'" in done.stdout
@@ -150,9 +142,11 @@ def test_an_agent_with_a_saver_of_its_own_keeps_its_threads_there(
     )
 
 
-def test_a_pause_for_a_person_is_one_line(app: Path, model: FakeOpenAI, tmp_path: Path) -> None:
-    model.replies.append(calls(("shout", {"text": "hi"})))
-    env = env_for(tmp_path, model)
+def test_a_pause_for_a_person_is_one_line(
+    app: Path, fake_model: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_model.replies.append(calls(("shout", {"text": "hi"})))
+    env = env_for(tmp_path, fake_model)
     done = run_cli("chat", f"{app}:careful", "--saver", "memory", input="hi\n", env=env)
     assert (done.returncode, done.stderr) == (0, "")
     (line,) = [line for line in done.stdout.splitlines() if "[paused for input: " in line]
