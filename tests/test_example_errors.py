@@ -5,7 +5,6 @@ Each runs as a user would, ``python examples/<name>``, in a fresh interpreter.""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -16,29 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests._examples import example_process
 from tests.test_guide_examples import ALL_EXAMPLES, NO_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 LIVE = [name for name in ALL_EXAMPLES if name not in NO_MODEL]
-
-
-def run_example(name: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPH_AGENT_MODEL", "GRAPH_AGENT_DEBUG")
-    }
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
-    environ.update(env)
-    return subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name), *args],
-        cwd=ROOT,
-        env=environ,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -49,7 +30,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.mark.parametrize("name", LIVE)
 def test_live_without_a_model_configured_says_what_to_set(name: str) -> None:
-    line = one_line(run_example(name, "--live"))
+    line = one_line(example_process(name, "--live"))
     assert line.startswith(f"{name}: --live needs a model: set OPENAI_API_KEY"), line
     assert "OPENAI_BASE_URL" in line
 
@@ -63,7 +44,7 @@ def closed_port() -> int:
 @pytest.mark.parametrize("name", ["weather_tool.py", "streaming.py", "human_in_the_loop.py"])
 def test_live_with_a_server_that_cannot_be_reached_is_one_line(name: str) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    line = one_line(run_example(name, "--live", OPENAI_BASE_URL=url))
+    line = one_line(example_process(name, "--live", OPENAI_BASE_URL=url))
     assert line.startswith(f"{name} --live: cannot reach the model server at {url}; "), line
     assert "set OPENAI_BASE_URL" in line
 
@@ -100,7 +81,7 @@ def refusing_server() -> Iterator[str]:
 
 
 def test_live_with_a_refused_key_is_one_line_naming_the_key(refusing_server: str) -> None:
-    done = run_example(
+    done = example_process(
         "tool_errors.py", "--live", OPENAI_BASE_URL=refusing_server, OPENAI_API_KEY=KEY
     )
     line = one_line(done)
@@ -113,7 +94,7 @@ def test_live_with_a_refused_key_is_one_line_naming_the_key(refusing_server: str
 
 def test_graph_agent_debug_keeps_the_traceback() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    done = run_example("weather_tool.py", "--live", OPENAI_BASE_URL=url, GRAPH_AGENT_DEBUG="1")
+    done = example_process("weather_tool.py", "--live", OPENAI_BASE_URL=url, GRAPH_AGENT_DEBUG="1")
     assert done.returncode == 1
     assert "Traceback (most recent call last):" in done.stderr
     assert "graph_agent.errors.ModelError" in done.stderr
