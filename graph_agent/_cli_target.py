@@ -65,8 +65,9 @@ class Partner:
     ``what``: how the banner names it (``agent 'helper' (gpt-4o at URL) from app.py:agent``);
     ``model``: its model's name for failure lines (``""`` for a graph); ``thread``: the
     default thread (the graph's name); ``kept``: where the thread is kept, for the banner,
-    and ``store`` for failure lines (both masked); ``saver``: the saver the chat made for it (closed when the chat ends), or ``None`` when
-    the target keeps its threads in its own; ``secrets``: passwords to mask."""
+    and ``store`` for failure lines (both masked); ``saver``: the saver the chat made for it
+    (closed when the chat ends), or ``None`` when the target keeps its threads in its own;
+    ``secrets``: passwords to mask."""
 
     conversation: Conversation
     what: str

@@ -7,9 +7,9 @@ prints the Mermaid diagram of a graph. Both load ``TARGET`` the same way (``_cli
 
 Every error a user can cause (a bad TARGET, a module that fails to import, a graph that
 does not compile, options that do not fit together) is one message on stderr and exit
-code 2, never a traceback. Once a chat
-runs, a failure is one line on stderr and the chat goes on (``_cli_chat``). No password of
-a URL the user gives (``--saver``, ``--base-url``, ``OPENAI_BASE_URL``) is printed, not even in a usage error.
+code 2, never a traceback. Once a chat runs, a failure is one line on stderr and the chat
+goes on (``_cli_chat``). No password of a URL the user gives (``--saver``, ``--base-url``,
+``OPENAI_BASE_URL``) is printed, not even in a usage error.
 """
 
 from __future__ import annotations
