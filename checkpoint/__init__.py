@@ -22,10 +22,10 @@ from .errors import (
     UnserializableValueError,
 )
 from .memory import MemorySaver
-from .redis import RedisSaver
+from .redis import RedisSaver, RedisStore
 from .serde import Serializer, TypeRegistry, default_registry, default_serializer, register_type
 from .sqlite import SqliteSaver
-from .store import BaseStore, Item, MemoryStore, RedisStore
+from .store import BaseStore, Item, MemoryStore
 
 # Nothing prints until the application configures logging (see graph_agent/__init__.py).
 logging.getLogger("checkpoint").addHandler(logging.NullHandler())

@@ -22,8 +22,8 @@ from checkpoint import (
     MemorySaver,
     RedisSaver,
     SqliteSaver,
-    _redis_history,
 )
+from checkpoint.redis import _history as redis_history
 from graph_agent import END, START, AssistantMessage, StateGraph, StateSnapshot, UserMessage
 
 from .conftest import SAVERS
@@ -47,7 +47,7 @@ def decoding_saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
 @contextmanager
 def small_pages(size: int = 3) -> Iterator[None]:
     """Redis listings in pages of ``size`` checkpoints, so a short thread spans several."""
-    with mock.patch.object(_redis_history, "PAGE", size):
+    with mock.patch.object(redis_history, "PAGE", size):
         yield
 
 

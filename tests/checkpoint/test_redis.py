@@ -178,7 +178,7 @@ def test_a_failed_write_is_a_clear_error_and_the_head_stays(fake):
     ):
         app.invoke({"messages": ["lost?"]}, {"thread_id": "t"})
     saver._write = fake.register_script(
-        __import__("checkpoint._redis_lua", fromlist=["WRITE"]).WRITE
+        __import__("checkpoint.redis._lua", fromlist=["WRITE"]).WRITE
     )
     assert saver.get("t").id == head
 

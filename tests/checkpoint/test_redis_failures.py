@@ -34,7 +34,7 @@ from checkpoint import (
     RedisStore,
 )
 from checkpoint._ids import created_at_of, new_checkpoint_id
-from checkpoint._redis_eviction import evicting_policy
+from checkpoint.redis._eviction import evicting_policy
 
 from ..redis_servers import free_port, redis_server
 from ._graphs import chat_graph

@@ -1,5 +1,5 @@
 """A RedisSaver on a plain ``redis.Redis`` sends its scripts on connections of its own
-(``checkpoint/_redis_lean.py``); anything that customises how commands are sent keeps
+(``checkpoint/redis/_lean.py``); anything that customises how commands are sent keeps
 redis-py's path."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from checkpoint import RedisSaver
-from checkpoint._redis_lean import ScriptCalls, lean_pool, pack_command, packer
+from checkpoint.redis._lean import ScriptCalls, lean_pool, pack_command, packer
 
 from ._graphs import chat_graph
 

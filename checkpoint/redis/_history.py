@@ -1,6 +1,6 @@
 """A RedisSaver's ``list``: the history read page by page, each stored item sent and decoded once.
 
-Each page is one call of ``_redis_lua.HISTORY``, atomic like every script: up to ``PAGE``
+Each page is one call of ``_lua.HISTORY``, atomic like every script: up to ``PAGE``
 checkpoints (fewer with ``limit``), their headers and indexes, the values they hold and the
 list items the client does not hold yet. The next page starts after the last id the previous
 one looked at; if a writer pruned that id meanwhile, everything older went with it (pruning
@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ._head import index_from_json
-from ._history import Decoded
-from ._index import checkpoint_from
-from ._redis_read import corrupt
-from .base import Checkpoint
-from .errors import SerializationError
-from .serde import Serializer
+from .._head import index_from_json
+from .._history import Decoded
+from .._index import checkpoint_from
+from ..base import Checkpoint
+from ..errors import SerializationError
+from ..serde import Serializer
+from ._read import corrupt
 
 __all__ = ["PAGE", "HistoryPages"]
 

@@ -8,7 +8,7 @@ import random
 import re
 from typing import Any
 
-from .errors import (
+from ..errors import (
     CheckpointAuthError,
     CheckpointError,
     CheckpointTimeoutError,

@@ -10,22 +10,22 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from . import _redis_lua
-from ._head import CachedHead, HeadCache
-from ._head_read import HeldWrite
-from ._index import header_of
-from ._redis_errors import is_transient, retrying, translate, where_of
-from ._redis_eviction import on_memory_info
-from ._redis_history import HistoryPages
-from ._redis_lean import ScriptCalls
-from ._redis_read import ReadAgain, read_reply, written_reply
-from ._redis_read import corrupt as _corrupt
-from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
-from .errors import (
+from .._head import CachedHead, HeadCache
+from .._head_read import HeldWrite
+from .._index import header_of
+from ..base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
+from ..errors import (
     CheckpointConflictError,
     CheckpointError,
 )
-from .serde import Serializer
+from ..serde import Serializer
+from . import _lua
+from ._errors import is_transient, retrying, translate, where_of
+from ._eviction import on_memory_info
+from ._history import HistoryPages
+from ._lean import ScriptCalls
+from ._read import ReadAgain, read_reply, written_reply
+from ._read import corrupt as _corrupt
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_SOCKET_TIMEOUT", "RedisSaver"]
 
@@ -116,18 +116,16 @@ class RedisSaver(BaseCheckpointSaver):
         self.write_retries = write_retries
         self.backoff = backoff
         self._sleep = sleep
-        self._write = client.register_script(_redis_lua.WRITE) if client is not None else None
-        self._read = client.register_script(_redis_lua.READ) if client is not None else None
+        self._write = client.register_script(_lua.WRITE) if client is not None else None
+        self._read = client.register_script(_lua.READ) if client is not None else None
         self._awrite = (
-            async_client.register_script(_redis_lua.WRITE) if async_client is not None else None
+            async_client.register_script(_lua.WRITE) if async_client is not None else None
         )
-        self._aread = (
-            async_client.register_script(_redis_lua.READ) if async_client is not None else None
-        )
-        self._list = client.register_script(_redis_lua.HISTORY) if client is not None else None
+        self._aread = async_client.register_script(_lua.READ) if async_client is not None else None
+        self._list = client.register_script(_lua.HISTORY) if client is not None else None
         self._calls = ScriptCalls(client)  # the sync scripts' calls, on lean connections
         self._alist = (
-            async_client.register_script(_redis_lua.HISTORY) if async_client is not None else None
+            async_client.register_script(_lua.HISTORY) if async_client is not None else None
         )
         self._policy_checked: set[int] = set()  # ids of the clients whose policy was checked
         self._async_factory: Callable[[], Any] | None = None
@@ -427,7 +425,7 @@ class RedisSaver(BaseCheckpointSaver):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> Iterator[Checkpoint]:
         """The thread's checkpoints, newest first in the order they were written: one round
-        trip per page of ``_redis_history.PAGE`` checkpoints (``limit`` asks for no more),
+        trip per page of ``_history.PAGE`` checkpoints (``limit`` asks for no more),
         each list item and value sent and decoded once for the whole listing."""
         script = self._list
         if script is None:
@@ -479,9 +477,9 @@ class RedisSaver(BaseCheckpointSaver):
             # makes a fresh one for each new loop (each asyncio.run), instead of failing.
             if self._async_loop is not None:
                 self.async_client = self._async_factory()
-                self._awrite = self.async_client.register_script(_redis_lua.WRITE)
-                self._aread = self.async_client.register_script(_redis_lua.READ)
-                self._alist = self.async_client.register_script(_redis_lua.HISTORY)
+                self._awrite = self.async_client.register_script(_lua.WRITE)
+                self._aread = self.async_client.register_script(_lua.READ)
+                self._alist = self.async_client.register_script(_lua.HISTORY)
             self._async_loop = loop
         initialize = getattr(self.async_client, "initialize", None)
         if initialize is not None:

@@ -11,8 +11,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ._redis_errors import is_auth_failure, is_transient, translate, where_of
-from .errors import EvictionPolicyWarning
+from ..errors import EvictionPolicyWarning
+from ._errors import is_auth_failure, is_transient, translate, where_of
 
 
 def evicting_policy(info: Any, ttl: int | None) -> str | None:

@@ -2,7 +2,7 @@
 
 A read names the checkpoint of the thread the saver holds decoded (its ``HeadCache``); the
 script then answers ``=`` when that is the checkpoint asked for, and otherwise sends only
-what the held one lacks (see ``_redis_lua.READ``). A write answers the new checkpoint's
+what the held one lacks (see ``_lua.READ``). A write answers the new checkpoint's
 index, so the held head moves on with the write.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._head import CachedHead, HeadCache, index_from_json
-from ._head_read import (
+from .._head import CachedHead, HeadCache, index_from_json
+from .._head_read import (
     HeadRead,
     HeldHeadChangedError,
     HeldWrite,
@@ -20,9 +20,9 @@ from ._head_read import (
     UndecodableError,
     head_checkpoint,
 )
-from .base import Checkpoint
-from .errors import CheckpointDataError, SerializationError
-from .serde import Serializer
+from ..base import Checkpoint
+from ..errors import CheckpointDataError, SerializationError
+from ..serde import Serializer
 
 __all__ = ["ReadAgain", "corrupt", "read_reply", "written_reply"]
 
