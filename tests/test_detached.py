@@ -7,7 +7,7 @@ from collections import Counter, OrderedDict, defaultdict, namedtuple
 from typing import Any
 
 from graph_agent import AssistantMessage, Command, Send, UserMessage
-from graph_agent._detached import detached
+from graph_agent.events._detached import detached
 from graph_agent.graph.state import OverAllState
 from graph_agent.graph.types import Interrupt
 

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool
-from graph_agent._event_log import ARGUMENTS_SHOWN, EventLog, with_event_log
+from graph_agent.events._log import ARGUMENTS_SHOWN, EventLog, with_event_log
 
 SECRET = "my PIN is 4711"
 

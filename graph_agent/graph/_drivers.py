@@ -20,11 +20,12 @@ from typing import Any
 
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
-from .._context import NodeInterrupt, RunScope, TaskScope, current_task, kept_id, paced
+from .._context import NodeInterrupt, RunScope, TaskScope, current_task, kept_id
 from .._pool import Countdown, run_all
 from .._workers import FinishedAfterCancel, in_thread
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
+from ..events._bus import paced
 from ._effects import (
     Effect,
     ExecuteEffect,

@@ -22,9 +22,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator
 from typing import Any
 
-from .._context import EventBus
-from .._listeners import run_listeners
 from ..errors import RunStopped
+from ..events._bus import EventBus
+from ..events._listeners import run_listeners
 
 __all__ = ["EVENTS_AHEAD", "async_event_stream", "sync_event_stream"]
 

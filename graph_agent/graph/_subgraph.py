@@ -24,13 +24,13 @@ from typing import Any
 
 from .._context import (
     NOTHING_KEPT,
-    EventBus,
     NodeInterrupt,
     RunScope,
     TaskScope,
     current_task,
 )
 from ..errors import GraphUsageError
+from ..events._bus import EventBus
 from ._core import GraphRun
 from ._drivers import adrive, drive
 from ._effects import Effect, ParentCommand, SubgraphEntry

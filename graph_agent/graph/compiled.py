@@ -12,11 +12,12 @@ import networkx as nx
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 from checkpoint._ids import new_run_id
 
-from .._context import EventBus, RunScope, current_task
-from .._listeners import run_listeners
+from .._context import RunScope, current_task
 from .._runloop import RunLoopScope
 from ..errors import GraphUsageError
 from ..events import RunEvent
+from ..events._bus import EventBus
+from ..events._listeners import run_listeners
 from ._core import GraphRun
 from ._cursor import interrupt_of
 from ._drivers import adrive, drive

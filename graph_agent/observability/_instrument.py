@@ -6,7 +6,7 @@ import threading
 
 from opentelemetry.trace import TracerProvider
 
-from .._listeners import install_listener, uninstall_listener
+from ..events import install_listener, uninstall_listener
 from ._spans import OpenTelemetryListener
 
 __all__ = ["instrument", "uninstrument"]

@@ -8,9 +8,10 @@ import logging
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._context import NodeInterrupt, current_task, paced
+from .._context import NodeInterrupt, current_task
 from .._pool import Countdown
 from ..errors import ToolArgumentsError, ToolExecutionException
+from ..events._bus import paced
 from ..messages import ToolCall
 
 if TYPE_CHECKING:

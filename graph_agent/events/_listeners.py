@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ._event_log import with_event_log
+from ._log import with_event_log
 
 __all__ = ["install_listener", "installed_listeners", "run_listeners", "uninstall_listener"]
 
