@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from graph_agent._cli_agent import run_demo
-from graph_agent._cli_chat import ChatOptions, make_saver, run_chat
 from graph_agent.cli import CliError, main
+from graph_agent.cli._chat import ChatOptions, make_saver, run_chat
+from graph_agent.cli._demo import run_demo
 
 
 def test_demo_shows_tools_a_hook_memory_and_the_graph(capsys):

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from graph_agent._cli_chat import ChatOptions, make_saver, run_chat
 from graph_agent.cli import CliError, main
+from graph_agent.cli._chat import ChatOptions, make_saver, run_chat
 from tests._cli import (
     API_KEY,
     ERROR_PREFIX,

@@ -57,6 +57,6 @@ def test_paths_and_double_slashes_are_messages(fake_model: FakeOpenAI, tmp_path:
     ],
 )
 def test_the_rule(text: str, command: str | None) -> None:
-    from graph_agent._cli_chat import command_of
+    from graph_agent.cli._chat import command_of
 
     assert command_of(text) == command

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graph_agent._cli_failures import Masker, describe_failure
+from graph_agent.cli._failures import Masker, describe_failure
 from graph_agent.errors import ModelError
 
 NOT_FOUND = ModelError("POST http://h/v1/chat/completions: HTTP 404", status=404)

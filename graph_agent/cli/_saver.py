@@ -9,8 +9,8 @@ from typing import Any
 
 from checkpoint import BaseCheckpointSaver, CheckpointError, MemorySaver
 
-from ._cli_errors import CliError
-from ._cli_failures import Masker, mask_url, redis_login_failure, url_password
+from ._errors import CliError
+from ._failures import Masker, mask_url, redis_login_failure, url_password
 
 __all__ = ["check_saver", "close_saver", "make_saver"]
 

@@ -1,16 +1,5 @@
-"""The ``graph-agent`` command.
-
-``graph-agent demo`` runs an offline agent and shows what it does; ``graph-agent chat``
-talks to an OpenAI-compatible model (``--model``/``--base-url`` or the environment), and
-``graph-agent chat TARGET`` to the user's own agent or graph; ``graph-agent graph TARGET``
-prints the Mermaid diagram of a graph. Both load ``TARGET`` the same way (``_cli_load``).
-
-Every error a user can cause (a bad TARGET, a module that fails to import, a graph that
-does not compile, options that do not fit together) is one message on stderr and exit
-code 2, never a traceback. Once a chat runs, a failure is one line on stderr and the chat
-goes on (``_cli_chat``). No password of a URL the user gives (``--saver``, ``--base-url``,
-``OPENAI_BASE_URL``) is printed, not even in a usage error.
-"""
+"""The ``graph-agent`` argument parser, its commands (``graph``, ``demo``, ``chat``) and
+``main``, which runs them: a user error is one line on stderr and exit code 2."""
 
 from __future__ import annotations
 
@@ -18,29 +7,19 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from . import __version__
-from ._cli_errors import CliError
-from ._cli_failures import Masker, mask_url
-from ._cli_load import TARGET_HELP, load_graph
-from ._cli_options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions
+from .. import __version__
+from ._errors import CliError
+from ._failures import Masker, mask_url
+from ._load import TARGET_HELP, load_graph
+from ._options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions
 
-__all__ = ["CliError", "load_graph", "main"]
+__all__ = ["main"]
 
 PROG = "graph-agent"
 USAGE_ERROR = 2
 DIRECTIONS = ("TD", "TB", "LR", "RL", "BT")
-
-
-def __getattr__(name: str) -> Any:
-    """``demo_agent``, the offline demo's agent (``graph-agent chat
-    graph_agent.cli:demo_agent``), loaded on first use so other commands start fast."""
-    if name == "demo_agent":
-        from ._cli_agent import demo_agent
-
-        return demo_agent
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
@@ -52,13 +31,13 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._cli_agent import run_demo
+    from ._demo import run_demo
 
     return run_demo(sys.stdout)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from ._cli_chat import run_chat, stdin_reader
+    from ._chat import run_chat, stdin_reader
 
     options = ChatOptions(
         thread=args.thread,
@@ -173,7 +152,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,7 +16,7 @@ import httpx
 
 from checkpoint import CheckpointError
 
-from .errors import GraphAgentError, ModelError
+from ..errors import GraphAgentError, ModelError
 
 __all__ = [
     "Masker",

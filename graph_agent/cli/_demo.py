@@ -1,4 +1,4 @@
-"""``graph-agent demo``: an agent you can watch, offline (``graph-agent chat`` is in ``_cli_chat``)."""
+"""``graph-agent demo``: an agent you can watch, offline (``graph-agent chat`` is in ``_chat``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import IO, Any
 
 from checkpoint import MemorySaver
 
-from .agent import ReactAgent
-from .graph import OverAllState, RunnableConfig
-from .messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
-from .models import FunctionChatModel, Prompt
-from .tools import tool
+from ..agent import ReactAgent
+from ..graph import OverAllState, RunnableConfig
+from ..messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
+from ..models import FunctionChatModel, Prompt
+from ..tools import tool
 
 # -- the demo ----------------------------------------------------------------------------------
 

@@ -20,15 +20,15 @@ from typing import Protocol
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
-from ._cli_errors import CliError
-from ._cli_failures import mask_url, url_password
-from ._cli_load import load_target
-from ._cli_options import DEFAULT_SAVER, ChatOptions
-from ._cli_saver import check_saver, close_saver, make_saver
-from .agent import ReactAgent
-from .events import RunEvent
-from .graph import CompiledGraph, RunnableConfig, StateSnapshot
-from .messages import UserMessage
+from ..agent import ReactAgent
+from ..events import RunEvent
+from ..graph import CompiledGraph, RunnableConfig, StateSnapshot
+from ..messages import UserMessage
+from ._errors import CliError
+from ._failures import mask_url, url_password
+from ._load import load_target
+from ._options import DEFAULT_SAVER, ChatOptions
+from ._saver import check_saver, close_saver, make_saver
 
 __all__ = ["Conversation", "GraphConversation", "Partner", "open_target"]
 

@@ -22,10 +22,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._cli_errors import CliError
-from ._cli_failures import mask_url
-from .errors import GraphValidationError
-from .graph import CompiledGraph, StateGraph
+from ..errors import GraphValidationError
+from ..graph import CompiledGraph, StateGraph
+from ._errors import CliError
+from ._failures import mask_url
 
 __all__ = ["TARGET_HELP", "Target", "load_graph", "load_target"]
 

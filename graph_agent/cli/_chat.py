@@ -1,6 +1,6 @@
 """``graph-agent chat``: a terminal chat on a kept thread, with the built-in agent (an
 OpenAI-compatible model from ``--model``/``--base-url`` or the environment, and a
-``current_time`` tool) or with the user's own agent or graph (``TARGET``, ``_cli_target``).
+``current_time`` tool) or with the user's own agent or graph (``TARGET``, ``_target``).
 
 A line is a message, unless its first word is a slash command (``/WORD``); an unknown one
 prints the list of commands and goes nowhere. No failure ends the chat: the model server
@@ -23,25 +23,25 @@ from typing import IO
 
 import httpx
 
-from ._cli_cancel import Canceller, sigint_calls
-from ._cli_errors import CliError
-from ._cli_failures import Masker, describe_failure, mask_url, url_password
-from ._cli_options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions
-from ._cli_saver import check_saver, close_saver, make_saver
-from ._cli_target import Conversation, Partner, open_target
-from .agent import WITHDRAWN, ReactAgent
-from .errors import ModelError
-from .events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent, ToolEnd, ToolStart
-from .graph import RunnableConfig
-from .messages import (
+from ..agent import WITHDRAWN, ReactAgent
+from ..errors import ModelError
+from ..events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent, ToolEnd, ToolStart
+from ..graph import RunnableConfig
+from ..messages import (
     AssistantMessage,
     Message,
     SystemMessage,
     ToolResponseMessage,
     UserMessage,
 )
-from .models import OpenAIChatModel
-from .tools import tool
+from ..models import OpenAIChatModel
+from ..tools import tool
+from ._cancel import Canceller, sigint_calls
+from ._errors import CliError
+from ._failures import Masker, describe_failure, mask_url, url_password
+from ._options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions
+from ._saver import check_saver, close_saver, make_saver
+from ._target import Conversation, Partner, open_target
 
 __all__ = [
     "ChatOptions",
