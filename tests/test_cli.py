@@ -288,3 +288,21 @@ def test_console_script_runs_in_a_subprocess(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "error: TARGET must look like" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path: Path) -> None:
+    """``graph-agent demo | head``: the pipe closes before the demo is done writing."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "graph_agent.cli", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the command has written anything
+    err = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 141
+    assert err == ""

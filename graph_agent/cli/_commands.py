@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -152,3 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`graph-agent demo | head`): stop quietly
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE: what a shell reports for a command a closed pipe stopped
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device: the interpreter flushes stdout on its way out, and a
+    flush into the closed pipe would print a second ``BrokenPipeError``."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
