@@ -7,7 +7,7 @@ import threading
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._runloop import RunLoopScope
+from ._runtime.run_loop import RunLoopScope
 from .errors import ToolCallLoopError
 from .messages import (
     AssistantMessage,

@@ -114,7 +114,7 @@ def _to_async(handler: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
 
 def _run_sync(coroutine: Awaitable[Any]) -> Any:
     """An async-only interceptor in a sync run: on the run's one event loop."""
-    from graph_agent._runloop import run_coroutine_sync
+    from graph_agent._runtime.run_loop import run_coroutine_sync
 
     return run_coroutine_sync(coroutine)  # type: ignore[arg-type]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from graph_agent import END, START, ReactAgent, StateGraph, tool
-from graph_agent._pool import run_all, thread_pool
+from graph_agent._runtime.pool import run_all, thread_pool
 from graph_agent.models import FunctionChatModel
 
 from .agent.conftest import tool_calls

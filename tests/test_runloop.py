@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from graph_agent import END, START, ReactAgent, StateGraph, tool
-from graph_agent._runloop import RunLoopScope, run_coroutine_sync
+from graph_agent._runtime.run_loop import RunLoopScope, run_coroutine_sync
 from graph_agent.models import ScriptedChatModel
 from hooks import ModelInterceptor
 

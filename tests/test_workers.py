@@ -1,4 +1,4 @@
-"""The worker threads that run an async run's sync calls (graph_agent/_workers.py)."""
+"""The worker threads that run an async run's sync calls (graph_agent/_runtime/workers.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import time
 
 import pytest
 
-from graph_agent._workers import WORKERS, FinishedAfterCancel, in_thread, start_in_worker, to_worker
+from graph_agent._runtime.workers import (
+    WORKERS,
+    FinishedAfterCancel,
+    in_thread,
+    start_in_worker,
+    to_worker,
+)
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 

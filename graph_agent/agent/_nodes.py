@@ -13,8 +13,8 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._context import TaskScope, current_task
-from .._workers import to_worker
+from .._runtime.task_scope import TaskScope, current_task
+from .._runtime.workers import to_worker
 from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates

@@ -22,7 +22,7 @@ import types
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from .._context import current_task
+from .._runtime.task_scope import current_task
 from ._bus import Listener
 from ._detached import detached
 from ._listeners import install_listener, installed_listeners, uninstall_listener

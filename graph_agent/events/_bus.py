@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .._context import RunScope
+    from .._runtime.run_scope import RunScope
 
 __all__ = ["EventBus", "Listener", "paced", "put_on_loop"]
 

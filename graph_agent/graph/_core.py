@@ -12,7 +12,7 @@ from typing import Any
 
 from checkpoint import Checkpoint
 
-from .._context import RunScope
+from .._runtime.run_scope import RunScope
 from ..errors import GraphRecursionError, GraphResumeError, GraphUsageError, RunStopped
 from ..events import InterruptEvent, RunEnd, RunError, RunStart
 from ._constants import START

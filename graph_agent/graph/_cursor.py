@@ -9,7 +9,8 @@ from typing import Any
 from checkpoint import Checkpoint, CheckpointNotFoundError
 from checkpoint._ids import created_at_of, new_checkpoint_id
 
-from .._context import RunScope, derive_id
+from .._runtime.ids import derive_id
+from .._runtime.run_scope import RunScope
 from ..errors import InvalidRouteError
 from ..events import CheckpointEvent
 from ._constants import END

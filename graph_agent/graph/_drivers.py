@@ -20,9 +20,11 @@ from typing import Any
 
 from checkpoint import BaseCheckpointSaver, UnserializableValueError
 
-from .._context import NodeInterrupt, RunScope, TaskScope, current_task, kept_id
-from .._pool import Countdown, run_all
-from .._workers import FinishedAfterCancel, in_thread
+from .._runtime.interrupts import NodeInterrupt
+from .._runtime.pool import Countdown, run_all
+from .._runtime.run_scope import RunScope
+from .._runtime.task_scope import TaskScope, current_task, kept_id
+from .._runtime.workers import FinishedAfterCancel, in_thread
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
 from ..events._bus import paced

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._context import kept_id
+from .._runtime.task_scope import kept_id
 from ._effects import ExecuteEffect, Frontier, PutEffect
 from ._tasks import Task, TaskResult
 

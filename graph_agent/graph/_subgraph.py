@@ -22,13 +22,9 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from .._context import (
-    NOTHING_KEPT,
-    NodeInterrupt,
-    RunScope,
-    TaskScope,
-    current_task,
-)
+from .._runtime.interrupts import NodeInterrupt
+from .._runtime.run_scope import RunScope
+from .._runtime.task_scope import NOTHING_KEPT, TaskScope, current_task
 from ..errors import GraphUsageError
 from ..events._bus import EventBus
 from ._core import GraphRun

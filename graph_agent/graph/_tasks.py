@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._context import derive_id
+from .._runtime.ids import derive_id
 from ._spec import NodeSpec
 from .config import RunnableConfig
 from .state import OverAllState, Updates

@@ -8,7 +8,7 @@ from typing import Any
 from checkpoint import Checkpoint
 from checkpoint._ids import created_at_of, new_checkpoint_id
 
-from .._context import RunScope
+from .._runtime.run_scope import RunScope
 from ..errors import GraphUsageError
 from ._constants import START
 from ._cursor import Cursor

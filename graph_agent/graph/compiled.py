@@ -12,8 +12,9 @@ import networkx as nx
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
 from checkpoint._ids import new_run_id
 
-from .._context import RunScope, current_task
-from .._runloop import RunLoopScope
+from .._runtime.run_loop import RunLoopScope
+from .._runtime.run_scope import RunScope
+from .._runtime.task_scope import current_task
 from ..errors import GraphUsageError
 from ..events import RunEvent
 from ..events._bus import EventBus

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._context import NodeInterrupt, current_task
+from .._runtime.interrupts import NodeInterrupt
+from .._runtime.task_scope import current_task
 from ..errors import GraphUsageError
 
 __all__ = ["interrupt"]

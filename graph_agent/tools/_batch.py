@@ -8,8 +8,9 @@ import logging
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._context import NodeInterrupt, current_task
-from .._pool import Countdown
+from .._runtime.interrupts import NodeInterrupt
+from .._runtime.pool import Countdown
+from .._runtime.task_scope import current_task
 from ..errors import ToolArgumentsError, ToolExecutionException
 from ..events._bus import paced
 from ..messages import ToolCall

@@ -10,8 +10,8 @@ import types
 from collections.abc import Callable
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from .._runloop import run_coroutine_sync
-from .._workers import FinishedAfterCancel, in_thread
+from .._runtime.run_loop import run_coroutine_sync
+from .._runtime.workers import FinishedAfterCancel, in_thread
 from ..errors import GraphUsageError, ToolExecutionException
 from ._schema import ToolInput, ToolParam, check_tool_name, describe, return_type_of
 from .context import ToolContext
@@ -182,7 +182,7 @@ class FunctionToolCallback(Generic[P, R]):
                 result = await in_thread(self._invoke, args, kwargs)
         except ToolExecutionException:
             raise
-        except FinishedAfterCancel as stop:  # keep the finished thread's answer (see _workers)
+        except FinishedAfterCancel as stop:  # keep the finished thread's answer (_runtime.workers)
             if stop.error is None:
                 raise FinishedAfterCancel(text=self._convert(stop.result)) from None
             failed = (

@@ -10,9 +10,9 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._context import NOTHING_KEPT, TaskScope, current_task
-from .._pool import Countdown, run_all
-from .._workers import FinishedAfterCancel
+from .._runtime.pool import Countdown, run_all
+from .._runtime.task_scope import NOTHING_KEPT, TaskScope, current_task
+from .._runtime.workers import FinishedAfterCancel
 from ..errors import (
     ToolExecutionException,
     ToolResolutionError,

@@ -26,9 +26,9 @@ from graph_agent import (
     ToolCallback,
     ToolResponseMessage,
     UserMessage,
-    _workers,
     tool,
 )
+from graph_agent._runtime import workers
 
 TURNS = 1000
 # Measured: 59.0 (async tool) and 64.1-64.3 (sync tool) on CPython 3.11-3.13, 62.0 and 67.3 before
@@ -83,7 +83,7 @@ def _tracked_per_waiting_turn(tool_is_async: bool) -> float:
         if tool_is_async:
             return started[0] == TURNS
         # as many calls as there are free worker threads run, the others wait in the queue
-        return started[0] > 0 and started[0] + _workers._workers._jobs.qsize() == TURNS
+        return started[0] > 0 and started[0] + workers._workers._jobs.qsize() == TURNS
 
     async def turns() -> float:
         nonlocal async_gate

@@ -23,7 +23,7 @@ from graph_agent import (
     StateGraph,
     Updates,
 )
-from graph_agent._pool import thread_pool
+from graph_agent._runtime.pool import thread_pool
 from graph_agent.graph._spec import Reachability
 
 WIDE = 256

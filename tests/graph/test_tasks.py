@@ -18,7 +18,7 @@ from graph_agent import (
     Updates,
     interrupt,
 )
-from graph_agent._context import derive_id
+from graph_agent._runtime.ids import derive_id
 from graph_agent.graph._tasks import PULL
 
 

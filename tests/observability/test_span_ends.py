@@ -30,7 +30,7 @@ from graph_agent import (
     ToolCall,
     tool,
 )
-from graph_agent._context import current_task
+from graph_agent._runtime.task_scope import current_task
 
 from .test_spans import by_name, tree
 from .test_spans import exporter as exporter  # the fixture

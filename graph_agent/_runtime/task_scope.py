@@ -1,97 +1,23 @@
-"""Who is running: the run and the task a piece of code belongs to.
+"""The task a piece of code belongs to, and what the task keeps for its re-run.
 
 The engine sets ``current_task`` around every node call. ``interrupt()``, ``emit()``, the
 agent's model and tool nodes and the tool manager read it to name their interrupts and
-events. This module imports nothing else of the package, so every layer may use it.
+events.
 """
 
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .ids import derive_id
+
 if TYPE_CHECKING:
-    from .events._bus import EventBus
+    from .run_scope import RunScope
 
-__all__ = [
-    "NOTHING_KEPT",
-    "NodeInterrupt",
-    "RunScope",
-    "TaskScope",
-    "current_task",
-    "derive_id",
-    "kept_id",
-]
-
-
-def derive_id(*parts: object) -> str:
-    """A stable, UUID-shaped id for ``parts`` (version 1 of the scheme: blake2b of the
-    parts joined by NUL). The same parts always give the same id, in every process."""
-    digest = hashlib.blake2b(
-        "\x00".join(map(str, ("v1", *parts))).encode(), digest_size=16
-    ).hexdigest()
-    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
-
-
-class RunScope:
-    """One run of one graph: its id, thread, namespace (``()`` for the root graph) and the
-    event bus (``None`` when nobody listens: then events cost nothing)."""
-
-    __slots__ = ("bus", "namespace", "outputs", "run_id", "saver", "step", "thread_id")
-
-    def __init__(
-        self,
-        run_id: str,
-        thread_id: str,
-        namespace: tuple[str, ...] = (),
-        bus: EventBus | None = None,
-        saver: Any = None,
-        outputs: Callable[[Any], None] | None = None,
-    ) -> None:
-        self.run_id = run_id
-        self.thread_id = thread_id
-        self.namespace = namespace
-        self.bus = bus
-        self.saver = saver  # subgraphs keep their checkpoints with it
-        self.outputs = outputs  # where subgraphs send their NodeOutputs (stream(subgraphs=True))
-        # The step running now, when its saver stores finished work as it finishes (a
-        # durable saver): ``step.keep_now(task, key, value)`` / ``akeep_now`` store it.
-        self.step: Any = None
-
-    def event(self, cls: Callable[..., Any], task: TaskScope | None = None, **fields: Any) -> None:
-        """Emit ``cls(**fields)`` with this run's identity (a no-op without a bus, or when
-        none of its listeners reads events of that kind)."""
-        bus = self.bus
-        if bus is None:
-            return
-        readers = bus.readers(cls.KIND)  # type: ignore[attr-defined]
-        if not readers:
-            return
-        if task is None:
-            event = cls(
-                run_id=self.run_id,
-                thread_id=self.thread_id,
-                namespace=self.namespace,
-                time=time.time(),
-                **fields,
-            )
-        else:
-            event = cls(
-                run_id=self.run_id,
-                thread_id=self.thread_id,
-                namespace=self.namespace,
-                node=task.node,
-                task_id=task.task.id,
-                time=time.time(),
-                **fields,
-            )
-        bus.deliver(event, readers)
-        if bus.gate is not None:  # an async stream's reader may be behind: wait for it here
-            bus.gate()
+__all__ = ["NOTHING_KEPT", "TaskScope", "current_task", "kept_id"]
 
 
 class _HasId(Protocol):
@@ -202,24 +128,6 @@ class TaskScope:
 def kept_id(task_id: str, key: str) -> str:
     """Where a value a task kept for scope ``key`` is stored among the resume values."""
     return f"{task_id}/kept{key}"
-
-
-class NodeInterrupt(BaseException):
-    """Raised by :func:`interrupt` to stop the task; the engine catches it and pauses.
-
-    ``records`` holds one record per pending interrupt (parallel tool calls of one task, or
-    a paused subgraph, may raise several at once). It derives from ``BaseException`` so that
-    a node's ``except Exception`` cannot swallow it.
-    """
-
-    def __init__(self, records: Sequence[dict[str, Any]]) -> None:
-        super().__init__(*[r.get("value") for r in records])
-        self.records = list(records)
-
-    @classmethod
-    def combine(cls, interrupts: Sequence[NodeInterrupt]) -> NodeInterrupt:
-        """One interrupt holding every record of ``interrupts`` (in order)."""
-        return cls([record for i in interrupts for record in i.records])
 
 
 NOTHING_KEPT: Any = object()
