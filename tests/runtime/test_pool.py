@@ -12,7 +12,7 @@ from graph_agent import END, START, ReactAgent, StateGraph, tool
 from graph_agent._runtime.pool import run_all, thread_pool
 from graph_agent.models import FunctionChatModel
 
-from .agent.conftest import tool_calls
+from ..agent.conftest import tool_calls
 
 TIMEOUT = 60.0
 

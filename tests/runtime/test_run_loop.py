@@ -17,8 +17,8 @@ from graph_agent._runtime.run_loop import RunLoopScope, run_coroutine_sync
 from graph_agent.models import ScriptedChatModel
 from hooks import ModelInterceptor
 
-from .agent.conftest import tool_calls
-from .test_executors import TIMEOUT, finishes
+from ..agent.conftest import tool_calls
+from .test_pool import TIMEOUT, finishes
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
