@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+from ._ids import created_at_of, new_checkpoint_id, new_run_id
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import (
     CheckpointAuthError,
@@ -54,7 +55,10 @@ __all__ = [
     "SqliteSaver",
     "TypeRegistry",
     "UnserializableValueError",
+    "created_at_of",
     "default_registry",
     "default_serializer",
+    "new_checkpoint_id",
+    "new_run_id",
     "register_type",
 ]

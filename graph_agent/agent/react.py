@@ -6,8 +6,7 @@ import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from checkpoint import BaseCheckpointSaver, MemorySaver
-from checkpoint._ids import new_run_id
+from checkpoint import BaseCheckpointSaver, MemorySaver, new_run_id
 
 from ..errors import AgentMaxIterationsError, GraphRecursionError, GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent

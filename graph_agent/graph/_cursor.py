@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from checkpoint import Checkpoint, CheckpointNotFoundError
-from checkpoint._ids import created_at_of, new_checkpoint_id
+from checkpoint import Checkpoint, CheckpointNotFoundError, created_at_of, new_checkpoint_id
 
 from .._runtime.ids import derive_id
 from .._runtime.run_scope import RunScope

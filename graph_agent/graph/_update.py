@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from checkpoint import Checkpoint
-from checkpoint._ids import created_at_of, new_checkpoint_id
+from checkpoint import Checkpoint, created_at_of, new_checkpoint_id
 
 from .._runtime.run_scope import RunScope
 from ..errors import GraphUsageError

@@ -9,8 +9,7 @@ from typing import Any
 
 import networkx as nx
 
-from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError
-from checkpoint._ids import new_run_id
+from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError, new_run_id
 
 from .._runtime.run_loop import RunLoopScope
 from .._runtime.run_scope import RunScope
