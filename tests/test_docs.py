@@ -145,8 +145,13 @@ NO_RUN: dict[tuple[str, str, str], str] = {
     (
         "README.md",
         "text no-run",
-        "graph_agent/   the engine (graph/), run events (events.py), messages, models/, tools/, chat.py,",
+        "graph_agent/   the engine (graph/), run events (events/), the run's plumbing (_runtime/),",
     ): "a directory listing, not code",
+    (
+        "docs/architecture.md",
+        "text no-run",
+        " ┌──────────────────────────────────────────────────────────────────────────────────────┐",
+    ): "a picture of the layers; the python block after it checks it against the imports",
 }
 
 # Blocks in another form than the ones above, tolerated until they are converted:
