@@ -78,7 +78,7 @@ def test_core_tests_pass_without_the_extras():
         "tests/test_chat.py",
         "tests/graph/test_events.py",
         "tests/agent/test_running.py",
-        "tests/test_event_log.py",
+        "tests/events/test_log.py",
     )
 
 

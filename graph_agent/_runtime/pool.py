@@ -31,12 +31,6 @@ def thread_pool() -> ThreadPoolExecutor:
     return _pool
 
 
-def submit(fn: Callable[..., T], *args: Any) -> Future[T]:
-    """Run ``fn(*args)`` on the pool in a copy of the caller's context, so context variables
-    (tracing, request ids) reach it as they would on the calling thread."""
-    return thread_pool().submit(contextvars.copy_context().run, fn, *args)
-
-
 def run_all(calls: Sequence[Callable[[], T]]) -> list[T | BaseException]:
     """Run the calls concurrently (the first on this thread) and wait for every one; each
     result is the call's value or the exception it raised, in the calls' order.
