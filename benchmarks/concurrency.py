@@ -7,7 +7,9 @@ thread of its own, on one agent and one MemorySaver: the W2 agent with one tool 
 (a turn: the user's message, a model call asking for the tool, the tool, the final answer).
 Reported: turns per second (wall clock), and the share of the process's CPU time spent in the
 garbage collector (timed with ``gc.callbacks``; thresholds left at Python's defaults, no
-``gc.freeze``), with the collections of each generation. Ours only.
+``gc.freeze``), with the collections of each generation; and the objects the collector tracks
+per turn while a thousand turns wait on an async tool, or on a sync one in the worker threads
+(``waiting.py``), which decide how many collections such a load pays. Ours only.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import gc
 import time
 from collections.abc import Callable
 from typing import Any
+
+from waiting import TURNS, tracked_per_waiting_turn
 
 from checkpoint import MemorySaver
 from graph_agent import RunnableConfig, UserMessage
@@ -61,6 +65,11 @@ def w12_many_conversations(
         return wall, cpu, collections
 
     wall, cpu, collections = asyncio.run(turns())
+    waiting = min(TURNS, conversations)
+    tracked = {
+        kind: round(tracked_per_waiting_turn(is_async, waiting), 1)
+        for kind, is_async in (("async_tool", True), ("sync_tool", False))
+    }
     emit(
         "W12_many_conversations",
         conversations,
@@ -70,4 +79,5 @@ def w12_many_conversations(
         gc_share_of_cpu=round(in_gc[0] / cpu, 3),
         gc_collections=collections,
         cpu_s=round(cpu, 3),
+        tracked_objects_per_waiting_turn=tracked,
     )
