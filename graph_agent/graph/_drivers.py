@@ -36,7 +36,7 @@ from ._effects import (
     RouteEffect,
     StepCancelled,
 )
-from ._progress import progress_of, stores_progress
+from ._progress import DurableStep, stores_progress
 from ._spec import BranchSpec
 from ._tasks import Task, TaskResult
 from .config import RunnableConfig
@@ -175,28 +175,29 @@ def _run_stored(
     run: RunScope,
     resume: Mapping[str, Any],
     can_interrupt: bool,
-    effect: ExecuteEffect,
+    step: DurableStep,
     remaining: Countdown,
 ) -> TaskResult:
     """``_run_task``, storing its result at once when it finished while siblings still run."""
     result = _run_task(task, run, resume, can_interrupt)
     if remaining.one_finished() and result.finished:
-        assert effect.saver is not None
-        progress = progress_of(effect, effect.saver)
+        progress = step.progress_now()
         progress.add(result)
         progress.flush(remaining.running)
     return result  # type: ignore[no-any-return]
 
 
-def _execute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:
+def _execute(
+    effect: ExecuteEffect, step: DurableStep | None, run: RunScope, can_interrupt: bool
+) -> list[TaskResult]:
     tasks, resume = effect.tasks, effect.resume
     if len(tasks) == 1:
         return [_run_task(tasks[0], run, resume, can_interrupt)]
     # Every task finishes before anything is raised: no node keeps running behind an error.
-    if effect.saver is not None:
+    if step is not None:
         remaining = Countdown(len(tasks))
         calls = [
-            functools.partial(_run_stored, t, run, resume, can_interrupt, effect, remaining)
+            functools.partial(_run_stored, t, run, resume, can_interrupt, step, remaining)
             for t in tasks
         ]
     else:
@@ -218,7 +219,9 @@ def _started_tasks(
     ]
 
 
-async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -> list[TaskResult]:
+async def _aexecute(
+    effect: ExecuteEffect, step: DurableStep | None, run: RunScope, can_interrupt: bool
+) -> list[TaskResult]:
     """Several tasks at once (``adrive`` awaits a single one itself). A failed task cancels
     its siblings; a cancelled run cancels them all. Either way what finished is kept (a sync
     node's thread runs to its end and is kept too): with a ``StepCancelled`` result when the
@@ -231,8 +234,8 @@ async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -
             finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             if any(f.exception() is not None or f.result().error is not None for f in finished):
                 break
-            if pending and effect.saver is not None:  # stored now: its siblings still run
-                progress = progress_of(effect, effect.saver)
+            if pending and step is not None:  # stored now: its siblings still run
+                progress = step.progress_now()
                 for future in running:
                     if future in finished:
                         progress.add(future.result())
@@ -262,11 +265,11 @@ async def _aexecute(effect: ExecuteEffect, run: RunScope, can_interrupt: bool) -
 
 
 async def _aexecute_one_or_more(
-    effect: ExecuteEffect, run: RunScope, can_interrupt: bool
+    effect: ExecuteEffect, step: DurableStep, run: RunScope, can_interrupt: bool
 ) -> list[TaskResult]:
     if len(effect.tasks) == 1:
         return _after_cancel([await _arun_task(effect.tasks[0], run, effect.resume, can_interrupt)])
-    return await _aexecute(effect, run, can_interrupt)
+    return await _aexecute(effect, step, run, can_interrupt)
 
 
 def _still_running(tasks: list[asyncio.Future[TaskResult]]) -> int:
@@ -283,20 +286,19 @@ def _after_cancel(results: list[TaskResult]) -> list[TaskResult]:
 
 def _store_progress(
     effect: ExecuteEffect, saver: BaseCheckpointSaver | None, run: RunScope
-) -> bool:
+) -> DurableStep | None:
     """Let the step store what finishes while the rest of it still runs (a durable saver
-    and a step the core can describe); ``False`` when it cannot."""
+    and a step the core can describe); ``None`` when it cannot."""
     if effect.cursor is None or saver is None:
-        return False
-    effect.saver = saver
-    run.step = effect
-    return True
+        return None
+    step = run.step = DurableStep(effect, saver)
+    return step
 
 
-def _progress_done(effect: ExecuteEffect, run: RunScope) -> Exception | None:
+def _progress_done(step: DurableStep, run: RunScope) -> Exception | None:
     """The step's tasks are done: no more progress writes; the first that failed, if any."""
     run.step = None
-    progress = effect.progress
+    progress = step.progress
     return progress.error if progress is not None else None
 
 
@@ -380,13 +382,13 @@ def drive(
             failure = None
             kind = type(effect)
             if kind is ExecuteEffect:
-                stored = durable and _store_progress(effect, saver, run)  # type: ignore[arg-type]
+                step = _store_progress(effect, saver, run) if durable else None  # type: ignore[arg-type]
                 try:
-                    send = _execute(effect, run, can_interrupt)  # type: ignore[arg-type]
+                    send = _execute(effect, step, run, can_interrupt)  # type: ignore[arg-type]
                 except Exception as exc:
                     failure = exc
-                if stored:
-                    failure = failure or _progress_done(effect, run)  # type: ignore[arg-type]
+                if step is not None:
+                    failure = failure or _progress_done(step, run)
             elif kind is PutEffect:
                 assert saver is not None
                 try:
@@ -439,17 +441,18 @@ async def adrive(
             failure = None
             try:
                 if isinstance(effect, ExecuteEffect):
-                    if durable and _store_progress(effect, saver, run):
+                    step = _store_progress(effect, saver, run) if durable else None
+                    if step is not None:
                         try:
-                            send = await _aexecute_one_or_more(effect, run, can_interrupt)
+                            send = await _aexecute_one_or_more(effect, step, run, can_interrupt)
                         finally:
-                            failure = _progress_done(effect, run)
+                            failure = _progress_done(step, run)
                     elif len(effect.tasks) == 1:  # awaited here: one coroutine less while it runs
                         task, resume = effect.tasks[0], effect.resume
                         del effect  # nothing of the step kept but what the task needs
                         send = _after_cancel([await _arun_task(task, run, resume, can_interrupt)])
                     else:
-                        send = await _aexecute(effect, run, can_interrupt)
+                        send = await _aexecute(effect, None, run, can_interrupt)
                 elif isinstance(effect, PutEffect):
                     assert saver is not None
                     send = None

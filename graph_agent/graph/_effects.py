@@ -1,22 +1,21 @@
 """What the engine core asks its drivers to do (the effects), and the signals that cross
-the line between a subgraph's run and its parent's."""
+the line between a subgraph's run and its parent's.
+
+Plain data: this module imports nothing of the engine above it (``_cursor``, ``_progress``,
+``_core``); what an effect needs of them is a protocol here (``StepWriter``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, Protocol
 
-from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointDelta
+from checkpoint import Checkpoint, CheckpointDelta
 
 from ._spec import BranchSpec
 from ._tasks import Task, TaskResult
 from .config import RunnableConfig
 from .state import OverAllState
 from .types import Command, NodeOutput, Send
-
-if TYPE_CHECKING:
-    from ._cursor import Cursor
-    from ._progress import StepProgress
 
 
 class StepCancelled(Exception):
@@ -65,23 +64,13 @@ class ExecuteEffect:
     finished in an earlier run) lets a driver on a durable saver store what finishes while
     the rest of the step still runs (see ``_progress``); ``None`` without a saver."""
 
-    __slots__ = (
-        "base",
-        "cursor",
-        "done",
-        "frontier",
-        "nodes",
-        "progress",
-        "resume",
-        "saver",
-        "tasks",
-    )
+    __slots__ = ("base", "cursor", "done", "frontier", "nodes", "resume", "tasks")
 
     def __init__(
         self,
         tasks: list[Task],
         resume: Mapping[str, Any],
-        cursor: Cursor | None = None,
+        cursor: StepWriter | None = None,
         frontier: Frontier | None = None,
         nodes: Sequence[str] = (),
         base: tuple[str | None, int] | None = None,
@@ -94,27 +83,6 @@ class ExecuteEffect:
         self.nodes = nodes
         self.base = base
         self.done = done
-        self.progress: StepProgress | None = None  # made when first needed
-        self.saver: BaseCheckpointSaver | None = None  # set by a driver that stores progress
-
-    def keep_now(self, task: Task, key: str, value: Any, running: Callable[[], int]) -> None:
-        """Store a tool call's kept answer now, while ``running()`` sibling calls still run
-        (``TaskScope.store_kept``), in sync runs."""
-        from ._progress import progress_of  # a cycle at import time otherwise
-
-        assert self.saver is not None
-        progress = progress_of(self, self.saver)
-        progress.add_kept(task, key, value)
-        progress.flush(running)
-
-    async def akeep_now(self, task: Task, key: str, value: Any, running: Callable[[], int]) -> None:
-        """``keep_now`` in async runs."""
-        from ._progress import progress_of
-
-        assert self.saver is not None
-        progress = progress_of(self, self.saver)
-        progress.add_kept(task, key, value)
-        await progress.aflush(running)
 
 
 class RouteEffect:
@@ -163,3 +131,19 @@ class EmitEffect:
 
 Effect = LoadEffect | ExecuteEffect | RouteEffect | PutEffect | EmitEffect
 Frontier = tuple[list[str], Sequence[Send]]
+
+
+class StepWriter(Protocol):
+    """What writes a step's checkpoint (``_cursor.Cursor``), as an ``ExecuteEffect`` needs
+    it: a driver storing the step's progress writes through it (``_progress``)."""
+
+    def write(
+        self,
+        frontier: Frontier,
+        *,
+        source: str,
+        nodes: Sequence[str] = (),
+        resume: Mapping[str, Any] | None = None,
+        finished: Sequence[TaskResult] = (),
+        base: tuple[str | None, int] | None = None,
+    ) -> Generator[Effect, Any, str | None]: ...

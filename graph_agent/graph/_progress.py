@@ -23,15 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._runtime.task_scope import kept_id
-from ._effects import ExecuteEffect, Frontier, PutEffect
+from ._effects import ExecuteEffect, Frontier, PutEffect, StepWriter
 from ._tasks import Task, TaskResult
 
 if TYPE_CHECKING:
     from checkpoint import BaseCheckpointSaver
 
-    from ._cursor import Cursor
-
-__all__ = ["StepProgress", "progress_of", "stores_progress"]
+__all__ = ["DurableStep", "StepProgress", "stores_progress"]
 
 
 def stores_progress(saver: BaseCheckpointSaver | None) -> bool:
@@ -65,7 +63,7 @@ class StepProgress:
 
     def __init__(
         self,
-        cursor: Cursor,
+        cursor: StepWriter,
         saver: BaseCheckpointSaver,
         frontier: Frontier,
         nodes: Sequence[str],
@@ -176,22 +174,48 @@ def _finish(write: Any) -> None:
 _CREATING = threading.Lock()
 
 
-def progress_of(effect: ExecuteEffect, saver: BaseCheckpointSaver) -> StepProgress:
-    """The progress of ``effect``'s step, made on first use (most steps never need one)."""
-    progress = effect.progress
-    if progress is None:
-        with _CREATING:
-            progress = effect.progress
-            if progress is None:
-                assert effect.cursor is not None and effect.frontier is not None
-                assert effect.base is not None
-                progress = effect.progress = StepProgress(
-                    effect.cursor,
-                    saver,
-                    effect.frontier,
-                    effect.nodes,
-                    effect.resume,
-                    effect.base,
-                    effect.done,
-                )
-    return progress
+class DurableStep:
+    """A step whose finished work is stored as it finishes (a durable saver): what the
+    run's ``RunScope.step`` holds while the step's tasks run. Its ``StepProgress`` is made
+    on first use (most steps never need one)."""
+
+    __slots__ = ("effect", "progress", "saver")
+
+    def __init__(self, effect: ExecuteEffect, saver: BaseCheckpointSaver) -> None:
+        self.effect = effect
+        self.saver = saver
+        self.progress: StepProgress | None = None
+
+    def progress_now(self) -> StepProgress:
+        """The step's progress, made now if it was not yet."""
+        progress = self.progress
+        if progress is None:
+            with _CREATING:
+                progress = self.progress
+                if progress is None:
+                    effect = self.effect
+                    assert effect.cursor is not None and effect.frontier is not None
+                    assert effect.base is not None
+                    progress = self.progress = StepProgress(
+                        effect.cursor,
+                        self.saver,
+                        effect.frontier,
+                        effect.nodes,
+                        effect.resume,
+                        effect.base,
+                        effect.done,
+                    )
+        return progress
+
+    def keep_now(self, task: Task, key: str, value: Any, running: Callable[[], int]) -> None:
+        """Store a tool call's kept answer now, while ``running()`` sibling calls still run
+        (``TaskScope.store_kept``), in sync runs."""
+        progress = self.progress_now()
+        progress.add_kept(task, key, value)
+        progress.flush(running)
+
+    async def akeep_now(self, task: Task, key: str, value: Any, running: Callable[[], int]) -> None:
+        """``keep_now`` in async runs."""
+        progress = self.progress_now()
+        progress.add_kept(task, key, value)
+        await progress.aflush(running)
