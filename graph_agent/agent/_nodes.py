@@ -22,7 +22,7 @@ from ..messages import AssistantMessage
 from ..models import ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
 from ..tools import ToolCallRequest, ToolContext
-from ..tools._execute import answered
+from ..tools.request import answered
 from ._parts import (
     JUMP_TO,
     MESSAGES,
@@ -313,13 +313,15 @@ class _RunTools(Effect):
     def run(self) -> Any:
         options = self.options
         manager = self.parts.manager
-        return manager._execute_message(self.message, options, self.context, options.tool_callbacks)
+        return manager.execute_message(
+            self.message, options, tool_context=self.context, tool_callbacks=options.tool_callbacks
+        )
 
     def arun(self) -> Awaitable[Any]:
         options = self.options
         manager = self.parts.manager
-        return manager._aexecute_message(
-            self.message, options, self.context, options.tool_callbacks
+        return manager.aexecute_message(
+            self.message, options, tool_context=self.context, tool_callbacks=options.tool_callbacks
         )
 
 

@@ -15,13 +15,11 @@ from .function import FunctionToolCallback, ToolParam, tool
 from .manager import (
     DefaultToolExecutionEligibilityPredicate,
     ToolCallingManager,
-    ToolCallInterceptor,
-    ToolCallRequest,
     ToolExecutionEligibilityPredicate,
-    ToolExecutionRecord,
     ToolExecutionResult,
 )
 from .method import MethodToolCallback, ToolCallbacks
+from .request import ToolCallInterceptor, ToolCallRequest, ToolExecutionRecord
 from .resolution import (
     DelegatingToolCallbackResolver,
     FunctionToolProvider,

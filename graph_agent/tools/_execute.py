@@ -1,38 +1,89 @@
-"""The innermost handler of a tool call's interceptor chain: the tool's own call."""
+"""One tool call, run: its request through the interceptor chain to the tool's own call
+(``Execute``/``AExecute`` innermost), its failure logged and turned into the model's
+response, its outcome kept for a re-run of the task and announced (``tool_start``,
+``tool_end``). Written once as steps (``call_steps``) that ``run_one`` drives with plain
+calls and ``arun_one`` by awaiting.
+
+What a call reads of its ``ToolCallingManager`` is ``CallSettings``: the manager passes
+itself, and this module does not import it (``manager`` and ``_batch`` are built on this one).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .._runtime.task_scope import NOTHING_KEPT, TaskScope, current_task
+from .._runtime.workers import FinishedAfterCancel
+from ..errors import ToolArgumentsError, ToolExecutionException, UnknownToolError
+from ..events import ToolEnd, ToolStart
+from ..messages import ToolCall, ToolResponse
 from .callback import ToolCallback
-from .execution import unknown_tool_response
+from .execution import ToolExecutionExceptionProcessor, UnknownToolStrategy, unknown_tool_response
+from .request import ToolCallInterceptor, ToolCallRequest, ToolExecutionRecord, answered
 
 if TYPE_CHECKING:
-    from .manager import ToolCallingManager, ToolCallRequest
+    from .._runtime.pool import Countdown
+    from .context import ToolContext
 
-__all__ = ["AExecute", "Execute", "answered"]
+__all__ = [
+    "AExecute",
+    "CallSettings",
+    "Execute",
+    "Outcome",
+    "arun_one",
+    "arun_stored",
+    "as_tool_exception",
+    "call_steps",
+    "log_tool_error",
+    "run_one",
+    "run_stored",
+]
+
+_log = logging.getLogger("graph_agent.tools")
+
+
+class CallSettings(Protocol):
+    """What running one call reads of its ``ToolCallingManager`` (read at each call, so a
+    setting changed on the manager holds from its next call on)."""
+
+    @property
+    def exception_processor(self) -> ToolExecutionExceptionProcessor: ...
+
+    @property
+    def unknown_tool_strategy(self) -> UnknownToolStrategy: ...
+
+    @property
+    def interceptors(self) -> Sequence[ToolCallInterceptor]: ...
+
+
+@dataclasses.dataclass(slots=True)
+class Outcome:
+    """What one call ended with: the model's response, the record, the call's ``extra_state``."""
+
+    response: ToolResponse
+    record: ToolExecutionRecord
+    extra_state: dict[str, Any]
 
 
 class Execute:
     """The innermost handler of the interceptor chain: the tool's own call. (A class, not a
     closure: one object per call instead of a function and a cell per variable it reads.)"""
 
-    __slots__ = ("by_name", "manager", "reached")
+    __slots__ = ("by_name", "reached", "settings")
 
-    def __init__(
-        self,
-        manager: ToolCallingManager,
-        by_name: Mapping[str, ToolCallback],
-    ) -> None:
-        self.manager = manager
+    def __init__(self, settings: CallSettings, by_name: Mapping[str, ToolCallback]) -> None:
+        self.settings = settings
         self.by_name = by_name
         # the request as it finally reached the tool (an interceptor may have rewritten it)
         self.reached: ToolCallRequest | None = None
 
     def unknown(self, request: ToolCallRequest) -> str:
         return unknown_tool_response(
-            self.manager.unknown_tool_strategy, request.tool_call.name, sorted(self.by_name)
+            self.settings.unknown_tool_strategy, request.tool_call.name, sorted(self.by_name)
         )
 
     def __call__(self, request: ToolCallRequest) -> str:
@@ -53,6 +104,275 @@ class AExecute(Execute):
         return request.tool.acall(request.tool_call.arguments, request.tool_context)
 
 
-async def answered(text: str) -> str:
-    """``text`` as an awaitable, for a handler that has its answer without running a tool."""
-    return text
+class _Intercepted:
+    """``handler`` wrapped by ``interceptor``: called with a request, it calls the
+    interceptor's ``intercept_tool_call`` (``aintercept_tool_call`` when ``is_async``) and
+    returns what that returns, so an async chain is the interceptors' own coroutines."""
+
+    __slots__ = ("handler", "interceptor", "is_async")
+
+    def __init__(self, interceptor: ToolCallInterceptor, handler: Any, is_async: bool) -> None:
+        self.interceptor = interceptor
+        self.handler = handler
+        self.is_async = is_async
+
+    def __call__(self, request: ToolCallRequest) -> Any:
+        if self.is_async:
+            return self.interceptor.aintercept_tool_call(request, self.handler)
+        return self.interceptor.intercept_tool_call(request, self.handler)
+
+
+def _chain(settings: CallSettings, execute: Execute) -> Callable[[ToolCallRequest], str]:
+    """The call of one tool, wrapped by the interceptors (the first is outermost);
+    ``execute.reached`` is the request as it finally reached the tool."""
+    handler: Callable[[ToolCallRequest], str] = execute
+    for interceptor in reversed(settings.interceptors):
+        handler = _Intercepted(interceptor, handler, False)
+    return handler
+
+
+def _achain(
+    settings: CallSettings, execute: AExecute
+) -> Callable[[ToolCallRequest], Awaitable[str]]:
+    handler: Callable[[ToolCallRequest], Awaitable[str]] = execute
+    for interceptor in reversed(settings.interceptors):
+        handler = _Intercepted(interceptor, handler, True)
+    return handler
+
+
+def call_steps(
+    settings: CallSettings,
+    call: ToolCall,
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+    execute: Execute,
+) -> Generator[ToolCallRequest, str, Outcome]:
+    """One tool call, written once: it yields the request for the interceptor chain to
+    run (sync or async, see ``run_one``/``arun_one``) and gets the text back, or the
+    chain's exception thrown in. ``execute.reached`` is the request as it finally reached
+    the tool (an interceptor may rewrite it)."""
+    request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
+    # Inside a graph task the call has a scope of its own (its interrupts are numbered apart
+    # from its siblings', so each parallel call is resumed with its own value); outside,
+    # none. Set and restored here, not by a context manager: one object less per waiting call.
+    task = current_task.get()
+    scope = task.child(call.id) if task is not None else None
+    if scope is not None:
+        current_task.set(scope)  # restored below by value: no Token kept while it runs
+    try:
+        earlier = _recalled(scope, request)
+        if earlier is not None:
+            return earlier
+        _started(scope, call)
+        started = time.perf_counter()
+        error: BaseException | None = None
+        try:
+            text = yield request
+            if request.tool is None:
+                error = LookupError(f"unknown tool '{call.name}'")
+        except UnknownToolError:
+            raise
+        except FinishedAfterCancel as stop:  # the run is cancelled, the tool had finished
+            error = stop.error
+            text = stop.text if stop.text is not None else f"{type(error).__name__}: {error}"
+            _ended(scope, _outcome(execute.reached or request, text, error, started))
+            raise
+        except Exception as exc:
+            error = exc
+            text = settings.exception_processor.process(as_tool_exception(exc, call.name))
+            # only when the error goes back to the model: a raised one reaches the caller
+            log_tool_error(call, exc)
+        return _ended(scope, _outcome(execute.reached or request, text, error, started))
+    finally:
+        if scope is not None:
+            current_task.set(task)
+
+
+def run_one(
+    settings: CallSettings,
+    call: ToolCall,
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+) -> Outcome:
+    execute = Execute(settings, by_name)
+    steps = call_steps(settings, call, by_name, context, execute)
+    try:
+        request = next(steps)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    try:
+        text = _chain(settings, execute)(request)
+    except BaseException as exc:  # the steps decide what becomes of it
+        return _last(steps, error=exc)
+    return _last(steps, text=text)
+
+
+async def arun_one(
+    settings: CallSettings,
+    call: ToolCall,
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+) -> Outcome:
+    execute = AExecute(settings, by_name)
+    steps = call_steps(settings, call, by_name, context, execute)
+    try:
+        request = next(steps)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    try:
+        text = await _achain(settings, execute)(request)
+    except BaseException as exc:
+        return _last(steps, error=exc)
+    return _last(steps, text=text)
+
+
+def run_stored(
+    settings: CallSettings,
+    call: ToolCall,
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+    running: Countdown,
+) -> Outcome:
+    """``run_one`` in a parallel batch on a durable saver: a call that finished while
+    its siblings still run is stored at once (a killed process must not lose it)."""
+    try:
+        outcome = run_one(settings, call, by_name, context)
+    except BaseException:
+        running.one_finished()
+        raise
+    task = current_task.get()
+    if running.one_finished() and task is not None:
+        task.child(call.id).store_kept(running.running)
+    return outcome
+
+
+async def arun_stored(
+    settings: CallSettings,
+    call: ToolCall,
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+    running: Countdown,
+) -> Outcome:
+    """``run_stored`` in async runs."""
+    try:
+        outcome = await arun_one(settings, call, by_name, context)
+    except BaseException:
+        running.one_finished()
+        raise
+    task = current_task.get()
+    if running.one_finished() and task is not None:
+        await task.child(call.id).astore_kept(running.running)
+    return outcome
+
+
+def log_tool_error(call: ToolCall, exc: Exception) -> None:
+    """A WARNING for a tool error that goes back to the model: with the traceback when the
+    tool raised, one line when the model's arguments were invalid (the tool never ran)."""
+    if isinstance(exc, ToolArgumentsError):
+        _log.warning(
+            "the model's arguments for tool '%s' (call %s) are invalid; the errors go back to it",
+            call.name,
+            call.id,
+        )
+        return
+    _log.warning(
+        "tool '%s' (call %s) raised %s; its error goes back to the model",
+        call.name,
+        call.id,
+        type(exc.__cause__ or exc).__name__,
+        exc_info=exc,
+    )
+
+
+def as_tool_exception(exc: Exception, tool_name: str) -> ToolExecutionException:
+    if isinstance(exc, ToolExecutionException):
+        return exc
+    wrapped = ToolExecutionException(
+        f"tool '{tool_name}' failed: {type(exc).__name__}: {exc}", tool_name=tool_name
+    )
+    wrapped.__cause__ = exc
+    return wrapped
+
+
+def _outcome(
+    request: ToolCallRequest, text: str, error: BaseException | None, started: float
+) -> Outcome:
+    call, tool = request.tool_call, request.tool
+    return_direct = tool is not None and tool.tool_metadata.return_direct
+    record = ToolExecutionRecord(
+        tool_call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        result=text,
+        error=error,
+        duration=time.perf_counter() - started,
+        return_direct=return_direct and error is None,
+    )
+    response = ToolResponse(id=call.id, name=call.name, response_data=text)
+    return Outcome(response, record, request.tool_context.extra_state)
+
+
+def _started(scope: TaskScope | None, call: ToolCall) -> None:
+    if scope is not None and scope.run.bus is not None:
+        scope.run.event(ToolStart, scope, call_id=call.id, name=call.name, arguments=call.arguments)
+
+
+def _last(
+    steps: Generator[ToolCallRequest, str, Outcome],
+    *,
+    text: str = "",
+    error: BaseException | None = None,
+) -> Outcome:
+    """Finish a call's steps with the chain's text, or its exception."""
+    try:
+        if error is not None:
+            steps.throw(error)
+        else:
+            steps.send(text)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    raise RuntimeError("a tool call's steps did not finish")  # pragma: no cover
+
+
+def _recalled(scope: TaskScope | None, request: ToolCallRequest) -> Outcome | None:
+    """The outcome this call had in an earlier run of the task (which stopped because a
+    sibling call failed or paused): a finished call never runs twice."""
+    if scope is None:
+        return None
+    kept = scope.recall()
+    if kept is NOTHING_KEPT:
+        return None
+    text, error, return_direct, extra_state = kept
+    call = request.tool_call
+    record = ToolExecutionRecord(
+        tool_call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        result=text,
+        error=None if error is None else ToolExecutionException(error, tool_name=call.name),
+        duration=0.0,
+        return_direct=return_direct,
+    )
+    response = ToolResponse(id=call.id, name=call.name, response_data=text)
+    return Outcome(response, record, dict(extra_state))
+
+
+def _ended(scope: TaskScope | None, outcome: Outcome) -> Outcome:
+    """Keep the call's outcome for a re-run of its task, and announce it (``tool_end``)."""
+    if scope is not None:
+        record = outcome.record
+        error = None if record.error is None else f"{type(record.error).__name__}: {record.error}"
+        scope.keep([record.result, error, record.return_direct, outcome.extra_state])
+        if scope.run.bus is None:
+            return outcome
+        scope.run.event(
+            ToolEnd,
+            scope,
+            call_id=record.tool_call_id,
+            name=record.name,
+            result=record.result,
+            error=record.error,
+            duration=record.duration,
+            return_direct=record.return_direct,
+        )
+    return outcome
