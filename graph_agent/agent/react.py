@@ -267,7 +267,7 @@ class ReactAgent:
         config = self._on_thread(input, config)
         # the graph's run itself, not its ainvoke: one coroutine less per waiting run; the
         # run keeps its own input, so the caller's is not held while the run waits
-        run = self._graph._run_async(self._input(input), config, None)
+        run = self._graph.run_coroutine(self._input(input), config)
         del input
         try:
             return (await run).values

@@ -208,11 +208,15 @@ class CompiledGraph:
 
     async def arun(self, inputs: Input, config: ConfigLike = None) -> RunOutcome:
         """Async ``run``."""
-        return await self._run_async(inputs, config, None)
+        return await self.run_coroutine(inputs, config, None)
 
-    async def _run_async(
-        self, inputs: Input, config: ConfigLike, bus: EventBus | None
+    async def run_coroutine(
+        self, inputs: Input, config: ConfigLike = None, bus: EventBus | None = None
     ) -> RunOutcome:
+        """The async run itself, which ``arun`` awaits (not part of the documented API): for a
+        caller that awaits it without ``arun``'s coroutine around it (the agent's ``ainvoke``:
+        one frame less per waiting run), and for ``astream_events``, whose run sends its
+        events to ``bus``."""
         run, scope = self._start(inputs, config, False, bus)
         del inputs  # the run holds it as long as it needs it, no longer
         bound = scope.bus is not None and scope.bus.bind_loop(asyncio.get_running_loop())
@@ -240,7 +244,7 @@ class CompiledGraph:
 
     async def ainvoke(self, inputs: Input, config: ConfigLike = None) -> OverAllState:
         """Async ``invoke``: async nodes are awaited, sync ones run in worker threads."""
-        return (await self._run_async(inputs, config, None)).values
+        return (await self.run_coroutine(inputs, config, None)).values
 
     async def astream(
         self, inputs: Input, config: ConfigLike = None, *, subgraphs: bool = False
@@ -261,7 +265,9 @@ class CompiledGraph:
 
     def astream_events(self, inputs: Input, config: ConfigLike = None) -> AsyncIterator[RunEvent]:
         """Async ``stream_events``."""
-        return async_event_stream(lambda bus: self._run_async(inputs, config, bus), self.listeners)
+        return async_event_stream(
+            lambda bus: self.run_coroutine(inputs, config, bus), self.listeners
+        )
 
     # -- threads ---------------------------------------------------------------------------
 
