@@ -1,10 +1,37 @@
 """The per-checkpoint index durable savers keep: where each state key's value lives.
 
+What a thread holds, what ``put`` adds and what retention drops are ``_retention``'s rules,
+for every saver. This is how the durable savers store it, the same way: ``SqliteSaver`` in
+SQL, ``RedisSaver`` in Lua (``redis/_lua.py``). (``MemorySaver`` keeps deltas instead.)
+
 A checkpoint's index maps every state key to either ``["v", checkpoint_id]`` (the value was
 written whole by that checkpoint) or ``["l", list_no, length]`` (the first ``length`` items of
 the thread's append-only list ``list_no``). A new checkpoint's index is its parent's with the
 keys its delta touched changed, so it stays as small as the number of keys, and reading any
 checkpoint needs its index, its values and its list prefixes, however long the thread.
+
+What ``put`` does. The new index starts as the parent's (``{}`` with no parent; ``{}`` too
+when the thread does not hold the parent, and then every key of ``checkpoint.values`` is
+written as replaced). Then, for each key of the delta:
+
+- replaced: the value is stored under (the new checkpoint's id, the key) and the key refers to
+  it (``value_ref``); ``RedisSaver`` stores a list value as a new list instead, so it can grow;
+- appended onto a list at its tip (the list's stored length is the one the index names): the
+  items go on the end of that list, and older indexes still name their own prefixes of it;
+- appended onto a list past which something was appended already (a fork from an older
+  checkpoint): the index's prefix is copied to a new list, and the items go on its end;
+- appended onto a value, or onto nothing: a new list holding the value's items (none, for
+  nothing), then the new ones (``RedisSaver``'s script asks the client to resend the whole
+  list instead).
+
+A stored value or list item never changes (a list only grows, past every length an index
+names), so any number of indexes share them. A list number is not reused while the thread
+exists.
+
+What retention does. Each dropped checkpoint's header and index are deleted; then every
+stored value and every list that no kept checkpoint's index refers to, whoever wrote it. A
+kept checkpoint's index names only what is still stored, so its values stay whole when its
+parent is dropped: nothing is rebuilt.
 """
 
 from __future__ import annotations

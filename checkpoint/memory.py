@@ -1,4 +1,9 @@
-"""An in-process saver: the embedded default, for tests and one-process apps."""
+"""An in-process saver: the embedded default, for tests and one-process apps.
+
+It follows ``checkpoint/_retention.py``'s rules (write order, head, retention), here in
+Python: its retention is ``_retention.dropped``, and a record whose parent is not held is a
+full base.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from ._delta import apply_deltas
 from ._frozen import hand_out, how_to_hand_out
 from ._head import HeadValues, Kinds, private_delta
 from ._index import encode_put, engine_record_of
+from ._retention import dropped
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, SerializationError
 from .serde import Serializer
@@ -72,9 +78,10 @@ class MemorySaver(BaseCheckpointSaver):
     changes what is stored (unchangeable values are shared, the rest is copied).
 
     ``max_threads`` keeps only the most recently used threads (a read or a write is a use);
-    ``max_retained`` keeps only the newest checkpoints of each thread (the oldest kept one is
-    rebuilt as a full base). ``copy=True`` hands out a full msgpack round trip of every
-    value on every read, frozen ones included, as a durable saver's read would.
+    ``max_retained`` keeps only the newest writes of each thread (``_retention``'s rules: a
+    kept child of a dropped checkpoint is rebuilt as a full base). ``copy=True`` hands out a
+    full msgpack round trip of every value on every read, frozen ones included, as a durable
+    saver's read would.
     """
 
     durable = False  # lost with the process: steps store no progress here
@@ -141,9 +148,10 @@ class MemorySaver(BaseCheckpointSaver):
                 self._threads.move_to_end(checkpoint.thread_id)
             thread.records.pop(record.id, None)  # written again: it is the newest write now
             thread.records[record.id] = record
-            if record.parent_id is not None:
-                siblings = thread.children.get(record.parent_id, ())
-                thread.children[record.parent_id] = (*siblings, record.id)
+            parent_id = record.parent_id
+            if parent_id is not None and not record.is_base:  # a base needs no parent kept
+                siblings = thread.children.get(parent_id, ())
+                thread.children[parent_id] = (*siblings, record.id)
             self._advance_head(thread, head, record, private, kinds)
             thread.head = record.id
             if self.max_retained is not None:
@@ -182,12 +190,10 @@ class MemorySaver(BaseCheckpointSaver):
             thread.head_values.advance(private, kinds)
 
     def _prune(self, thread: _Thread, keep: int) -> None:
-        """Drop the oldest writes until ``keep`` checkpoints remain; the head, the last write,
-        always stays. A child of a dropped checkpoint becomes a full base."""
-        while len(thread.records) > keep:
-            oldest_id = next(iter(thread.records))
-            if oldest_id == thread.head:
-                return
+        """Retention (``_retention``'s rule 4): drop all but the newest ``keep`` writes, oldest
+        first; the head, the last write, always stays. A child of a dropped checkpoint that
+        stays becomes a full base, rebuilt while its parent is still there."""
+        for oldest_id in dropped(thread.records, keep):
             for child_id in thread.children.pop(oldest_id, ()):
                 child = thread.records.get(child_id)
                 if child is not None and not child.is_base:

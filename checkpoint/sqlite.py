@@ -1,4 +1,9 @@
-"""A saver in one SQLite file (stdlib ``sqlite3``): threads survive restarts."""
+"""A saver in one SQLite file (stdlib ``sqlite3``): threads survive restarts.
+
+It follows ``checkpoint/_retention.py``'s rules (write order, head, retention) and stores
+checkpoints as ``checkpoint/_index.py`` describes, here in SQL: the ``seq`` column is the write
+order, ``_write`` the ``put``, ``_prune`` the retention.
+"""
 
 from __future__ import annotations
 
@@ -62,8 +67,9 @@ class SqliteSaver(BaseCheckpointSaver):
 
     "Latest", the order of ``list`` and retention follow the order in which checkpoints were
     written to their thread (a number each write takes in its transaction), never the clock
-    in their ids. ``max_retained`` keeps only the newest checkpoints of each thread (the
+    in their ids. ``max_retained`` keeps only the newest writes of each thread (the
     conversation itself is kept: list items are shared by every checkpoint that reaches them).
+    ``_retention`` states these rules for every saver.
 
     Close it with ``close()`` / ``aclose()``, or use it as a (sync or async) context manager.
     Errors name the file; a path whose directory does not exist raises
@@ -181,7 +187,8 @@ class SqliteSaver(BaseCheckpointSaver):
             remember_write(self._heads, checkpoint, delta, index, encoded.header)
 
     def _write(self, checkpoint: Checkpoint, encoded: EncodedPut, check_head: bool) -> Index:
-        """One transaction that writes the checkpoint; returns its index."""
+        """One transaction that writes the checkpoint (``_retention``'s ``put``; the index as
+        ``_index`` builds it); returns its index."""
         s = self.serializer
         replaced, appended = encoded.replaced, encoded.appended
         thread, cid = checkpoint.thread_id, checkpoint.id
@@ -294,8 +301,9 @@ class SqliteSaver(BaseCheckpointSaver):
         return next_list, 0, next_list + 1
 
     def _prune(self, db: sqlite3.Connection, thread: str, head: str, keep: int) -> None:
-        """Drop all but the newest ``keep`` checkpoints (by the order of the writes; never the
-        head), then every value and list that no kept checkpoint's index refers to."""
+        """Retention (``_retention``'s rule 4, ``_index``'s sweep): drop all but the newest
+        ``keep`` checkpoints (by ``seq``, the order of the writes; never the head), then every
+        value and list that no kept checkpoint's index refers to."""
         old = [
             cid
             for (cid,) in db.execute(

@@ -1,6 +1,11 @@
 """The Lua scripts that make a RedisSaver write atomic, a read one round trip, and a history
 read one round trip per page.
 
+They follow ``checkpoint/_retention.py``'s rules (write order, head, retention) and store
+checkpoints as ``checkpoint/_index.py`` describes, here in Lua: the ``ids`` scores are the
+write order, ``WRITE`` is ``put`` (head check, index, newest write, head, then retention when
+``keep > 0``), ``READ`` is ``get`` and ``HISTORY`` one page of ``list``.
+
 Keys of one thread (all share the thread's hash tag, so they live in one cluster slot):
 KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list``, ``seq``
 and ``len:<list>`` lengths), KEYS[3] cps (hash: id -> header), KEYS[4] idx (hash: id -> JSON index),
@@ -75,7 +80,7 @@ for _ = 1, n_lists do
   ops[#ops + 1] = {key, mode, count, i + 3}
   i = i + 3 + count
 end
--- Every check is done: from here on the script only writes.
+-- Every check is done: from here on the script only writes (the index as _index.py builds it).
 for from = 0, n_values - 1, 500 do  -- HSETs of 500 fields: unpack() has a limit
   local pairs_ = {}
   for v = from, math.min(from + 499, n_values - 1) do
@@ -134,6 +139,7 @@ local written = cjson.encode(idx)
 redis.call('HSET', KEYS[4], id, written)
 redis.call('ZADD', KEYS[7], score, id)
 redis.call('SET', KEYS[1], id)
+-- retention, _retention.py's rule 4: all but the newest `keep` writes go, then _index.py's sweep
 if keep > 0 then
   local total = redis.call('ZCARD', KEYS[7])
   if total > keep then

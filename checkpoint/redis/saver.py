@@ -1,4 +1,9 @@
-"""A saver in Redis (plain Redis 7 or Valkey, no modules; single node or cluster)."""
+"""A saver in Redis (plain Redis 7 or Valkey, no modules; single node or cluster).
+
+It follows ``checkpoint/_retention.py``'s rules (write order, head, retention) and stores
+checkpoints as ``checkpoint/_index.py`` describes, here in Lua: ``_lua.WRITE`` is the ``put``
+and its retention, ``_lua.READ`` the ``get``, ``_lua.HISTORY`` the ``list``.
+"""
 
 from __future__ import annotations
 
@@ -56,8 +61,8 @@ class RedisSaver(BaseCheckpointSaver):
     All keys of a thread share the hash tag ``{<thread_id>}`` (eight keys per thread, see
     docs/redis.md), so the saver works on Redis Cluster. ``ttl`` (seconds) is applied to
     every key of the thread on each write (and on each read with ``refresh_on_read``);
-    ``max_retained`` keeps only the newest checkpoints of each thread. Values are msgpack
-    through the type registry, never pickle.
+    ``max_retained`` keeps only the newest writes of each thread (``_retention``'s rules
+    for every saver). Values are msgpack through the type registry, never pickle.
 
     ``client`` is a ``redis.Redis`` / ``redis.RedisCluster`` (sync methods; async ones run
     in worker threads) or a ``redis.asyncio`` client (async methods only); ``from_url``
