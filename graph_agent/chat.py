@@ -248,7 +248,7 @@ class ChatClientRequest:
     # -- building the prompt ----------------------------------------------------------------
 
     def _tool_options(self) -> ToolCallingChatOptions:
-        from .tools._collect import as_tool_callbacks
+        from .tools import as_tool_callbacks
 
         base = self._options or ChatOptions()
         callbacks: list[ToolCallback] = []
@@ -300,7 +300,7 @@ class ChatClientRequest:
         assert options is not None
         offered: list[ToolCallback] = []
         if self._tool_providers:
-            from .tools._collect import as_tool_callbacks
+            from .tools import as_tool_callbacks
             from .tools.resolution import ToolProviderRequest
 
             request = ToolProviderRequest(messages=messages)

@@ -10,8 +10,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AgentBuildError
 from ..graph import KeyStrategy, KeyStrategyLike
 from ..models import ChatModel
-from ..tools import ToolCallback, ToolCallbackResolver, ToolCallingManager, ToolProvider
-from ..tools._collect import as_tool_callbacks
+from ..tools import (
+    ToolCallback,
+    ToolCallbackResolver,
+    ToolCallingManager,
+    ToolProvider,
+    as_tool_callbacks,
+)
 from ._nodes import RejectedToolCalls
 from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, AgentParts
 

@@ -13,8 +13,14 @@ from ..errors import ToolResolutionError
 from ..graph import KeyStrategyLike, OverAllState, RunnableConfig
 from ..messages import AssistantMessage, Message, SystemMessage
 from ..models import ChatModel, ToolCallingChatOptions
-from ..tools import ToolCallback, ToolCallingManager, ToolContext, ToolProvider, ToolProviderRequest
-from ..tools._collect import as_tool_callbacks
+from ..tools import (
+    ToolCallback,
+    ToolCallingManager,
+    ToolContext,
+    ToolProvider,
+    ToolProviderRequest,
+    as_tool_callbacks,
+)
 
 if TYPE_CHECKING:
     from hooks import ModelInterceptor

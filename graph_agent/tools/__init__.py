@@ -29,6 +29,7 @@ from .resolution import (
     ToolCallbackResolver,
     ToolProvider,
     ToolProviderRequest,
+    as_tool_callbacks,
     tool_provider,
 )
 
@@ -61,6 +62,7 @@ __all__ = [
     "ToolProvider",
     "ToolProviderRequest",
     "UnknownToolStrategy",
+    "as_tool_callbacks",
     "tool",
     "tool_provider",
 ]

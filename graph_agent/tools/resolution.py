@@ -1,4 +1,5 @@
-"""Finding tools: by name (resolvers), as a fixed set (providers), or per request (``ToolProvider``)."""
+"""Finding tools: by name (resolvers), as a fixed set (providers), or per request (``ToolProvider``);
+``as_tool_callbacks`` turns tools in any form into ``ToolCallback``s."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..messages import Message, UserMessage
-from ._collect import as_tool_callbacks
 from .callback import ToolCallback
 
 if TYPE_CHECKING:
@@ -22,8 +22,32 @@ __all__ = [
     "ToolCallbackResolver",
     "ToolProvider",
     "ToolProviderRequest",
+    "as_tool_callbacks",
     "tool_provider",
 ]
+
+
+def as_tool_callbacks(items: Iterable[Any]) -> list[ToolCallback]:
+    """Tools in every form a user hands them over, as ``ToolCallback``s: ``ToolCallback``s
+    (``@tool`` functions are) as they are,
+    ``ToolCallbackProvider``s by their ``get_tool_callbacks()``, other objects by their
+    ``@tool`` methods. Anything else is a ``TypeError`` naming it."""
+    callbacks: list[ToolCallback] = []
+    for item in items:
+        if isinstance(item, ToolCallback):
+            callbacks.append(item)
+        elif callable(getattr(item, "get_tool_callbacks", None)):
+            callbacks.extend(item.get_tool_callbacks())
+        elif isinstance(item, (str, int, float, bool, type(None))) or callable(item):
+            raise TypeError(
+                f"{item!r} is not a tool: decorate functions with @tool, pass objects with "
+                "@tool methods, ToolCallbackProviders, or ToolCallbacks"
+            )
+        else:
+            from .method import ToolCallbacks
+
+            callbacks.extend(ToolCallbacks.from_object(item))
+    return callbacks
 
 
 @runtime_checkable
