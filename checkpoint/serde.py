@@ -218,6 +218,17 @@ def _ext(code: int, data: bytes) -> msgpack.ExtType:
     return tuple.__new__(msgpack.ExtType, (code, data))
 
 
+# An empty tuple's ext (``_pack([])`` is ``b"\\x90"``): the same bytes, made once.
+_EMPTY_TUPLE = _ext(_TUPLE, b"\x90")
+
+
+# msgpack's headers for a fixarray of 0-15 items, and for a model's ext (code 10) whose
+# payload has a fixext size (1, 2, 4, 8 or 16 bytes).
+_FIXARRAYS = [bytes((0x90 | n,)) for n in range(16)]
+_MODEL_BYTE = bytes((_MODEL,))
+_FIXEXT_MODEL = {1: b"\xd4\x0a", 2: b"\xd5\x0a", 4: b"\xd6\x0a", 8: b"\xd7\x0a", 16: b"\xd8\x0a"}
+
+
 def _offset_us(value: _dt.datetime | _dt.time) -> int | None:
     offset = value.utcoffset()
     return None if offset is None else offset // _dt.timedelta(microseconds=1)
@@ -397,25 +408,83 @@ class Serializer:
         return out
 
     def _default(self, obj: object) -> msgpack.ExtType:
+        # Registered classes first (messages and their parts: the common case), then plain
+        # types; a registered class is never one of _ENCODERS' builtins. The payload is
+        # packed as ``_pack`` does, inline: this runs once per nested value.
         cls = type(obj)
-        encode = _ENCODERS.get(cls)
-        if encode is not None:
-            code, payload = encode(obj)
-            return _ext(code, self._pack(payload))
-        entry = self.registry._by_cls.get(cls)
-        if entry is None:
-            raise TypeError(f"{qualified_name(cls)} is not an allowed checkpoint type")
-        if entry.kind == _ENUM:
-            body: list[object] = [entry.name, obj.value]  # type: ignore[attr-defined]
-        elif entry.kind == _MODEL:
-            attrs = obj.__dict__
-            extra = obj.__pydantic_extra__  # type: ignore[attr-defined]
-            if attrs.keys() != entry.field_set:  # e.g. a cached_property's value is there too
-                attrs = {f: attrs[f] for f in entry.fields}
-            body = [entry.name, attrs, extra or None]
+        if cls is tuple:
+            if not obj:
+                return _EMPTY_TUPLE
+            items = self._tuple_of_models(obj)  # type: ignore[arg-type]
+            if items is not None:
+                return tuple.__new__(msgpack.ExtType, (_TUPLE, items))
+            code: int = _TUPLE
+            payload: object = list(obj)  # type: ignore[call-overload]
         else:
-            body = [entry.name, {f: getattr(obj, f) for f in entry.fields}]
-        return _ext(entry.kind, self._pack(body))
+            entry = self.registry._by_cls.get(cls)
+            if entry is None:
+                encode = _ENCODERS.get(cls)
+                if encode is None:
+                    raise TypeError(f"{qualified_name(cls)} is not an allowed checkpoint type")
+                code, payload = encode(obj)
+            else:
+                code = entry.kind
+                if code == _MODEL:
+                    attrs = obj.__dict__
+                    extra = obj.__pydantic_extra__  # type: ignore[attr-defined]
+                    if attrs.keys() != entry.field_set:  # e.g. a cached_property's value
+                        attrs = {f: attrs[f] for f in entry.fields}
+                    payload = [entry.name, attrs, extra or None]
+                elif code == _ENUM:
+                    payload = [entry.name, obj.value]  # type: ignore[attr-defined]
+                else:
+                    payload = [entry.name, {f: getattr(obj, f) for f in entry.fields}]
+        local = self._local
+        depth = local.depth
+        packers = local.packers
+        if depth == len(packers):
+            if depth >= MAX_DEPTH:
+                raise ValueError("values nest too deeply")
+            packers.append(_new_packer(self._default))
+        local.depth = depth + 1
+        try:
+            out: bytes = packers[depth].pack(payload)
+        finally:
+            local.depth = depth
+        if len(out) > _BIG_OUTPUT:  # drop the grown buffer
+            packers[depth] = _new_packer(self._default)
+        return tuple.__new__(msgpack.ExtType, (code, out))
+
+    def _tuple_of_models(self, value: tuple[Any, ...]) -> bytes | None:
+        """A short tuple of registered pydantic models (a message's tool calls or responses)
+        as its ext payload, made here: the same bytes the packer makes (an array of the
+        models' exts), without a callback and a nested packer per item. ``None`` for any
+        other tuple."""
+        if len(value) >= 16:
+            return None
+        by_cls = self.registry._by_cls
+        parts = [_FIXARRAYS[len(value)]]
+        for item in value:
+            entry = by_cls.get(type(item))
+            if entry is None or entry.kind != _MODEL:
+                return None
+            attrs = item.__dict__
+            extra = item.__pydantic_extra__
+            if attrs.keys() != entry.field_set:
+                attrs = {f: attrs[f] for f in entry.fields}
+            data = self._pack([entry.name, attrs, extra or None])
+            size = len(data)
+            head = _FIXEXT_MODEL.get(size)
+            if head is None:
+                if size < 0x100:
+                    head = bytes((0xC7, size, _MODEL))
+                elif size < 0x10000:
+                    head = b"\xc8" + size.to_bytes(2, "big") + _MODEL_BYTE
+                else:
+                    head = b"\xc9" + size.to_bytes(4, "big") + _MODEL_BYTE
+            parts.append(head)
+            parts.append(data)
+        return b"".join(parts)
 
     def _children_of(self, obj: object) -> Iterable[tuple[str, object]] | None:
         entry = self.registry._by_cls.get(type(obj))

@@ -80,3 +80,37 @@ def test_messages_live_in_checkpointed_graph_state():
     app.invoke({"messages": [UserMessage("hello")]}, {"thread_id": "m"})
     stored = app.get_state({"thread_id": "m"}).values["messages"]
     assert stored == [UserMessage("hello"), AssistantMessage("echo: hello")]
+
+
+# What default_serializer stored for these messages before its fast paths (bytes made by the
+# generic encoder): the format must not change, so old checkpoints load and new ones match.
+_STORED = (
+    "83a86d6573736167657394c7490a93b767726170685f6167656e742e557365724d65737361676583a474"
+    "657874a2676fa86d6574616461746181a16b9201c70301920203ac6d6573736167655f74797065a47573"
+    "6572c0c7b60a93bc67726170685f6167656e742e417373697374616e744d65737361676585a474657874"
+    "a0a86d6574616461746180ac6d6573736167655f74797065a9617373697374616e74aa746f6f6c5f6361"
+    "6c6c73c7580191c7540a93b467726170685f6167656e742e546f6f6c43616c6c85a26964a663616c6c5f"
+    "31a46e616d65a46563686fa9617267756d656e7473a87b2278223a20317da474797065a866756e637469"
+    "6f6ea5696e64657800c0a77265667573616cc0c0c7900a93bf67726170685f6167656e742e546f6f6c52"
+    "6573706f6e73654d65737361676583ac6d6573736167655f74797065a4746f6f6ca9726573706f6e7365"
+    "73c7440191c7400a93b867726170685f6167656e742e546f6f6c526573706f6e736583a26964a663616c"
+    "6c5f31a46e616d65a46563686fad726573706f6e73655f64617461a131c0a86d6574616461746180c0c7"
+    "620a93bc67726170685f6167656e742e417373697374616e744d65737361676585a474657874a4646f6e"
+    "65a86d6574616461746180ac6d6573736167655f74797065a9617373697374616e74aa746f6f6c5f6361"
+    "6c6c73d40190a77265667573616cc0c0a174d40190a66e6573746564c70a0192d40190d60191d40190"
+)
+
+
+def test_stored_bytes_of_messages_do_not_change():
+    messages = [
+        UserMessage("go", metadata={"k": [1, (2, 3)]}),
+        AssistantMessage(
+            "", tool_calls=(ToolCall(id="call_1", name="echo", arguments='{"x": 1}', index=0),)
+        ),
+        ToolResponseMessage(responses=(ToolResponse(id="call_1", name="echo", response_data="1"),)),
+        AssistantMessage("done", refusal=None),
+    ]
+    value = {"messages": messages, "t": (), "nested": ((), ((),))}
+    stored = bytes.fromhex("".join(_STORED))
+    assert default_serializer.dumps_mapping(value) == stored
+    assert default_serializer.loads_mapping(stored) == value

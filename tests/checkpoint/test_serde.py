@@ -711,3 +711,50 @@ def test_stored_bytes_cannot_run_code(
                     ser.loads(_ext(code, [name, f"touch {marker}"]))
     assert not marker.exists()
     assert set(sys.modules) - modules_before == set()
+
+
+def _generic_bytes(registry: TypeRegistry, value: object) -> bytes:
+    """``value`` packed the plain way (an ext per registered model and per tuple, each
+    payload packed on its own): what the serializer's fast paths must reproduce."""
+
+    def pack(obj: object) -> bytes:
+        return msgpack.packb(obj, default=default, use_bin_type=True, strict_types=True)
+
+    def default(obj: object) -> msgpack.ExtType:
+        if type(obj) is tuple:
+            return msgpack.ExtType(1, pack(list(obj)))
+        if type(obj) is Decimal:
+            return msgpack.ExtType(9, pack(str(obj)))
+        assert isinstance(obj, BaseModel)
+        name = registry.name_of(type(obj))
+        return msgpack.ExtType(10, pack([name, dict(obj.__dict__), obj.__pydantic_extra__]))
+
+    return pack(value)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 8, 12, 60, 200, 300, 70_000])
+def test_tuples_of_models_pack_as_the_generic_encoder_does(
+    ser: Serializer, registry: TypeRegistry, n: int
+) -> None:
+    # payload sizes around every msgpack ext header (fixext 4/8/16, ext 8/16/32)
+    for size in range(n, n + 6):
+        tags = tuple(Tag(name="x" * size) for _ in range(1 + size % 3))
+        for value in (tags, [tags, ()], {"k": (tags, Loose(x=1, y=tags))}, tuple(tags) * 6):
+            assert ser.dumps(value) == _generic_bytes(registry, value)
+            assert ser.loads(ser.dumps(value)) == value
+
+
+class Tiny(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    s: str
+
+
+def test_tuples_of_models_at_every_ext_header_size() -> None:
+    registry = TypeRegistry()
+    registry.register(Tiny, name="T")  # payload: 8 bytes + len(s): fixext 8 and 16 too
+    ser = Serializer(registry)
+    for size in [*range(20), *range(240, 260), *range(65_520, 65_540)]:
+        value = (Tiny(s="x" * size), Tiny(s="y"))
+        assert ser.dumps(value) == _generic_bytes(registry, value)
+        assert ser.loads(ser.dumps(value)) == value
