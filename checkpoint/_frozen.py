@@ -93,32 +93,64 @@ def _immutable_type(tp: Any) -> bool:
     return False
 
 
+# How ``is_frozen`` decides for a class's instances, worked out once per class: ``_ALWAYS``
+# (an enum), ``_ITEMS`` (an exact tuple or frozenset: its items), ``_MODEL`` / ``_DATACLASS``
+# (a frozen one: the fields of its plan), ``_NEVER`` (anything else).
+_ALWAYS, _ITEMS, _MODEL, _DATACLASS, _NEVER = range(5)
+_deciders: dict[type, tuple[int, tuple[str, ...]]] = {}
+
+
+def _decider(cls: type) -> tuple[int, tuple[str, ...]]:
+    decider = _deciders.get(cls)
+    if decider is not None:
+        return decider
+    if cls is tuple or cls is frozenset:
+        decider = (_ITEMS, ())
+    elif issubclass(cls, enum.Enum):
+        decider = (_ALWAYS, ())
+    else:
+        plan = _plan(cls)
+        if plan is None:
+            decider = (_NEVER, ())
+        elif issubclass(cls, BaseModel):
+            decider = (_MODEL, plan)
+        else:
+            decider = (_DATACLASS, plan)
+    _deciders[cls] = decider
+    return decider
+
+
 def is_frozen(value: object) -> bool:
     """True if ``value`` cannot be changed in place, so it may be shared."""
     cls = type(value)
     if cls in IMMUTABLE:
         return True
-    if cls is tuple or cls is frozenset:
-        return all_frozen(value)  # type: ignore[arg-type]
-    if isinstance(value, enum.Enum):
-        return True
-    plan = _plan(cls)
-    if plan is None:
-        return False
-    if isinstance(value, BaseModel):
+    kind, plan = _deciders.get(cls) or _decider(cls)
+    if kind == _MODEL:
         fields = value.__dict__
-        extra = value.__pydantic_extra__
+        extra = value.__pydantic_extra__  # type: ignore[attr-defined]
         if extra and not all(_read_only(item) for item in extra.values()):
             return False
-        return all(_read_only(fields.get(name)) for name in plan)
+        for name in plan:  # noqa: SIM110 (a loop: no generator per message)
+            if not _read_only(fields.get(name)):
+                return False
+        return True
+    if kind == _ITEMS:
+        return all_frozen(value)  # type: ignore[arg-type]
+    if kind == _ALWAYS:
+        return True
+    if kind == _NEVER:
+        return False
     return all(_read_only(getattr(value, name)) for name in plan)
 
 
 def _read_only(value: object) -> bool:
     """A field of a frozen object: unchangeable, or a dict/list/set of such values."""
     cls = type(value)
+    if cls in IMMUTABLE:
+        return True
     if cls is dict:
-        return all(_read_only(k) and _read_only(v) for k, v in value.items())  # type: ignore[attr-defined]
+        return not value or all(_read_only(k) and _read_only(v) for k, v in value.items())  # type: ignore[attr-defined]
     if cls is list or cls is set:
         return all(_read_only(item) for item in value)  # type: ignore[attr-defined]
     return is_frozen(value)
