@@ -71,12 +71,24 @@ def header_of(checkpoint: Checkpoint) -> dict[str, Any]:
 def engine_record_of(checkpoint: Checkpoint) -> dict[str, Any]:
     """The header's fields that may hold any value: metadata and the engine's record of a
     paused step (``metadata``, ``interrupts``, ``resume``, ``pending``)."""
-    return {
-        "metadata": dict(checkpoint.metadata),
-        "interrupts": [dict(i) for i in checkpoint.interrupts],
-        "resume": {k: list(v) for k, v in checkpoint.resume_values.items()},
-        "pending": dict(checkpoint.pending_writes),
-    }
+    metadata, interrupts, resume, pending = engine_record_list(checkpoint)
+    return {"metadata": metadata, "interrupts": interrupts, "resume": resume, "pending": pending}
+
+
+def engine_record_list(checkpoint: Checkpoint) -> list[Any]:
+    """``engine_record_of``'s values, in its order, as a list (``MemorySaver``'s header).
+    Empty fields (a step that did not pause) are made without looking into them."""
+    interrupts, resume, pending = (
+        checkpoint.interrupts,
+        checkpoint.resume_values,
+        checkpoint.pending_writes,
+    )
+    return [
+        dict(checkpoint.metadata),
+        [dict(i) for i in interrupts] if interrupts else [],
+        {k: list(v) for k, v in resume.items()} if resume else {},
+        dict(pending) if pending else {},
+    ]
 
 
 def checkpoint_from(

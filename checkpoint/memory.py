@@ -17,7 +17,7 @@ from typing import Any
 from ._delta import apply_deltas
 from ._frozen import hand_out, how_to_hand_out
 from ._head import HeadValues, Kinds, private_delta
-from ._index import encode_put, engine_record_of
+from ._index import encode_put, engine_record_list
 from ._retention import dropped
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, SerializationError
@@ -163,7 +163,7 @@ class MemorySaver(BaseCheckpointSaver):
         and path)."""
         s = self.serializer
         try:
-            header = s.dumps(list(engine_record_of(checkpoint).values()))
+            header = s.dumps(engine_record_list(checkpoint))
             body = self._body(delta)
         except SerializationError:
             encode_put(s, checkpoint, delta)  # raises the durable savers' error
