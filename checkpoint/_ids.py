@@ -22,6 +22,10 @@ _last_ns = 0
 # make two processes draw the same ids.
 _random = random.Random()
 os.register_at_fork(after_in_child=_random.seed)
+# Looked up once: these run once per checkpoint (reseeding after a fork keeps the instance).
+_getrandbits = _random.getrandbits
+_fromtimestamp = datetime.fromtimestamp
+_UTC = timezone.utc
 
 
 def new_checkpoint_id() -> str:
@@ -37,7 +41,7 @@ def new_checkpoint_id() -> str:
         if now <= _last_ns:
             now = _last_ns + 1
         _last_ns = now
-    return f"{now:016x}{_random.getrandbits(32):08x}"
+    return f"{now:016x}{_getrandbits(32):08x}"
 
 
 def new_run_id() -> str:
@@ -47,5 +51,4 @@ def new_run_id() -> str:
 
 def created_at_of(checkpoint_id: str) -> datetime:
     """The creation time encoded in an id made by :func:`new_checkpoint_id`."""
-    ns = int(checkpoint_id[:16], 16)
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+    return _fromtimestamp(int(checkpoint_id[:16], 16) / 1e9, _UTC)
