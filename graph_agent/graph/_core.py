@@ -259,7 +259,7 @@ class GraphRun(Cursor):
             yield from self._stop(results, (names, sends), runnable, resume, step_base)
             return None
         step = DeltaTracker()
-        merged = merge_updates(self.values, updates, spec.strategies, step)
+        merged = merge_updates(self.values, updates, spec.rules, step)
         new_state = OverAllState(merged)
         if len(ran) == 1 and ran[0][1] is None and ran[0][0] not in spec.branches:
             triggered = spec.static_after.get(ran[0][0]) or []
@@ -473,7 +473,7 @@ def _after_hits(
 def _outputs(
     updates: list[tuple[str, Any]], spec: GraphSpec, public: OverAllState, ns: tuple[str, ...]
 ) -> list[NodeOutput]:
-    return [NodeOutput(n, combined(u, spec.strategies), public, ns) for n, u in updates]
+    return [NodeOutput(n, combined(u, spec.rules), public, ns) for n, u in updates]
 
 
 def _stored_results(

@@ -96,7 +96,7 @@ class Cursor(DeltaTracker):
     def merge(self, updates: Sequence[tuple[str, Any]]) -> None:
         """Merge the updates all or nothing: a bad update leaves values and delta as they were."""
         step = DeltaTracker()
-        self.values = merge_updates(self.values, updates, self.spec.strategies, step)
+        self.values = merge_updates(self.values, updates, self.spec.rules, step)
         self.absorb(step)
 
     def write(

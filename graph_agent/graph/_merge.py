@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from checkpoint import CheckpointDelta
 
 from ..errors import InvalidUpdateError
 from .state import KeyStrategy, KeyStrategyLike, Overwrite, Updates
-
-_REPLACE = KeyStrategy.REPLACE
-_APPEND = KeyStrategy.APPEND
-_MERGE = KeyStrategy.MERGE
 
 
 class DeltaTracker:
@@ -89,7 +85,187 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def combined(given: Any, strategies: Mapping[str, KeyStrategyLike]) -> Any:
+class KeyRule:
+    """What a key strategy means, in the three places the engine needs it: ``merge`` a
+    write into the state, ``combine`` two writes of one node (what it is shown to have
+    written), and ``written``: what a subgraph wrote to the key, from its values before
+    and after. ``KEY_RULES`` holds one per ``KeyStrategy``; a callable strategy gets a
+    ``_Fold`` (``rule_of``). This class is REPLACE's: the new value wins."""
+
+    __slots__ = ()
+
+    def merge(
+        self,
+        merged: dict[str, Any],
+        key: str,
+        value: Any,
+        writer: str,
+        tracker: DeltaTracker,
+        fresh: dict[str, list[Any]],
+    ) -> None:
+        """Merge ``value`` into ``merged[key]`` (``fresh``: the APPEND lists this merge
+        made, which later writers extend in place). ``_merge_one`` does REPLACE's inline:
+        the hot path of every node write."""
+        merged[key] = value
+        tracker.replace(key)
+
+    def combine(self, old: Any, value: Any) -> Any:
+        """``old`` and then ``value`` written by one node, as one write."""
+        return value
+
+    def written(self, old: Any, value: Any) -> Any:
+        """What a child run wrote to the key, whose value went from ``old`` (``MISSING``: it
+        had none) to ``value`` (not ``old`` itself); ``UNCHANGED`` for nothing."""
+        return value if old is MISSING or old != value else UNCHANGED
+
+
+MISSING: Any = object()  # ``KeyRule.written``: the key had no value before
+UNCHANGED: Any = object()  # ``KeyRule.written``: nothing to write
+
+
+class _Merged(KeyRule):
+    """A key merged any other way than REPLACE: a child run's write to it is its whole
+    value, as an ``Overwrite`` (merging it again in the parent would count the child's own
+    merge twice)."""
+
+    __slots__ = ()
+
+    def written(self, old: Any, value: Any) -> Any:
+        return Overwrite(value) if old is MISSING or old != value else UNCHANGED
+
+
+class _Append(KeyRule):
+    __slots__ = ()
+
+    def merge(
+        self,
+        merged: dict[str, Any],
+        key: str,
+        value: Any,
+        writer: str,
+        tracker: DeltaTracker,
+        fresh: dict[str, list[Any]],
+    ) -> None:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        old = merged.get(key)
+        made = fresh.get(key)
+        if old is made and made is not None:
+            made.extend(items)
+        elif old is None:
+            merged[key] = fresh[key] = list(items)
+        elif isinstance(old, list):
+            merged[key] = fresh[key] = old + list(items)
+        else:
+            raise InvalidUpdateError(
+                f"{_who(writer)} appended to key {key!r}, whose current value is a "
+                f"{_describe(old)}, not a list; APPEND keys must hold lists",
+                node=writer,
+                key=key,
+            )
+        tracker.append(key, items)
+
+    def combine(self, old: Any, value: Any) -> Any:
+        return [*_items(old), *_items(value)]
+
+    def written(self, old: Any, value: Any) -> Any:
+        if isinstance(old, list) and isinstance(value, list):
+            n = len(old)
+            if len(value) >= n and all(a is b or a == b for a, b in zip(old, value)):
+                return value[n:] if len(value) > n else UNCHANGED
+        if old is MISSING:
+            return value
+        return Overwrite(value) if old != value else UNCHANGED
+
+
+class _Merge(_Merged):
+    __slots__ = ()
+
+    def merge(
+        self,
+        merged: dict[str, Any],
+        key: str,
+        value: Any,
+        writer: str,
+        tracker: DeltaTracker,
+        fresh: dict[str, list[Any]],
+    ) -> None:
+        if not isinstance(value, Mapping):
+            raise InvalidUpdateError(
+                f"{_who(writer)} wrote a {_describe(value)} to MERGE key {key!r}; a MERGE "
+                "key takes a dict of entries to update",
+                node=writer,
+                key=key,
+            )
+        old = merged.get(key)
+        if old is not None and not isinstance(old, Mapping):
+            raise InvalidUpdateError(
+                f"{_who(writer)} merged into key {key!r}, whose current value is a "
+                f"{_describe(old)}, not a dict",
+                node=writer,
+                key=key,
+            )
+        merged[key] = {**old, **value} if old else dict(value)
+        tracker.replace(key)
+
+    def combine(self, old: Any, value: Any) -> Any:
+        return {**old, **value}
+
+
+class _Fold(_Merged):
+    """A callable strategy ``(old, new) -> merged``."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any, Any], Any]) -> None:
+        self.fn = fn
+
+    def merge(
+        self,
+        merged: dict[str, Any],
+        key: str,
+        value: Any,
+        writer: str,
+        tracker: DeltaTracker,
+        fresh: dict[str, list[Any]],
+    ) -> None:
+        try:
+            merged[key] = self.fn(merged.get(key), value)
+        except Exception as exc:
+            raise InvalidUpdateError(
+                f"the key strategy of {key!r} failed on the update from {_who(writer)}: "
+                f"{type(exc).__name__}: {exc}",
+                node=writer,
+                key=key,
+            ) from exc
+        tracker.replace(key)
+
+    def combine(self, old: Any, value: Any) -> Any:
+        try:
+            return self.fn(old, value)
+        except Exception:  # shown as written; the merge itself reports failures
+            return value
+
+
+KEY_RULES: dict[KeyStrategy, KeyRule] = {
+    KeyStrategy.REPLACE: KeyRule(),
+    KeyStrategy.APPEND: _Append(),
+    KeyStrategy.MERGE: _Merge(),
+}
+"""The one table of the key strategies: what each means to the engine."""
+
+REPLACE = KEY_RULES[KeyStrategy.REPLACE]  # a key without a strategy
+
+
+def rule_of(strategy: KeyStrategyLike) -> KeyRule:
+    return KEY_RULES[strategy] if isinstance(strategy, KeyStrategy) else _Fold(strategy)
+
+
+def rules_of(strategies: Mapping[str, KeyStrategyLike]) -> dict[str, KeyRule]:
+    """Each key's rule (a key left out is REPLACE)."""
+    return {key: rule_of(strategy) for key, strategy in strategies.items()}
+
+
+def combined(given: Any, rules: Mapping[str, KeyRule]) -> Any:
     """What a node wrote, as one dict: the parts of an ``Updates`` combined by the key
     strategies (APPEND items joined, MERGE entries merged, a callable strategy folding the
     writes, REPLACE and ``Overwrite``: the last write). Anything else is returned as is."""
@@ -100,25 +276,17 @@ def combined(given: Any, strategies: Mapping[str, KeyStrategyLike]) -> Any:
         for key, value in (part or {}).items():
             if key not in out:
                 out[key] = value
-                continue
-            strategy = strategies.get(key, _REPLACE)
-            old = out[key]
-            if type(value) is Overwrite or strategy is _REPLACE:
-                out[key] = value
-            elif type(old) is Overwrite:
-                joined = combined(Updates({key: old.value}, {key: value}), strategies)
-                out[key] = Overwrite(joined[key])
-            elif strategy is _APPEND:
-                out[key] = [*_items(old), *_items(value)]
-            elif strategy is _MERGE:
-                out[key] = {**old, **value}
             else:
-                assert not isinstance(strategy, KeyStrategy)  # a callable, every member handled
-                try:
-                    out[key] = strategy(old, value)
-                except Exception:  # shown as written; the merge itself reports failures
-                    out[key] = value
+                out[key] = _joined(rules.get(key, REPLACE), out[key], value)
     return out
+
+
+def _joined(rule: KeyRule, old: Any, value: Any) -> Any:
+    if type(value) is Overwrite or rule is REPLACE:
+        return value
+    if type(old) is Overwrite:
+        return Overwrite(_joined(rule, old.value, value))
+    return rule.combine(old, value)
 
 
 def _items(value: Any) -> list[Any]:
@@ -128,10 +296,10 @@ def _items(value: Any) -> list[Any]:
 def merge_updates(
     values: Mapping[str, Any],
     updates: Sequence[tuple[str, Any]],
-    strategies: Mapping[str, KeyStrategyLike],
+    rules: Mapping[str, KeyRule],
     tracker: DeltaTracker,
 ) -> dict[str, Any]:
-    """A new state: ``values`` with each ``(writer, update)`` merged in order by key strategy.
+    """A new state: ``values`` with each ``(writer, update)`` merged in order by key rule.
 
     ``values`` is not changed. Raises ``InvalidUpdateError`` naming the writer and key for an
     update that is not a dict, a non-str key, two writes to one REPLACE key, an APPEND onto a
@@ -157,9 +325,7 @@ def merge_updates(
                     "dict (e.g. {'key': value}) or None",
                     node=writer,
                 )
-            _merge_one(
-                merged, writer, number, update, strategies, tracker, replacing, merging, fresh
-            )
+            _merge_one(merged, writer, number, update, rules, tracker, replacing, merging, fresh)
     return merged
 
 
@@ -168,7 +334,7 @@ def _merge_one(
     writer: str,
     number: int,
     update: Mapping[str, Any],
-    strategies: Mapping[str, KeyStrategyLike],
+    rules: Mapping[str, KeyRule],
     tracker: DeltaTracker,
     replacing: dict[str, tuple[str, bool, int]],
     merging: dict[str, tuple[str, int]],
@@ -181,9 +347,9 @@ def _merge_one(
                 "state keys must be str",
                 node=writer,
             )
-        strategy = strategies.get(key, _REPLACE)
+        rule = rules.get(key, REPLACE)
         overwrite = type(value) is Overwrite
-        if overwrite or strategy is _REPLACE:
+        if overwrite or rule is REPLACE:
             first = replacing.get(key)
             if first is not None and first[2] != number:
                 raise _conflict(first[0], writer, key, overwrite or first[1])
@@ -191,6 +357,7 @@ def _merge_one(
             if other is not None and other[1] != number:
                 raise _conflict(other[0], writer, key, overwrite)
             replacing[key] = (writer, overwrite, number)
+            # REPLACE's merge (``KeyRule.merge``) inline: the hot path of every node write
             merged[key] = value.value if overwrite else value
             tracker.replace(key)
             continue
@@ -198,51 +365,4 @@ def _merge_one(
         if first is not None and first[2] != number:
             raise _conflict(first[0], writer, key, first[1])
         merging.setdefault(key, (writer, number))
-        if strategy is _APPEND:
-            items = value if isinstance(value, (list, tuple)) else (value,)
-            old = merged.get(key)
-            made = fresh.get(key)
-            if old is made and made is not None:
-                made.extend(items)
-            elif old is None:
-                merged[key] = fresh[key] = list(items)
-            elif isinstance(old, list):
-                merged[key] = fresh[key] = old + list(items)
-            else:
-                raise InvalidUpdateError(
-                    f"{_who(writer)} appended to key {key!r}, whose current value is a "
-                    f"{_describe(old)}, not a list; APPEND keys must hold lists",
-                    node=writer,
-                    key=key,
-                )
-            tracker.append(key, items)
-        elif strategy is _MERGE:
-            if not isinstance(value, Mapping):
-                raise InvalidUpdateError(
-                    f"{_who(writer)} wrote a {_describe(value)} to MERGE key {key!r}; a MERGE "
-                    "key takes a dict of entries to update",
-                    node=writer,
-                    key=key,
-                )
-            old = merged.get(key)
-            if old is not None and not isinstance(old, Mapping):
-                raise InvalidUpdateError(
-                    f"{_who(writer)} merged into key {key!r}, whose current value is a "
-                    f"{_describe(old)}, not a dict",
-                    node=writer,
-                    key=key,
-                )
-            merged[key] = {**old, **value} if old else dict(value)
-            tracker.replace(key)
-        else:
-            assert not isinstance(strategy, KeyStrategy)  # a callable, every member handled
-            try:
-                merged[key] = strategy(merged.get(key), value)
-            except Exception as exc:
-                raise InvalidUpdateError(
-                    f"the key strategy of {key!r} failed on the update from {_who(writer)}: "
-                    f"{type(exc).__name__}: {exc}",
-                    node=writer,
-                    key=key,
-                ) from exc
-            tracker.replace(key)
+        rule.merge(merged, key, value, writer, tracker, fresh)

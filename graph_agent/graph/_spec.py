@@ -11,6 +11,7 @@ from typing import Any
 import networkx as nx
 
 from ..errors import GraphValidationError
+from ._merge import rules_of
 from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike
 
@@ -209,6 +210,7 @@ class GraphSpec:
         "nodes",
         "private",
         "reach",
+        "rules",
         "static_after",
         "static_next",
         "strategies",
@@ -241,6 +243,7 @@ class GraphSpec:
         self.edges = list(edges)
         self.branches = dict(branches)
         self.strategies: dict[str, KeyStrategyLike] = dict(strategies)
+        self.rules = rules_of(self.strategies)  # what each strategy means (``_merge``)
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
         self.default_recursion_limit = default_recursion_limit

@@ -30,10 +30,10 @@ from ..events._bus import EventBus
 from ._core import GraphRun
 from ._drivers import adrive, drive
 from ._effects import Effect, ParentCommand, SubgraphEntry
-from ._merge import combined
+from ._merge import MISSING, REPLACE, UNCHANGED, KeyRule, combined
 from ._spec import GraphSpec
 from .config import RunnableConfig
-from .state import KeyStrategy, OverAllState, Overwrite, Updates
+from .state import OverAllState, Overwrite, Updates
 from .types import Command, NodeOutput
 
 NS_SEP = "|"  # joins a thread id and the namespace parts of its subgraphs
@@ -139,13 +139,13 @@ class SubgraphNode:
         """What the child wrote itself, from its start up to ``values``: what its task kept
         when it stopped at the checkpoint it continued from, then what changed since; or,
         without such a record, what differs from the values it was handed."""
-        strategies = self.spec.strategies
+        rules = self.spec.rules
         entered = run.entered
         kept = _scope().recall() if entered is not None else NOTHING_KEPT
         if entered is not None and isinstance(kept, Mapping) and kept.get("at") == entered[0]:
-            since = written(entered[1], values, strategies)
-            return dict(combined(Updates(_decode(kept), since), strategies))
-        return written(handed, values, strategies)
+            since = written(entered[1], values, rules)
+            return dict(combined(Updates(_decode(kept), since), rules))
+        return written(handed, values, rules)
 
     def _keep(self, run: ChildRun, handed: Mapping[str, Any]) -> None:
         """The child stopped (paused or failed): keep what it wrote, and where it stopped."""
@@ -213,34 +213,20 @@ def _pick(state: OverAllState, keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 def written(
-    before: Mapping[str, Any], after: Mapping[str, Any], strategies: Mapping[str, Any]
+    before: Mapping[str, Any], after: Mapping[str, Any], rules: Mapping[str, KeyRule]
 ) -> dict[str, Any]:
-    """What a child run wrote: the keys whose values changed from ``before`` to ``after``.
-
-    An APPEND key the child extended gives only its new items; a key merged any other way
-    than REPLACE gives its whole value as an ``Overwrite`` (merging it again in the parent
-    would count the child's own merge twice)."""
+    """What a child run wrote: the keys whose values changed from ``before`` to ``after``,
+    each as its key rule says (``KeyRule.written``): an APPEND key the child extended gives
+    only its new items; a key merged any other way than REPLACE gives its whole value as an
+    ``Overwrite`` (merging it again in the parent would count the child's own merge twice)."""
     update: dict[str, Any] = {}
-    missing = object()
     for key, value in after.items():
-        old = before.get(key, missing)
+        old = before.get(key, MISSING)
         if old is value:
             continue
-        strategy = strategies.get(key, KeyStrategy.REPLACE)
-        if strategy is KeyStrategy.REPLACE:
-            if old is missing or old != value:
-                update[key] = value
-            continue
-        if strategy is KeyStrategy.APPEND and isinstance(old, list) and isinstance(value, list):
-            n = len(old)
-            if len(value) >= n and all(a is b or a == b for a, b in zip(old, value)):
-                if len(value) > n:
-                    update[key] = value[n:]
-                continue
-        if old is missing and strategy is KeyStrategy.APPEND:
-            update[key] = value
-        elif old is missing or old != value:
-            update[key] = Overwrite(value)
+        wrote = rules.get(key, REPLACE).written(old, value)
+        if wrote is not UNCHANGED:
+            update[key] = wrote
     return update
 
 
