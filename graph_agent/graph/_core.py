@@ -16,7 +16,7 @@ from .._runtime.run_scope import RunScope
 from ..errors import GraphRecursionError, GraphResumeError, GraphUsageError, RunStopped
 from ..events import InterruptEvent, RunEnd, RunError, RunStart
 from ._constants import START
-from ._cursor import Cursor, interrupt_of, static_record
+from ._cursor import Cursor
 from ._effects import (
     Effect,
     EmitEffect,
@@ -26,11 +26,12 @@ from ._effects import (
     SubgraphEntry,
 )
 from ._merge import DeltaTracker, combined, merge_updates
+from ._pauses import awaiting, interrupt_of, static_record
 from ._spec import GraphSpec
-from ._tasks import BASE_KEY, PULL, PUSH, Task, TaskResult, decode_resume, read_frame
+from ._tasks import BASE_KEY, PULL, PUSH, StoredWrite, Task, TaskResult, decode_resume, read_frame
 from .config import RunnableConfig
 from .state import OverAllState
-from .types import Command, NodeOutput, Send
+from .types import Command, Interrupt, NodeOutput, Send
 
 
 class GraphRun(Cursor):
@@ -113,7 +114,7 @@ class GraphRun(Cursor):
                 f"Command(...), got {type(inputs).__name__}"
             )
         if checkpoint is not None and checkpoint.interrupts:
-            waiting = any(i["when"] == "during" for i in checkpoint.interrupts)
+            waiting = bool(awaiting(checkpoint.interrupts))
             how = "invoke(Command(resume=value), config)" if waiting else "invoke(None, config)"
             raise GraphResumeError(
                 f"thread '{self.config.thread_id}' is paused ({_describe(checkpoint)}); "
@@ -143,7 +144,7 @@ class GraphRun(Cursor):
         if not checkpoint.next_nodes and not sends:
             return None  # it finished before the parent's step stopped: its values stand
         self.last_written = checkpoint
-        pending = [i["id"] for i in checkpoint.interrupts if i["when"] == "during"]
+        pending = [pause.id for pause in awaiting(checkpoint.interrupts)]
         if not pending:
             return Command()
         answers = {i: entry.resume[i] for i in pending if i in entry.resume}
@@ -160,7 +161,7 @@ class GraphRun(Cursor):
         else:
             checkpoint = (yield from self.load()) if self.has_saver else None
         resume: dict[str, Any] = {}
-        done: dict[str, tuple[str, Any, list[str | Send] | None]] = {}
+        done: dict[str, StoredWrite] = {}
         base: tuple[str | None, int] | None = None
         if self.inputs is None or isinstance(self.inputs, Command):
             names, sends, resume, done, base = self._resume(checkpoint, self.inputs)
@@ -204,7 +205,7 @@ class GraphRun(Cursor):
         sends: Sequence[Send],
         runnable: list[str],
         deferred: Sequence[str],
-        done: Mapping[str, tuple[str, Any, list[str | Send] | None]],
+        done: Mapping[str, StoredWrite],
         resume: Mapping[str, Any],
         base: tuple[str | None, int] | None,
         step_base: tuple[str | None, int],
@@ -339,7 +340,7 @@ class GraphRun(Cursor):
     def _execute(
         self,
         tasks: list[Task],
-        done: Mapping[str, tuple[str, Any, list[str | Send] | None]],
+        done: Mapping[str, StoredWrite],
         resume: Mapping[str, Any],
         frontier: Frontier,
         runnable: list[str],
@@ -394,7 +395,7 @@ class GraphRun(Cursor):
         list[str],
         Sequence[Send],
         dict[str, Any],
-        dict[str, tuple[str, Any, list[str | Send] | None]],
+        dict[str, StoredWrite],
         tuple[str | None, int] | None,
     ]:
         thread = self.config.thread_id
@@ -419,7 +420,7 @@ class GraphRun(Cursor):
             )
         stored_base = checkpoint.pending_writes.get(BASE_KEY)
         base = (stored_base[0], stored_base[1]) if stored_base else None
-        pending = [i for i in checkpoint.interrupts if i["when"] == "during"]
+        pending = awaiting(checkpoint.interrupts)
         resume = decode_resume(checkpoint.resume_values)
         if command is not None and command.has_resume:
             if not pending:
@@ -427,8 +428,8 @@ class GraphRun(Cursor):
                     f"thread '{thread}' is not waiting for a resume value "
                     f"({_describe(checkpoint)}); resume it with invoke(None, config)"
                 )
-            for record, value in _assign_resume(thread, pending, command.resume):
-                resume[record["id"]] = value
+            for pause, value in _assign_resume(thread, pending, command.resume):
+                resume[pause.id] = value
         elif pending:
             raise GraphResumeError(
                 f"thread '{thread}' is waiting for a resume value "
@@ -476,16 +477,12 @@ def _outputs(
     return [NodeOutput(n, combined(u, spec.rules), public, ns) for n, u in updates]
 
 
-def _stored_results(
-    tasks: list[Task], done: Mapping[str, tuple[str, Any, list[str | Send] | None]]
-) -> list[TaskResult]:
+def _stored_results(tasks: list[Task], done: Mapping[str, StoredWrite]) -> list[TaskResult]:
     """The results of the step's tasks that finished in an earlier run (stored writes)."""
     results: list[TaskResult] = []
     for task in tasks:
         if task.id in done:
-            _, update, goto = done[task.id]
-            stored = Command(update=update, goto=goto) if goto is not None else update
-            results.append(TaskResult(task, stored))
+            results.append(done[task.id].result(task))
     return results
 
 
@@ -499,17 +496,17 @@ def _union_in_order(spec: GraphSpec, first: Sequence[str], second: Sequence[str]
 def _describe(checkpoint: Checkpoint) -> str:
     if not checkpoint.interrupts:
         return f"next: {list(checkpoint.next_nodes)}"
-    parts = [f"{i['when']} node '{i['node']}'" for i in checkpoint.interrupts]
+    parts = [f"{i.when} node '{i.node}'" for i in map(interrupt_of, checkpoint.interrupts)]
     return "interrupted " + ", ".join(parts)
 
 
 def _assign_resume(
-    thread: str, pending: list[Mapping[str, Any]], resume: Any
-) -> list[tuple[Mapping[str, Any], Any]]:
+    thread: str, pending: list[Interrupt], resume: Any
+) -> list[tuple[Interrupt, Any]]:
     """Which pending interrupt gets which value. A dict with a key shaped like an interrupt
     id is keyed by ids: each key must be pending (a stale or re-sent id is refused, never
     taken as the answer to another question). Anything else answers the only one pending."""
-    ids = {record["id"]: record for record in pending}
+    ids = {pause.id: pause for pause in pending}
     if isinstance(resume, Mapping) and any(_looks_like_id(k) for k in resume):
         unknown = [k for k in resume if k not in ids]
         if unknown:
@@ -528,8 +525,8 @@ def _assign_resume(
     )
 
 
-def _listing(pending: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(f"{r['id']} in node {r['node']!r}" for r in pending)
+def _listing(pending: Sequence[Interrupt]) -> str:
+    return ", ".join(f"{p.id} in node {p.node!r}" for p in pending)
 
 
 _HEX = frozenset("0123456789abcdefABCDEF")

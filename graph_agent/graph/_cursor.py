@@ -8,39 +8,18 @@ from typing import Any
 
 from checkpoint import Checkpoint, CheckpointNotFoundError, created_at_of, new_checkpoint_id
 
-from .._runtime.ids import derive_id
 from .._runtime.run_scope import RunScope
 from ..errors import InvalidRouteError
 from ..events import CheckpointEvent
 from ._constants import END
 from ._effects import Effect, Frontier, LoadEffect, PutEffect, RouteEffect
 from ._merge import DeltaTracker, merge_updates
+from ._pauses import interrupt_of as interrupt_of  # compiled.py imports it from here
 from ._spec import BranchSpec, GraphSpec
 from ._tasks import BASE_KEY, TaskResult, encode_resume, pending_frame
 from .config import RunnableConfig
 from .state import OverAllState
-from .types import Interrupt, Send
-
-
-def static_record(namespace: tuple[str, ...], base: Any, node: str, when: str) -> dict[str, Any]:
-    """The record of an ``interrupt_before``/``interrupt_after`` pause."""
-    return {
-        "id": derive_id(*namespace, base, node, when),
-        "node": node,
-        "when": when,
-        "value": None,
-        "ns": list(namespace),
-    }
-
-
-def interrupt_of(record: Mapping[str, Any]) -> Interrupt:
-    return Interrupt(
-        id=record["id"],
-        node=record["node"],
-        when=record["when"],
-        value=record.get("value"),
-        namespace=tuple(record.get("ns") or ()),
-    )
+from .types import Send
 
 
 class Cursor(DeltaTracker):

@@ -20,11 +20,12 @@ to what changed since the values it was handed now.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
-from .._runtime.task_scope import NOTHING_KEPT, TaskScope, current_task
+from .._runtime.task_scope import TaskScope, current_task
 from ..errors import GraphUsageError
 from ..events._bus import EventBus
 from ._core import GraphRun
@@ -40,9 +41,41 @@ NS_SEP = "|"  # joins a thread id and the namespace parts of its subgraphs
 WRITES_KEY = "subgraph"  # the scope key its task keeps the child's writes under
 
 
+@dataclass(slots=True, frozen=True)
+class Entered:
+    """Where a child's thread stood when its run continued it."""
+
+    checkpoint_id: str
+    values: Mapping[str, Any]
+
+
+@dataclass(slots=True, frozen=True)
+class ChildWrites:
+    """What a stopped child wrote itself (``update``), up to its checkpoint ``at``: what its
+    task keeps (``TaskScope.keep``) for the run that continues it."""
+
+    at: str
+    update: Mapping[str, Any]
+
+    def stored(self) -> dict[str, Any]:
+        """As kept: plain data for any saver (an ``Overwrite`` is not)."""
+        update = self.update
+        over = {k: v.value for k, v in update.items() if type(v) is Overwrite}
+        plain = {k: v for k, v in update.items() if k not in over}
+        return {"at": self.at, "writes": plain, "overwrites": over}
+
+    @classmethod
+    def read(cls, kept: Any) -> ChildWrites | None:
+        """``stored()``'s inverse; ``None`` for anything else (``NOTHING_KEPT``)."""
+        if not isinstance(kept, Mapping):
+            return None
+        over = {k: Overwrite(v) for k, v in kept["overwrites"].items()}
+        return cls(kept["at"], {**kept["writes"], **over})
+
+
 class ChildRun(GraphRun):
     """A subgraph's run, which remembers where its child's thread stood when it continued it
-    (``entered``: the checkpoint's id and values; ``None`` for a fresh start)."""
+    (``entered``; ``None`` for a fresh start)."""
 
     __slots__ = ("entered",)
 
@@ -56,12 +89,12 @@ class ChildRun(GraphRun):
         scope: RunScope,
     ) -> None:
         super().__init__(spec, config, has_saver, inputs, stream, scope)
-        self.entered: tuple[str, Mapping[str, Any]] | None = None
+        self.entered: Entered | None = None
 
     def _enter(self) -> Generator[Effect, Any, Command | Mapping[str, Any] | None]:
         entered = yield from super()._enter()
         if self.head_id is not None:  # loaded: it continues (or had finished) there
-            self.entered = (self.head_id, self.values)
+            self.entered = Entered(self.head_id, self.values)
         return entered
 
 
@@ -141,17 +174,18 @@ class SubgraphNode:
         without such a record, what differs from the values it was handed."""
         rules = self.spec.rules
         entered = run.entered
-        kept = _scope().recall() if entered is not None else NOTHING_KEPT
-        if entered is not None and isinstance(kept, Mapping) and kept.get("at") == entered[0]:
-            since = written(entered[1], values, rules)
-            return dict(combined(Updates(_decode(kept), since), rules))
+        if entered is not None:
+            kept = ChildWrites.read(_scope().recall())
+            if kept is not None and kept.at == entered.checkpoint_id:
+                since = written(entered.values, values, rules)
+                return dict(combined(Updates(kept.update, since), rules))
         return written(handed, values, rules)
 
     def _keep(self, run: ChildRun, handed: Mapping[str, Any]) -> None:
         """The child stopped (paused or failed): keep what it wrote, and where it stopped."""
         last = run.last_written
         if last is not None:
-            _scope().keep(_encode(last.id, self._writes(run, handed, last.values)))
+            _scope().keep(ChildWrites(last.id, self._writes(run, handed, last.values)).stored())
 
     def __call__(self, state: OverAllState, config: RunnableConfig) -> Any:
         run, scope, handed = self._start(state, config)
@@ -185,18 +219,6 @@ def _scope() -> TaskScope:
     task = current_task.get()
     assert task is not None  # checked by ``SubgraphNode._start``
     return task.child(WRITES_KEY)
-
-
-def _encode(at: str, update: Mapping[str, Any]) -> dict[str, Any]:
-    """The child's writes as kept (plain data for any saver: an ``Overwrite`` is not)."""
-    over = {k: v.value for k, v in update.items() if type(v) is Overwrite}
-    plain = {k: v for k, v in update.items() if k not in over}
-    return {"at": at, "writes": plain, "overwrites": over}
-
-
-def _decode(kept: Mapping[str, Any]) -> dict[str, Any]:
-    over = {k: Overwrite(v) for k, v in kept["overwrites"].items()}
-    return {**kept["writes"], **over}
 
 
 def _forwarder(task: TaskScope | None) -> Any:

@@ -10,6 +10,7 @@ resume values given so far (``resume_values`` by interrupt id).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._runtime.ids import derive_id
@@ -111,36 +112,64 @@ def decode_goto(goto: list[Any] | None) -> list[str | Send] | None:
     return [t if isinstance(t, str) else Send(t["send"], t["arg"]) for t in goto]
 
 
+@dataclass(slots=True, frozen=True)
+class StoredWrite:
+    """What a task of a stopped step finished with: its node, its update (a dict, ``None``
+    or an ``Updates``) and its ``goto`` targets (``None``: follow the edges)."""
+
+    node: str
+    update: Any
+    goto: list[str | Send] | None
+
+    @classmethod
+    def of(cls, result: TaskResult) -> StoredWrite:
+        update, goto = result.split()
+        return cls(result.task.node.name, update, goto)
+
+    def stored(self) -> list[Any]:
+        """As a checkpoint stores it: ``[node, update, goto]``; an ``Updates`` as
+        ``[node, [part, ...], goto, "updates"]`` (its writes kept apart: they merge in order)."""
+        update = self.update
+        if type(update) is Updates:
+            return [self.node, list(update.parts), encode_goto(self.goto), UPDATES_MARK]
+        return [self.node, update, encode_goto(self.goto)]
+
+    @classmethod
+    def read(cls, stored: Sequence[Any]) -> StoredWrite:
+        """The write as ``stored`` holds it (``stored()``'s inverse)."""
+        node, update, goto, *mark = stored
+        if mark == [UPDATES_MARK]:
+            update = Updates(*update)
+        return cls(node, update, decode_goto(goto))
+
+    def result(self, task: Task) -> TaskResult:
+        """The task's result, as if it had just returned this write."""
+        goto = self.goto
+        return TaskResult(
+            task, Command(update=self.update, goto=goto) if goto is not None else self.update
+        )
+
+
 def pending_frame(finished: Sequence[TaskResult], sends: Sequence[Send]) -> dict[str, Any]:
     """``pending_writes`` for a step that stopped: the finished tasks' writes by task id, and
     the step's ``Send``s (so they run again on resume)."""
     frame: dict[str, Any] = {}
     for result in finished:
-        update, goto = result.split()
-        entry = [result.task.node.name, update, encode_goto(goto)]
-        if type(update) is Updates:  # several writes, kept apart: they merge in order
-            entry[1:2] = [list(update.parts)]
-            entry.append(UPDATES_MARK)
-        frame[result.task.id] = entry
+        frame[result.task.id] = StoredWrite.of(result).stored()
     if sends:
         frame[SENDS_KEY] = [[s.node, dict(s.arg)] for s in sends]
     return frame
 
 
-def read_frame(
-    pending: Mapping[str, Any],
-) -> tuple[dict[str, tuple[str, Any, list[str | Send] | None]], list[Send]]:
-    """The finished writes (task id -> (node, update, goto)) and the Sends of a stored step."""
-    done: dict[str, tuple[str, Any, list[str | Send] | None]] = {}
+def read_frame(pending: Mapping[str, Any]) -> tuple[dict[str, StoredWrite], list[Send]]:
+    """The finished writes (by task id) and the Sends of a stored step."""
+    done: dict[str, StoredWrite] = {}
     sends: list[Send] = []
     for key, value in pending.items():
         if key == SENDS_KEY:
             sends = [Send(node, arg) for node, arg in value]
         else:
-            node, update, goto, *mark = value
-            if mark == [UPDATES_MARK]:
-                update = Updates(*update)
-            done[key] = (node, update, decode_goto(goto))
+            done[key] = StoredWrite.read(value)
     return done, sends
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.task_scope import current_task
 from ..errors import GraphUsageError
+from ._pauses import DURING, pause_record
 
 __all__ = ["interrupt"]
 
@@ -36,13 +37,5 @@ def interrupt(value: Any = None) -> Any:
     if interrupt_id in scope.resume:
         return scope.resume[interrupt_id]
     raise NodeInterrupt(
-        [
-            {
-                "id": interrupt_id,
-                "node": scope.node,
-                "when": "during",
-                "value": value,
-                "ns": list(scope.run.namespace),
-            }
-        ]
+        [pause_record(interrupt_id, scope.node, DURING, value, scope.run.namespace)]
     )
