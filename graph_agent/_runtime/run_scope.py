@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..events._bus import EventBus
+    from ..events.bus import EventBus
     from .task_scope import TaskScope
 
 __all__ = ["RunScope"]

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from .._runtime.task_scope import current_task
-from ._bus import Listener
 from ._detached import detached
-from ._listeners import install_listener, installed_listeners, uninstall_listener
+from .bus import Listener
+from .listeners import install_listener, installed_listeners, uninstall_listener
 
 __all__ = [
     "CheckpointEvent",

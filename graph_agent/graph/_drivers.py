@@ -27,7 +27,7 @@ from .._runtime.task_scope import TaskScope, current_task, kept_id
 from .._runtime.workers import FinishedAfterCancel, in_thread
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
-from ..events._bus import paced
+from ..events.bus import paced
 from ._effects import (
     Effect,
     ExecuteEffect,

@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Itera
 from typing import Any
 
 from ..errors import RunStopped
-from ..events._bus import EventBus
-from ..events._listeners import run_listeners
+from ..events.bus import EventBus
+from ..events.listeners import run_listeners
 
 __all__ = ["EVENTS_AHEAD", "async_event_stream", "sync_event_stream"]
 

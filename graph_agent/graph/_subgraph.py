@@ -27,7 +27,7 @@ from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import TaskScope, current_task
 from ..errors import GraphUsageError
-from ..events._bus import EventBus
+from ..events.bus import EventBus
 from ._core import GraphRun
 from ._drivers import adrive, drive
 from ._effects import Effect, ParentCommand, SubgraphEntry

@@ -16,8 +16,8 @@ from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import current_task
 from ..errors import GraphUsageError
 from ..events import RunEvent
-from ..events._bus import EventBus
-from ..events._listeners import run_listeners
+from ..events.bus import EventBus
+from ..events.listeners import run_listeners
 from ._core import GraphRun
 from ._cursor import interrupt_of
 from ._drivers import adrive, drive

@@ -4,6 +4,9 @@ Every run with listeners has an ``EventBus`` (a run nobody listens to has none, 
 cost nothing). ``RunScope.event`` builds an event only when one of the bus's listeners reads
 its kind and hands it over here; a nested run's bus is a listener of its parent's. A listener
 that raises is logged on ``graph_agent.events`` and never breaks the run.
+
+This module is the engine's side of the events (the graph, the tools and the run scopes use
+it); users need only ``graph_agent.events``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
 run of every graph and agent in the process, beside the listeners they were built with;
 ``graph_agent.observability.instrument()`` installs its tracer this way. With nothing
 installed and DEBUG logging off, a run pays one tuple test and one ``isEnabledFor`` call.
+``run_listeners`` is the engine's side: the listeners a new run gets.
 """
 
 from __future__ import annotations
