@@ -135,6 +135,8 @@ class _Merged(KeyRule):
 
 
 class _Append(KeyRule):
+    """APPEND: the items join the key's list (a single non-list item is one item)."""
+
     __slots__ = ()
 
     def merge(
@@ -178,6 +180,8 @@ class _Append(KeyRule):
 
 
 class _Merge(_Merged):
+    """MERGE: the entries update the key's dict."""
+
     __slots__ = ()
 
     def merge(
