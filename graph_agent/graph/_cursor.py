@@ -14,7 +14,6 @@ from ..events import CheckpointEvent
 from ._constants import END
 from ._effects import Effect, Frontier, LoadEffect, PutEffect, RouteEffect
 from ._merge import DeltaTracker, merge_updates
-from ._pauses import interrupt_of as interrupt_of  # compiled.py imports it from here
 from ._spec import BranchSpec, GraphSpec
 from ._tasks import BASE_KEY, TaskResult, encode_resume, pending_frame
 from .config import RunnableConfig

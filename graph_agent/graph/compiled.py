@@ -19,10 +19,10 @@ from ..events import RunEvent
 from ..events.bus import EventBus
 from ..events.listeners import run_listeners
 from ._core import GraphRun
-from ._cursor import interrupt_of
 from ._drivers import adrive, drive
 from ._effects import LoadEffect
 from ._mermaid import draw_mermaid
+from ._pauses import interrupt_of
 from ._spec import GraphSpec
 from ._streams import async_event_stream, sync_event_stream
 from ._subgraph import NS_SEP, SubgraphNode
