@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import random
+
+from checkpoint.retry import Backoff
 
 __all__ = ["RetryPolicy"]
 
@@ -45,8 +46,16 @@ class RetryPolicy:
         return bool(retry_on(error))  # type: ignore[operator]
 
     def delay(self, attempt: int) -> float:
-        """Seconds to wait before attempt ``attempt + 1``."""
-        interval = min(
-            self.max_interval, self.initial_interval * self.backoff_factor ** (attempt - 1)
+        """Seconds to wait before attempt ``attempt + 1`` (``checkpoint.retry.Backoff``, the
+        one backoff formula, with this policy's numbers)."""
+        return self.backoff.delay(attempt)
+
+    @property
+    def backoff(self) -> Backoff:
+        """This policy's waits as a ``checkpoint.retry.Backoff``."""
+        return Backoff(
+            float(self.initial_interval),
+            float(self.backoff_factor),
+            float(self.max_interval),
+            bool(self.jitter),
         )
-        return interval * (0.5 + random.random()) if self.jitter else interval
