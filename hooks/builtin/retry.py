@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import itertools
-import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from checkpoint.effects import Effect, Steps, aperform, perform
+from checkpoint.retry import Backoff as _Backoff
+from checkpoint.retry import retried
 from graph_agent.errors import ModelError, ToolArgumentsError, ToolExecutionException
 from graph_agent.models import ChatModel, ChatResponse
 
@@ -43,14 +44,12 @@ Sleep = Callable[[float], object]
 def exponential_backoff(
     initial: float = 0.5, factor: float = 2.0, max_delay: float = 30.0
 ) -> Callable[[int], float]:
-    """``initial * factor ** (n - 1)`` seconds after failed attempt ``n``, at most ``max_delay``."""
+    """``initial * factor ** (n - 1)`` seconds after failed attempt ``n``, at most ``max_delay``
+    (``checkpoint.retry.Backoff`` without jitter)."""
     if initial < 0 or factor < 1 or max_delay < 0:
         raise ValueError("exponential_backoff needs initial >= 0, factor >= 1 and max_delay >= 0")
 
-    def delay(attempt: int) -> float:
-        return float(min(max_delay, initial * factor ** (attempt - 1)))
-
-    return delay
+    return _Backoff(float(initial), float(factor), float(max_delay), jitter=False).delay
 
 
 def _default(backoff: Backoff | None) -> Backoff:
@@ -81,8 +80,26 @@ def _note(error: BaseException, text: str) -> None:
         add_note(text)
 
 
+class _Handle(Effect):
+    """The interceptor's call to the next handler: ``run`` calls the sync handler, ``arun``
+    the async one (each interceptor method holds the handler of its own kind)."""
+
+    __slots__ = ("handler", "request")
+
+    def __init__(self, handler: Callable[[Any], Any], request: object) -> None:
+        self.handler = handler
+        self.request = request
+
+    def run(self, context: Any) -> Any:
+        return self.handler(self.request)
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return self.handler(self.request)  # type: ignore[no-any-return]
+
+
 class _Retrier:
-    """The retry loop shared by the model and tool retry interceptors."""
+    """The retry policy shared by the model and tool retry interceptors; the loop itself is
+    ``checkpoint.retry.retried``, run by ``perform`` (sync) or ``aperform`` (async)."""
 
     def __init__(
         self,
@@ -108,39 +125,43 @@ class _Retrier:
             float(self.backoff) if isinstance(self.backoff, (int, float)) else self.backoff(attempt)
         )
 
-    def _give_up(self, error: BaseException, attempt: int, what: str) -> bool:
+    def _pause_after(self, error: Exception, attempt: int, what: str) -> float | None:
+        """The wait after failed attempt ``attempt``, or ``None`` to give up (then the error,
+        noted with the number of attempts when there were several, propagates)."""
         if attempt >= self.max_attempts or not self.retries(error):
             if attempt > 1:
                 _note(error, f"{what} failed {attempt} times (max_attempts={self.max_attempts})")
-            return True
-        return False
+            return None
+        return self.delay(attempt)
 
-    def run(self, call: Callable[[], T], what: str) -> T:
-        attempt = 1
-        while True:
-            try:
-                return call()
-            except Exception as error:
-                if self._give_up(error, attempt, what):
-                    raise
-            (self.sleep or time.sleep)(self.delay(attempt))
-            attempt += 1
+    async def _asleep(self, seconds: float) -> None:
+        """The injected sleep in an async run: its result is awaited when awaitable."""
+        assert self.sleep is not None
+        waited = self.sleep(seconds)
+        if inspect.isawaitable(waited):
+            await waited
 
-    async def arun(self, call: Callable[[], Awaitable[T]], what: str) -> T:
-        attempt = 1
-        while True:
-            try:
-                return await call()
-            except Exception as error:
-                if self._give_up(error, attempt, what):
-                    raise
-            if self.sleep is None:
-                await asyncio.sleep(self.delay(attempt))
-            else:
-                waited = self.sleep(self.delay(attempt))
-                if inspect.isawaitable(waited):
-                    await waited
-            attempt += 1
+    def _steps(self, call: _Handle, what: str) -> Steps[Any]:
+        """The one retry loop: ``call`` until it succeeds or the policy gives up."""
+
+        def attempt(n: int) -> Steps[Any]:
+            return (yield call)
+
+        return retried(
+            attempt,
+            lambda error, n: self._pause_after(error, n, what),
+            sleep=self.sleep,
+            asleep=None if self.sleep is None else self._asleep,
+        )
+
+    def run(self, handler: Callable[[Any], T], request: object, what: str) -> T:
+        """``handler(request)``, retried (sync)."""
+        return perform(self._steps(_Handle(handler, request), what))  # type: ignore[no-any-return]
+
+    async def arun(self, handler: Callable[[Any], Awaitable[T]], request: object, what: str) -> T:
+        """``await handler(request)``, retried (async)."""
+        result = await aperform(self._steps(_Handle(handler, request), what))
+        return result  # type: ignore[no-any-return]
 
 
 class ModelRetryInterceptor(ModelInterceptor):
@@ -167,12 +188,12 @@ class ModelRetryInterceptor(ModelInterceptor):
         return self._retrier.max_attempts
 
     def intercept_model(self, request: ModelRequest, handler: ModelCallHandler) -> ChatResponse:
-        return self._retrier.run(lambda: handler(request), "the model call")
+        return self._retrier.run(handler, request, "the model call")
 
     async def aintercept_model(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ChatResponse]]
     ) -> ChatResponse:
-        return await self._retrier.arun(lambda: handler(request), "the model call")
+        return await self._retrier.arun(handler, request, "the model call")
 
 
 class ToolRetryInterceptor(ToolInterceptor):
@@ -211,16 +232,14 @@ class ToolRetryInterceptor(ToolInterceptor):
     def intercept_tool_call(self, request: ToolCallRequest, handler: ToolCallHandler) -> str:
         if not self._applies(request):
             return handler(request)
-        return self._retrier.run(lambda: handler(request), f"tool '{request.tool_call.name}'")
+        return self._retrier.run(handler, request, f"tool '{request.tool_call.name}'")
 
     async def aintercept_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[str]]
     ) -> str:
         if not self._applies(request):
             return await handler(request)
-        return await self._retrier.arun(
-            lambda: handler(request), f"tool '{request.tool_call.name}'"
-        )
+        return await self._retrier.arun(handler, request, f"tool '{request.tool_call.name}'")
 
 
 class ModelFallbackInterceptor(ModelInterceptor):

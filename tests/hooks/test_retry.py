@@ -386,6 +386,74 @@ def _always_failing(request: ToolCallRequest) -> str:
     raise ToolExecutionException("nope", tool_name=request.tool_call.name)
 
 
+def _run_retried(
+    retry: ToolRetryInterceptor, outcomes: list[str | BaseException], mode: str
+) -> tuple[str | BaseException, int]:
+    """``retry`` around a handler that gives ``outcomes`` in turn: the result (or the error
+    raised) and how many calls the handler got."""
+    request = ToolCallRequest(ToolCall(id="x", name="fetch"), None, _context())
+    pending = iter(outcomes)
+    calls: list[int] = []
+
+    def handler(_: ToolCallRequest) -> str:
+        calls.append(1)
+        item = next(pending)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    async def ahandler(request: ToolCallRequest) -> str:
+        return handler(request)
+
+    try:
+        if mode == "sync":
+            result: str | BaseException = retry.intercept_tool_call(request, handler)
+        else:
+            result = asyncio.run(retry.aintercept_tool_call(request, ahandler))
+    except BaseException as error:  # what the loop let through is the result
+        result = error
+    return result, len(calls)
+
+
+def test_sync_and_async_retries_pause_alike() -> None:
+    """The one retry loop under both drivers: the same calls, the same pauses (the default
+    exponential backoff and a backoff function), the same error with the same note."""
+    pauses = []
+    for backoff in (None, lambda n: n / 10):
+        seen = []
+        for mode in ("sync", "async"):
+            sleeps = Sleeps()
+            retry = ToolRetryInterceptor(
+                max_attempts=4, retry_on=TimeoutError, backoff=backoff, sleep=sleeps
+            )
+            failures: list[str | BaseException] = [TimeoutError(f"slow {n}") for n in range(4)]
+            result, calls = _run_retried(retry, failures, mode)
+            assert isinstance(result, TimeoutError) and str(result) == "slow 3"
+            notes = getattr(result, "__notes__", [])
+            seen.append((calls, sleeps.delays, notes))
+        assert seen[0] == seen[1]
+        assert seen[0][0] == 4
+        pauses.append(seen[0][1])
+    assert pauses[0] == [0.5, 1.0, 2.0] and pauses[1] == pytest.approx([0.1, 0.2, 0.3])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_cancel_or_an_interrupt_is_never_retried(mode: str) -> None:
+    for stop in (KeyboardInterrupt(), asyncio.CancelledError()):
+        sleeps = Sleeps()
+        retry = ToolRetryInterceptor(retry_on=BaseException, sleep=sleeps)
+        result, calls = _run_retried(retry, [stop, "unused"], mode)
+        assert (result, calls, sleeps.delays) == (stop, 1, [])
+
+
+def test_exponential_backoff_is_the_shared_backoff_without_jitter() -> None:
+    from checkpoint.retry import Backoff
+
+    delay = exponential_backoff(initial=0.25, factor=3.0, max_delay=5.0)
+    shared = Backoff(0.25, 3.0, 5.0, jitter=False)
+    assert [delay(n) for n in range(1, 8)] == [shared.delay(n) for n in range(1, 8)]
+
+
 # -- ordering --------------------------------------------------------------------------------------
 
 
