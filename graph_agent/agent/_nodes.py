@@ -1,9 +1,9 @@
 """The agent's graph nodes and routers, each node written once.
 
-A node's logic is a generator: it yields what it needs done (call the model through the
-interceptors, run a batch of tools, call a hook) and gets the result back. ``sync_node``
-and ``async_node`` are the only places that differ: one performs an effect with plain
-calls, the other awaits it. The engine runs whichever the run needs.
+A node's logic is a generator of effects (``checkpoint.effects``, the one protocol): it
+yields what it needs done (call the model through the interceptors, run a batch of tools,
+call a hook) and gets the result back. ``sync_node`` and ``async_node`` hand it to the sync
+or the async driver; the engine runs whichever the run needs.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
+
+from checkpoint.effects import Effect, aperform, perform
 
 from .._runtime.task_scope import TaskScope, current_task
 from .._runtime.workers import to_worker
@@ -41,19 +43,6 @@ if TYPE_CHECKING:
 Node = Callable[[OverAllState, RunnableConfig], Any]
 
 
-class Effect:
-    """Something a node's logic needs done; ``run`` does it in a sync run, ``arun`` in an
-    async one."""
-
-    def run(self) -> Any:
-        raise NotImplementedError
-
-    def arun(self) -> Awaitable[Any]:
-        """What to await. (Effects that only pass on an inner coroutine return it as it is:
-        one coroutine less waiting in every run is one object less for the collector.)"""
-        raise NotImplementedError
-
-
 Logic = Callable[[OverAllState, RunnableConfig], Generator[Effect, Any, Any]]
 
 
@@ -61,18 +50,7 @@ def sync_node(logic: Logic) -> Node:
     """The node that runs ``logic``, performing its effects with plain calls."""
 
     def node(state: OverAllState, config: RunnableConfig) -> Any:
-        steps = logic(state, config)
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                effect = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration as done:
-                return done.value
-            try:
-                value, error = effect.run(), None
-            except BaseException as exc:  # handed to the logic, which may clean up
-                value, error = None, exc
+        return perform(logic(state, config))
 
     return node
 
@@ -81,20 +59,7 @@ def async_node(logic: Logic) -> Node:
     """The node that runs ``logic``, awaiting its effects."""
 
     async def node(state: OverAllState, config: RunnableConfig) -> Any:
-        steps = logic(state, config)
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                effect = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration as done:
-                return done.value
-            try:
-                pending = effect.arun()
-                del effect  # what it was made of is the awaitable's now, for as long as needed
-                value, error = await pending, None
-            except BaseException as exc:
-                value, error = None, exc
+        return await aperform(logic(state, config))
 
     return node
 
@@ -205,10 +170,10 @@ class _CallModel(Effect):
         self.chain = chain
         self.request = request
 
-    def run(self) -> ChatResponse:
+    def run(self, context: Any) -> ChatResponse:
         return self.chain.handler(self.request)
 
-    def arun(self) -> Awaitable[ChatResponse]:
+    def arun(self, context: Any) -> Awaitable[ChatResponse]:
         return self.chain.ahandler(self.request)
 
 
@@ -310,14 +275,14 @@ class _RunTools(Effect):
         self.options = options  # its tool_callbacks: the tools the model was offered
         self.context = context
 
-    def run(self) -> Any:
+    def run(self, context: Any) -> Any:
         options = self.options
         manager = self.parts.manager
         return manager.execute_message(
             self.message, options, tool_context=self.context, tool_callbacks=options.tool_callbacks
         )
 
-    def arun(self) -> Awaitable[Any]:
+    def arun(self, context: Any) -> Awaitable[Any]:
         options = self.options
         manager = self.parts.manager
         return manager.aexecute_message(
@@ -378,7 +343,7 @@ class _CallHook(Effect):
         self.state = state
         self.config = config
 
-    def run(self) -> Any:
+    def run(self, context: Any) -> Any:
         result = self.method(self.state, self.config)
         if inspect.isawaitable(result):
             if inspect.iscoroutine(result):
@@ -389,7 +354,7 @@ class _CallHook(Effect):
             )
         return result
 
-    async def arun(self) -> Any:
+    async def arun(self, context: Any) -> Any:
         if inspect.iscoroutinefunction(self.method):
             return await self.method(self.state, self.config)
         # a sync hook may block (a summarizing model call): keep it off the loop
