@@ -15,9 +15,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import httpx
+
+from checkpoint.effects import Effect, Steps, aperform, perform
+from checkpoint.retry import Backoff, retried
 
 from ..errors import ModelError
 from ._openai_wire import build_body, error_detail, parse_completion, retry_after, truncate
@@ -94,8 +97,9 @@ class OpenAIChatModel:
 
     The answers a retry can change (``RETRYABLE_STATUS``: 408, 409, 425, 429 and the 5xx but
     501, 505, 506, 508, 510, 511) and connection errors or timeouts are retried up to
-    ``max_retries`` times with capped exponential backoff and jitter (``Retry-After`` is
-    honoured, capped at ``max_backoff``); a stream is retried only before its body is read.
+    ``max_retries`` times with capped exponential backoff (``checkpoint.retry.Backoff``) plus
+    up to 25 % jitter (``Retry-After`` is honoured, capped at ``max_backoff``); a stream is
+    retried only before its body is read.
     Every other failure raises ``ModelError`` with the status and the (truncated) body. The
     API key never appears in ``repr``, log records or errors: where the server's text is
     read, a key it echoes is masked before anything keeps that text.
@@ -129,6 +133,8 @@ class OpenAIChatModel:
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
+        if not backoff >= 0 or not max_backoff >= 0:
+            raise ValueError("backoff and max_backoff must be 0 or more seconds")
         self.model: str = (
             model
             or (default_options.model if default_options else None)
@@ -394,72 +400,74 @@ class OpenAIChatModel:
     def _send(
         self, client: httpx.Client, body: dict[str, Any], *, stream: bool
     ) -> tuple[httpx.Response, str]:
-        """POST ``body``, retrying what a retry can change: the successful response and its
-        text, redacted (a stream's response is left unread, with text ``""``)."""
-        logger.debug("POST %s (model=%s, stream=%s)", self._redact(self.url), body["model"], stream)
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = client.send(
-                    self._request(client, body, stream), stream=True, auth=self._auth
-                )
-                unread = stream and response.is_success
-                text = "" if unread else read_text(response, self._redact)
-            except httpx.HTTPError as error:
-                self._sleep(self._after_failure(error, attempt))
-                continue
-            if response.is_success:
-                return response, text
-            self._sleep(self._after_answer(response, text, attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+        """``_exchanges`` run with plain calls."""
+        return perform(self._exchanges(client, body, stream))
 
     async def _asend(
         self, client: httpx.AsyncClient, body: dict[str, Any], *, stream: bool
     ) -> tuple[httpx.Response, str]:
-        """The async twin of ``_send``."""
+        """``_exchanges`` run in the event loop."""
+        return await aperform(self._exchanges(client, body, stream))
+
+    def _exchanges(
+        self, client: httpx.Client | httpx.AsyncClient, body: dict[str, Any], stream: bool
+    ) -> Steps[tuple[httpx.Response, str]]:
+        """POST ``body``, retrying what a retry can change (``checkpoint.retry.retried``,
+        each POST an ``_Exchange``): the successful response and its text, redacted (a
+        stream's response is left unread, with text ``""``); ``ModelError`` when it fails."""
         logger.debug("POST %s (model=%s, stream=%s)", self._redact(self.url), body["model"], stream)
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = await client.send(
-                    self._request(client, body, stream), stream=True, auth=self._auth
+        exchange = _Exchange(self, client, body, stream)
+        attempts = 0
+
+        def attempt(n: int) -> Steps[tuple[httpx.Response, str]]:
+            nonlocal attempts
+            attempts = n
+            response, text = yield exchange
+            if not response.is_success:
+                raise _Refused(response, text)
+            return response, text
+
+        try:
+            return (
+                yield from retried(
+                    attempt, self._pause_after, sleep=self._sleep, asleep=self._async_sleep
                 )
-                unread = stream and response.is_success
-                text = "" if unread else await aread_text(response, self._redact)
-            except httpx.HTTPError as error:
-                await self._async_sleep(self._after_failure(error, attempt))
-                continue
-            if response.is_success:
-                return response, text
-            await self._async_sleep(self._after_answer(response, text, attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+            )
+        except httpx.HTTPError as error:
+            raise self._failed(error, attempts) from error
+        except _Refused as refused:
+            failure = self._http_error(refused.response.status_code, refused.text, attempts)
+        raise failure  # outside the handler: the refusal is no part of the error
 
-    def _after_failure(self, error: httpx.HTTPError, attempt: int) -> float:
-        """The wait before retrying a request that got no answer (a connection error or a
-        timeout); ``ModelError`` when it is not retried."""
-        if isinstance(error, httpx.TransportError) and attempt < self.max_retries:
+    def _pause_after(self, error: Exception, attempt: int) -> float | None:
+        """The wait after failed attempt ``attempt`` (1 for the first), or ``None`` when it is
+        not retried: only a connection error or timeout, or an answer a retry can change
+        (``RETRYABLE_STATUS``), and only while retries are left."""
+        if attempt > self.max_retries:
+            return None
+        if isinstance(error, _Refused):
+            status = error.response.status_code
+            if status not in RETRYABLE_STATUS:
+                return None
+            return self._retry_delay(attempt, error.response, f"HTTP {status}")
+        if isinstance(error, httpx.TransportError):
             return self._retry_delay(attempt, None, _describe(error))
-        raise self._failed(error, attempt + 1) from error
-
-    def _after_answer(self, response: httpx.Response, text: str, attempt: int) -> float:
-        """The wait before retrying a request the server refused; ``ModelError`` when a retry
-        cannot change the answer (see ``RETRYABLE_STATUS``) or the retries are used up."""
-        status = response.status_code
-        if status in RETRYABLE_STATUS and attempt < self.max_retries:
-            return self._retry_delay(attempt, response, f"HTTP {status}")
-        raise self._http_error(status, text, attempt + 1)
+        return None
 
     def _retry_delay(self, attempt: int, response: httpx.Response | None, reason: str) -> float:
-        """How long to wait before retry ``attempt + 1``: the server's ``Retry-After`` when it
-        gives one, else exponential backoff with jitter; never more than ``max_backoff``."""
+        """How long to wait after failed attempt ``attempt``: the server's ``Retry-After`` when
+        it gives one, else exponential backoff plus up to 25 % jitter; never more than
+        ``max_backoff``."""
         delay = retry_after(response.headers) if response is not None else None
         if delay is None:
-            base = self.backoff * 2**attempt
+            base = Backoff(self.backoff, 2.0, self.max_backoff, jitter=False).delay(attempt)
             delay = base + random.uniform(0, base / 4)
         delay = max(0.0, min(delay, self.max_backoff))
         logger.warning(
             "%s from POST %s; retry %d of %d in %.2fs",
             self._redact(reason),
             self._redact(self.url),
-            attempt + 1,
+            attempt,
             self.max_retries,
             delay,
         )
@@ -494,6 +502,50 @@ class OpenAIChatModel:
         else:
             message = f"the stream from POST {self.url} broke off: {_describe(error)}"
         return ModelError(self._redact(message), status=200)
+
+
+class _Exchange(Effect):
+    """One POST of a request: the response and its text, read and redacted unless the
+    response is a successful stream's (left unread, text ``""``). ``run`` sends it with the
+    sync httpx client, ``arun`` with the async one."""
+
+    __slots__ = ("body", "client", "model", "stream")
+
+    def __init__(
+        self,
+        model: OpenAIChatModel,
+        client: httpx.Client | httpx.AsyncClient,
+        body: dict[str, Any],
+        stream: bool,
+    ) -> None:
+        self.model, self.client, self.body, self.stream = model, client, body, stream
+
+    def run(self, context: Any) -> tuple[httpx.Response, str]:
+        model, client = self.model, cast(httpx.Client, self.client)
+        request = model._request(client, self.body, self.stream)
+        response = client.send(request, stream=True, auth=model._auth)
+        unread = self.stream and response.is_success
+        return response, "" if unread else read_text(response, model._redact)
+
+    def arun(self, context: Any) -> Awaitable[tuple[httpx.Response, str]]:
+        return self._arun()
+
+    async def _arun(self) -> tuple[httpx.Response, str]:
+        model, client = self.model, cast(httpx.AsyncClient, self.client)
+        request = model._request(client, self.body, self.stream)
+        response = await client.send(request, stream=True, auth=model._auth)
+        unread = self.stream and response.is_success
+        return response, "" if unread else await aread_text(response, model._redact)
+
+
+class _Refused(Exception):
+    """An attempt the server answered with an error status: a failure to ``retried``, turned
+    into ``ModelError`` when it is not retried."""
+
+    def __init__(self, response: httpx.Response, text: str) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+        self.text = text
 
 
 def _describe(error: BaseException) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import re
 from collections.abc import Callable
 from typing import Any
@@ -350,6 +351,12 @@ def test_invalid_max_retries() -> None:
         OpenAIChatModel(max_retries=-1)
 
 
+@pytest.mark.parametrize("settings", [{"backoff": -0.5}, {"max_backoff": -1.0}])
+def test_invalid_backoff(settings: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="backoff and max_backoff must be 0 or more"):
+        OpenAIChatModel(**settings)
+
+
 # --- plain responses ---------------------------------------------------------------------
 
 
@@ -562,6 +569,49 @@ def test_no_retries_when_max_retries_is_zero() -> None:
     with pytest.raises(ModelError, match="HTTP 429"):
         model.call(Prompt("hi"))
     assert (len(server.requests), waits) == (1, [])
+
+
+def test_sync_and_async_requests_retry_alike() -> None:
+    """One retry loop under both drivers: the same requests, the same (jittered) waits for
+    the same random draws, the same final error."""
+    seen = []
+    for asynchronous in (False, True):
+        server = Server(
+            httpx.Response(503),
+            httpx.ConnectError("refused"),
+            httpx.Response(429, headers={"retry-after": "1.5"}),
+            httpx.ReadTimeout("slow"),
+            httpx.Response(502, text="bad gateway"),
+        )
+        model, waits = make(server, max_retries=4, backoff=0.5, max_backoff=3.0)
+        random.seed(11)
+        with pytest.raises(ModelError) as raised:
+            both(model, asynchronous=asynchronous)
+        seen.append((len(server.requests), waits, str(raised.value), raised.value.status))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == 5 and seen[0][1][2] == 1.5 and seen[0][1][3] == 3.0  # capped
+    assert "HTTP 502" in seen[0][2] and "(after 5 attempts)" in seen[0][2]
+
+
+@pytest.mark.parametrize("asynchronous", MODES)
+def test_a_refused_answer_raises_a_model_error_of_its_own(asynchronous: bool) -> None:
+    """The error of an answer that is not retried is raised on its own (no other exception
+    as its cause or context, as before the retry loop was shared)."""
+    model, waits = make(Server(httpx.Response(503), httpx.Response(400)), max_retries=2)
+    with pytest.raises(ModelError) as raised:
+        both(model, asynchronous=asynchronous)
+    assert raised.value.status == 400 and len(waits) == 1
+    assert raised.value.__cause__ is None and raised.value.__context__ is None
+
+
+@pytest.mark.parametrize("asynchronous", MODES)
+def test_an_http_error_that_is_no_connection_failure_is_not_retried(asynchronous: bool) -> None:
+    server = Server(httpx.TooManyRedirects("loop"), httpx.Response(200, json=completion()))
+    model, waits = make(server, max_retries=3)
+    with pytest.raises(ModelError, match="failed: TooManyRedirects: loop") as raised:
+        both(model, asynchronous=asynchronous)
+    assert (len(server.requests), waits) == (1, [])
+    assert isinstance(raised.value.__cause__, httpx.TooManyRedirects)
 
 
 @pytest.mark.parametrize("asynchronous", MODES)
