@@ -1,16 +1,23 @@
 """What the engine core asks its drivers to do (the effects), and the signals that cross
 the line between a subgraph's run and its parent's.
 
-Plain data: this module imports nothing of the engine above it (``_cursor``, ``_progress``,
-``_core``); what an effect needs of them is a protocol here (``StepWriter``)."""
+The effects follow the one protocol (``checkpoint.effects``): each has ``run(io)`` for a
+sync run and ``arun(io)`` for an async one, where ``io`` is what the driver holds (the
+saver, and the executor of a step's tasks: ``EngineIO``). This module imports nothing of
+the engine above it (``_cursor``, ``_progress``, ``_core``, ``_drivers``); what an effect
+needs of them is a protocol here (``StepWriter``, ``EngineIO``)."""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+import inspect
+import sys
+from collections.abc import Awaitable, Generator, Mapping, Sequence
 from typing import Any, Protocol
 
-from checkpoint import Checkpoint, CheckpointDelta
+from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointDelta, UnserializableValueError
+from checkpoint.effects import Effect as BaseEffect
 
+from ..errors import GraphUsageError
 from ._spec import BranchSpec
 from ._tasks import Task, TaskResult
 from .config import RunnableConfig
@@ -46,7 +53,43 @@ class SubgraphEntry:
         self.resuming = resuming
 
 
-class LoadEffect:
+def note(exc: BaseException, message: str) -> None:
+    """Add ``message`` to ``exc``'s notes once (Python 3.11+)."""
+    if sys.version_info >= (3, 11) and message not in getattr(exc, "__notes__", ()):
+        exc.add_note(message)
+
+
+class SaverIO(Protocol):
+    """What a load or a put is performed with: the graph's saver."""
+
+    @property
+    def saver(self) -> BaseCheckpointSaver | None: ...
+
+
+class EngineIO(SaverIO, Protocol):
+    """What the graph's effects are performed with (``_drivers.GraphIO``)."""
+
+    def execute(self, effect: ExecuteEffect) -> list[TaskResult]: ...
+
+    def aexecute(self, effect: ExecuteEffect) -> Awaitable[list[TaskResult]]: ...
+
+
+class SaverOnly:
+    """A ``SaverIO`` for reads outside a run (``get_state``)."""
+
+    __slots__ = ("saver",)
+
+    def __init__(self, saver: BaseCheckpointSaver) -> None:
+        self.saver = saver
+
+
+def _saver(io: SaverIO) -> BaseCheckpointSaver:
+    saver = io.saver
+    assert saver is not None, "the core loads and puts only with a saver"
+    return saver
+
+
+class LoadEffect(BaseEffect):
     """Send back ``saver.get(thread_id, checkpoint_id)``."""
 
     __slots__ = ("checkpoint_id", "thread_id")
@@ -55,8 +98,14 @@ class LoadEffect:
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
 
+    def run(self, io: SaverIO) -> Checkpoint | None:
+        return _saver(io).get(self.thread_id, self.checkpoint_id)
 
-class ExecuteEffect:
+    def arun(self, io: SaverIO) -> Awaitable[Checkpoint | None]:
+        return _saver(io).aget(self.thread_id, self.checkpoint_id)
+
+
+class ExecuteEffect(BaseEffect):
     """Run the tasks (in parallel when several); send back a ``TaskResult`` per task run
     (a task cancelled because a sibling failed gives none). Resume values by interrupt id.
 
@@ -84,8 +133,14 @@ class ExecuteEffect:
         self.base = base
         self.done = done
 
+    def run(self, io: EngineIO) -> list[TaskResult]:
+        return io.execute(self)
 
-class RouteEffect:
+    def arun(self, io: EngineIO) -> Awaitable[list[TaskResult]]:
+        return io.aexecute(self)
+
+
+class RouteEffect(BaseEffect):
     """Call each router on ``state``; send back what each returned, in order."""
 
     __slots__ = ("branches", "config", "state")
@@ -97,8 +152,49 @@ class RouteEffect:
         self.state = state
         self.config = config
 
+    def _call(self, branch: BranchSpec) -> Any:
+        try:
+            if branch.takes_config:
+                return branch.fn(self.state, self.config)
+            return branch.fn(self.state)
+        except Exception as exc:
+            note(exc, f"raised by the router of the conditional edge from '{branch.source}'")
+            raise
 
-class PutEffect:
+    def run(self, io: EngineIO) -> list[Any]:
+        results = []
+        for branch in self.branches:
+            result = self._call(branch)
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()
+                raise GraphUsageError(
+                    f"the router of the conditional edge from '{branch.source}' is async; run "
+                    "the graph with ainvoke()/astream()"
+                )
+            results.append(result)
+        return results
+
+    def arun(self, io: EngineIO) -> Awaitable[list[Any]]:
+        return self._arun()
+
+    async def _arun(self) -> list[Any]:
+        results = []
+        for branch in self.branches:
+            result = self._call(branch)
+            if inspect.isawaitable(result):
+                try:
+                    result = await result
+                except Exception as exc:
+                    note(
+                        exc, f"raised by the router of the conditional edge from '{branch.source}'"
+                    )
+                    raise
+            results.append(result)
+        return results
+
+
+class PutEffect(BaseEffect):
     """Store the checkpoint; send back ``None``."""
 
     __slots__ = ("check_head", "checkpoint", "delta", "updates")
@@ -119,9 +215,37 @@ class PutEffect:
         """The nodes whose updates in this step wrote ``key``."""
         return [n for n, u in self.updates if isinstance(u, Mapping) and key in u]
 
+    def explained(self, exc: UnserializableValueError) -> UnserializableValueError:
+        """``exc`` naming the nodes that wrote the value that cannot be stored."""
+        writers = self.writers_of(exc.key) if exc.key is not None else []
+        if not writers:
+            return exc
+        who = ", ".join(f"'{w}'" for w in writers)
+        error = UnserializableValueError(
+            f"{exc} (written by node {who})", key=exc.key, path=exc.path, type_name=exc.type_name
+        )
+        error.__cause__ = exc
+        return error
 
-class EmitEffect:
-    """Hand these outputs to a streaming caller."""
+    def run(self, io: SaverIO) -> None:
+        try:
+            _saver(io).put(self.checkpoint, self.delta, check_head=self.check_head)
+        except UnserializableValueError as exc:
+            raise self.explained(exc)  # noqa: B904 (explained() sets the cause)
+
+    def arun(self, io: SaverIO) -> Awaitable[None]:
+        return self._arun(io)
+
+    async def _arun(self, io: SaverIO) -> None:
+        try:
+            await _saver(io).aput(self.checkpoint, self.delta, check_head=self.check_head)
+        except UnserializableValueError as exc:
+            raise self.explained(exc)  # noqa: B904 (explained() sets the cause)
+
+
+class EmitEffect(BaseEffect):
+    """Hand these outputs to a streaming caller (the drivers yield them: they are not
+    performed)."""
 
     __slots__ = ("outputs",)
 

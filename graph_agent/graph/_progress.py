@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._runtime.task_scope import kept_id
-from ._effects import ExecuteEffect, Frontier, PutEffect, StepWriter
+from ._effects import ExecuteEffect, Frontier, PutEffect, SaverOnly, StepWriter
 from ._tasks import Task, TaskResult
 
 if TYPE_CHECKING:
@@ -52,11 +52,11 @@ class StepProgress:
         "_dirty",
         "_done",
         "_frontier",
+        "_io",
         "_kept",
         "_lock",
         "_nodes",
         "_resume",
-        "_saver",
         "_writing",
         "error",
     )
@@ -72,7 +72,7 @@ class StepProgress:
         done: Sequence[TaskResult],
     ) -> None:
         self._cursor = cursor
-        self._saver = saver
+        self._io = SaverOnly(saver)
         self._frontier = frontier
         self._nodes = nodes
         self._resume = resume
@@ -129,7 +129,7 @@ class StepProgress:
                 if taken is None:
                     return
                 write, effect = taken
-                self._saver.put(effect.checkpoint, effect.delta, check_head=effect.check_head)
+                effect.run(self._io)
                 _finish(write)
             except Exception as exc:
                 self.error = exc
@@ -150,9 +150,7 @@ class StepProgress:
                     return
                 write, effect = taken
                 try:
-                    await self._saver.aput(
-                        effect.checkpoint, effect.delta, check_head=effect.check_head
-                    )
+                    await effect.arun(self._io)
                     _finish(write)
                 except Exception as exc:
                     self.error = exc

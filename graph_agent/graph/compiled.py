@@ -10,6 +10,7 @@ from typing import Any
 import networkx as nx
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError, new_run_id
+from checkpoint.effects import aperform, perform
 
 from .._runtime.run_loop import RunLoopScope
 from .._runtime.run_scope import RunScope
@@ -20,7 +21,7 @@ from ..events.bus import EventBus
 from ..events.listeners import run_listeners
 from ._core import GraphRun
 from ._drivers import adrive, drive
-from ._effects import LoadEffect
+from ._effects import LoadEffect, SaverOnly
 from ._mermaid import draw_mermaid
 from ._pauses import interrupt_of
 from ._spec import GraphSpec
@@ -296,33 +297,22 @@ class CompiledGraph:
         a thread that has no checkpoint. With ``subgraphs=True``, ``snapshot.subgraphs``
         holds the snapshot of every subgraph the thread is paused in."""
         saver = self._require_saver("get_state")
-        cfg = RunnableConfig.coerce(config)
-        snapshot = self._found(saver.get(cfg.thread_id, cfg.checkpoint_id), cfg)
-        if snapshot is None or not subgraphs:
-            return snapshot
-        loads = _with_children(self._spec, snapshot, cfg.thread_id, ())
-        try:
-            load = next(loads)
-            while True:
-                load = loads.send(saver.get(load.thread_id))
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        return perform(self._state(RunnableConfig.coerce(config), subgraphs), SaverOnly(saver))
 
     async def aget_state(
         self, config: ConfigLike, *, subgraphs: bool = False
     ) -> StateSnapshot | None:
         saver = self._require_saver("aget_state")
-        cfg = RunnableConfig.coerce(config)
-        snapshot = self._found(await saver.aget(cfg.thread_id, cfg.checkpoint_id), cfg)
+        steps = self._state(RunnableConfig.coerce(config), subgraphs)
+        return await aperform(steps, SaverOnly(saver))
+
+    def _state(
+        self, cfg: RunnableConfig, subgraphs: bool
+    ) -> Generator[LoadEffect, Checkpoint | None, StateSnapshot | None]:
+        snapshot = self._found((yield LoadEffect(cfg.thread_id, cfg.checkpoint_id)), cfg)
         if snapshot is None or not subgraphs:
             return snapshot
-        loads = _with_children(self._spec, snapshot, cfg.thread_id, ())
-        try:
-            load = next(loads)
-            while True:
-                load = loads.send(await saver.aget(load.thread_id))
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        return (yield from _with_children(self._spec, snapshot, cfg.thread_id, ()))
 
     def get_state_history(
         self, config: ConfigLike, *, limit: int | None = None

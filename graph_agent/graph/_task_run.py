@@ -1,0 +1,147 @@
+"""One task's run, written once for both drivers: its attempts, its retry policy, its
+``node_start``/``node_end``/``node_error`` events, what a paused or stopped task kept.
+
+``task_steps`` is a generator of effects (``checkpoint.effects``): the node call is a
+``CallNode`` (a plain call in a sync run; in an async run the node's async implementation,
+or its sync one in a worker thread) and the pause before a retry is a ``Sleep``. The
+drivers in ``_drivers`` only perform them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+from collections.abc import Awaitable, Generator, Mapping
+from typing import Any
+
+from checkpoint.effects import Effect, Sleep
+
+from .._runtime.interrupts import NodeInterrupt
+from .._runtime.run_scope import RunScope
+from .._runtime.task_scope import TaskScope, current_task, kept_id
+from .._runtime.workers import FinishedAfterCancel, in_thread
+from ..errors import GraphUsageError
+from ..events import NodeEnd, NodeError, NodeStart
+from ._effects import StepCancelled
+from ._tasks import Task, TaskResult
+
+
+def note(exc: BaseException, message: str) -> None:
+    """Add ``message`` to ``exc``'s notes once (Python 3.11+)."""
+    if sys.version_info >= (3, 11) and message not in getattr(exc, "__notes__", ()):
+        exc.add_note(message)
+
+
+def _call(fn: Any, takes_config: bool, task: Task) -> Any:
+    return fn(task.state, task.config) if takes_config else fn(task.state)
+
+
+async def _in_thread(task: Task) -> Any:
+    node = task.node
+    out = await in_thread(_call, node.fn, node.takes_config, task)
+    return (await out) if inspect.isawaitable(out) else out  # a sync fn returned an awaitable
+
+
+class CallNode(Effect):
+    """Call the task's node as ``scope`` (the current task while it runs); its output."""
+
+    __slots__ = ("scope", "task")
+
+    def __init__(self, task: Task, scope: TaskScope) -> None:
+        self.task = task
+        self.scope = scope
+
+    def run(self, context: Any) -> Any:
+        task, node = self.task, self.task.node
+        outer = current_task.get()
+        current_task.set(self.scope)  # restored below by value: no Token kept while it runs
+        try:
+            out = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)  # type: ignore[misc]
+        finally:
+            current_task.set(outer)
+        if type(out) is not dict and out is not None and inspect.isawaitable(out):
+            if inspect.iscoroutine(out):
+                out.close()
+            raise GraphUsageError(
+                f"node '{node.name}' returned an awaitable; it is async, so run the graph "
+                "with ainvoke()/astream()"
+            )
+        return out
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return self._arun()
+
+    async def _arun(self) -> Any:
+        task, node = self.task, self.task.node
+        outer = current_task.get()
+        current_task.set(self.scope)
+        try:
+            if node.afn is not None:
+                return await _call(node.afn, node.afn_takes_config, task)
+            return await _in_thread(task)
+        finally:
+            current_task.set(outer)
+
+
+def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a stopped task kept, keyed as it is stored with the resume values."""
+    return {kept_id(task.id, key): value for key, value in kept.items()} if kept else None
+
+
+def _failed(task: Task, scope: TaskScope, error: Exception, attempt: int) -> float | None:
+    """Record a task's failed ``attempt``; the seconds to wait before the next, or ``None``."""
+    note(error, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
+    run = scope.run
+    if run.bus is not None:
+        run.event(NodeError, scope, error=error, attempt=attempt)
+    policy = task.node.retry
+    if policy is None or not policy.should_retry(error, attempt):
+        return None
+    return policy.delay(attempt)
+
+
+def task_steps(
+    task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+) -> Generator[Effect, Any, TaskResult]:
+    """Run ``task`` with its retry policy; what it gave. A failure, a pause or (async) a
+    cancel after some of its work was kept is the result, not an exception."""
+    node = task.node
+    attempt = 1
+    kept: dict[str, Any] = {}
+    while True:
+        # a retried attempt may find what its failed attempt left (a subgraph's thread)
+        resuming = task.resuming or attempt > 1
+        scope = TaskScope(run, node.name, task, resume, can_interrupt, resuming, kept=kept)
+        if run.bus is not None:
+            run.event(NodeStart, scope)
+        try:
+            out = yield CallNode(task, scope)
+        except FinishedAfterCancel as stop:  # cancelled; its thread ran on to its end
+            if stop.error is not None:
+                raise asyncio.CancelledError from None  # it failed: a re-run runs it again
+            result = _ended(task, scope, stop.result)  # it finished: the step keeps it
+            result.after_cancel = True
+            return result
+        except NodeInterrupt as interrupt:
+            return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
+        except asyncio.CancelledError:
+            if not kept:
+                raise
+            # what finished before the cancel (a sync tool's thread) is stored, then the
+            # cancellation goes on (adrive turns this back into CancelledError)
+            return TaskResult(task, error=StepCancelled(), kept=_stored(task, kept))
+        except Exception as exc:
+            wait = _failed(task, scope, exc, attempt)
+            if wait is None:
+                return TaskResult(task, error=exc, kept=_stored(task, kept))
+            attempt += 1
+            yield Sleep(wait)
+            continue
+        return _ended(task, scope, out)
+
+
+def _ended(task: Task, scope: TaskScope, update: Any) -> TaskResult:
+    if scope.run.bus is not None:
+        scope.run.event(NodeEnd, scope, update=update)
+    return TaskResult(task, update)
