@@ -17,8 +17,8 @@ from ..tools import (
     ToolProvider,
     as_tool_callbacks,
 )
-from ._nodes import RejectedToolCalls
 from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, AgentParts
+from ._toolset import RejectedToolCalls
 
 if TYPE_CHECKING:
     from hooks import Hook

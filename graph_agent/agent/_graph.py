@@ -10,6 +10,7 @@ from checkpoint import BaseCheckpointSaver
 from ..graph import END, START, CompiledGraph, KeyStrategyLike, OverAllState, StateGraph
 from . import _nodes
 from ._parts import JUMP_TO, PRIVATE_KEYS, AgentParts
+from ._toolset import AgentTools
 from ._unanswered import answer_unfinished_calls
 
 if TYPE_CHECKING:
@@ -71,8 +72,23 @@ def build_graph(
             graph.add_node(
                 node_name(hook, position), *_nodes.both(_nodes.hook_logic(hook, position))
             )
-    graph.add_node(MODEL, *_nodes.both(_nodes.model_logic(parts)))
-    graph.add_node(TOOLS, *_nodes.both(_nodes.tool_logic(parts)))
+    # What the model node and the tool node need, made once; neither sees the parts.
+    tools = AgentTools(
+        parts.name,
+        parts.tools,
+        parts.tool_providers,
+        parts.interceptor_tools,
+        intercepted=bool(parts.model_interceptors),
+    )
+    chain = _nodes.ModelChain(parts.model, parts.model_interceptors)
+    model = _nodes.model_logic(
+        chain, tools, parts.system_text, parts.tool_context, parts.output_key
+    )
+    run_tools = _nodes.tool_logic(
+        parts.manager, tools, parts.tool_context, parts.store, parts.output_key
+    )
+    graph.add_node(MODEL, *_nodes.both(model))
+    graph.add_node(TOOLS, *_nodes.both(run_tools))
 
     # Each hop is either a fixed next node or a route (a router and its labels -> nodes).
     Route = tuple[Callable[[OverAllState], str], dict[str, str]]

@@ -8,9 +8,10 @@ or the async driver; the engine runs whichever the run needs.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checkpoint.effects import Effect, aperform, perform
@@ -20,25 +21,16 @@ from .._runtime.workers import to_worker
 from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
-from ..messages import AssistantMessage
-from ..models import ChatResponse, ToolCallingChatOptions
+from ..messages import AssistantMessage, Message, SystemMessage
+from ..models import ChatModel, ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
-from ..tools import ToolCallRequest, ToolContext
-from ..tools.request import answered
-from ._parts import (
-    JUMP_TO,
-    MESSAGES,
-    REJECTED,
-    AgentParts,
-    OfferedTools,
-    cleared,
-    last_message,
-    offered_sink,
-)
+from ..tools import ToolCallback, ToolCallingManager, ToolContext
+from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED
+from ._toolset import AgentTools
 from ._usage import usage_dict
 
 if TYPE_CHECKING:
-    from hooks import Hook, HookPosition, ModelRequest
+    from hooks import Hook, HookPosition, ModelInterceptor, ModelRequest
 
 Node = Callable[[OverAllState, RunnableConfig], Any]
 
@@ -69,6 +61,24 @@ def both(logic: Logic) -> tuple[Node, Node]:
     return sync_node(logic), async_node(logic)
 
 
+def cleared(state: OverAllState, update: dict[str, Any]) -> dict[str, Any]:
+    """``update``, clearing a ``jump_to`` that brought the run here (a jump happens once)."""
+    if JUMP_TO not in update and state.get(JUMP_TO) is not None:
+        update[JUMP_TO] = None
+    return update
+
+
+def last_message(state: OverAllState) -> Message | None:
+    messages = state.get(MESSAGES) or ()
+    return messages[-1] if messages else None
+
+
+def options(
+    tools: Sequence[ToolCallback], tool_context: Mapping[str, Any]
+) -> ToolCallingChatOptions:
+    return ToolCallingChatOptions(tool_callbacks=tuple(tools), tool_context=dict(tool_context))
+
+
 # -- the model node ----------------------------------------------------------------------------
 
 
@@ -80,19 +90,36 @@ def _model_name(model: Any) -> str:
     return type(model).__name__
 
 
+class OfferedTools:
+    """The tools of the request that reached the model, after every interceptor; ``tools``
+    stays ``None`` when an interceptor answered without calling the model."""
+
+    __slots__ = ("tools",)
+
+    def __init__(self) -> None:
+        self.tools: list[ToolCallback] | None = None
+
+
+offered_sink: contextvars.ContextVar[OfferedTools | None] = contextvars.ContextVar(
+    "graph_agent_offered_tools", default=None
+)
+
+
 class _ModelCall:
     """The innermost handler of the interceptor chain: the model itself, announced with
     ``model_start``/``model_end`` events. It streams (a ``model_delta`` per chunk) only
     when somebody reads the run's events; otherwise it makes one plain call."""
 
-    def __init__(self, parts: AgentParts) -> None:
-        self.parts = parts
-        self.name = _model_name(parts.model)
-        provider = getattr(parts.model, "provider_name", "")
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+        self.name = _model_name(model)
+        provider = getattr(model, "provider_name", "")
         self.provider = provider if isinstance(provider, str) else ""
 
     def _start(self, request: ModelRequest) -> tuple[TaskScope | None, bool]:
-        self.parts.note_offered(request.options.tool_callbacks)
+        sink = offered_sink.get()  # the tools of the request that reached the model
+        if sink is not None:
+            sink.tools = list(request.options.tool_callbacks)
         task = current_task.get()
         if task is None or task.run.bus is None:
             return None, False
@@ -139,10 +166,10 @@ class _ModelCall:
         started = time.perf_counter()
         try:
             if task is not None and streaming:
-                stream = self.parts.model.stream(request.prompt)
+                stream = self.model.stream(request.prompt)
                 response = ChatResponse.merge(self._delta(task, chunk) for chunk in stream)
             else:
-                response = call_model(self.parts.model, request.prompt)
+                response = call_model(self.model, request.prompt)
         except BaseException as error:
             self._failed(task, error, started)
             raise
@@ -153,10 +180,10 @@ class _ModelCall:
         started = time.perf_counter()
         try:
             if task is not None and streaming:
-                stream = self.parts.model.astream(request.prompt)
+                stream = self.model.astream(request.prompt)
                 response = ChatResponse.merge([self._delta(task, c) async for c in stream])
             else:
-                response = await acall_model(self.parts.model, request.prompt)
+                response = await acall_model(self.model, request.prompt)
         except BaseException as error:
             self._failed(task, error, started)
             raise
@@ -166,7 +193,7 @@ class _ModelCall:
 class _CallModel(Effect):
     __slots__ = ("chain", "request")
 
-    def __init__(self, chain: _ModelChain, request: ModelRequest) -> None:
+    def __init__(self, chain: ModelChain, request: ModelRequest) -> None:
         self.chain = chain
         self.request = request
 
@@ -177,14 +204,14 @@ class _CallModel(Effect):
         return self.chain.ahandler(self.request)
 
 
-class _ModelChain:
+class ModelChain:
     """The model wrapped by the agent's model interceptors (the first is outermost)."""
 
-    def __init__(self, parts: AgentParts) -> None:
-        model = _ModelCall(parts)
-        handler: Callable[[ModelRequest], ChatResponse] = model
-        ahandler: Callable[[ModelRequest], Awaitable[ChatResponse]] = model.acall
-        for interceptor in reversed(parts.model_interceptors):
+    def __init__(self, model: ChatModel, interceptors: Sequence[ModelInterceptor]) -> None:
+        call = _ModelCall(model)
+        handler: Callable[[ModelRequest], ChatResponse] = call
+        ahandler: Callable[[ModelRequest], Awaitable[ChatResponse]] = call.acall
+        for interceptor in reversed(interceptors):
             handler = _wrap(interceptor.intercept_model, handler)
             ahandler = _wrap(interceptor.aintercept_model, ahandler)
         self.handler = handler
@@ -195,21 +222,42 @@ def _wrap(method: Callable[[Any, Any], Any], handler: Any) -> Any:
     return lambda request: method(request, handler)
 
 
-def _request(parts: AgentParts, state: OverAllState, config: RunnableConfig) -> ModelRequest:
-    from hooks import ModelRequest
-
-    messages = parts.prompt_messages(state)
-    tools = parts.tools_for(list(state.get(MESSAGES) or ()), state, config)
-    return ModelRequest(messages, parts.options(tools), state, config)
-
-
-def model_logic(parts: AgentParts) -> Logic:
+def model_logic(
+    chain: ModelChain,
+    tools: AgentTools,
+    system_text: str | None,
+    tool_context: Mapping[str, Any],
+    output_key: str | None,
+) -> Logic:
     """The model node: build the request, call the model through the interceptors, and
     keep its answer (and, when it asks for tools, the names of the tools it was offered)."""
-    chain = _ModelChain(parts)
+
+    def request_for(state: OverAllState, config: RunnableConfig) -> ModelRequest:
+        from hooks import ModelRequest
+
+        # What the model sees: the system prompt (never stored), then the conversation.
+        conversation = list(state.get(MESSAGES) or ())
+        messages = [SystemMessage(system_text), *conversation] if system_text else conversation
+        offered = tools.for_messages(list(state.get(MESSAGES) or ()), state, config)
+        return ModelRequest(messages, options(offered, tool_context), state, config)
+
+    def answer_update(
+        state: OverAllState, message: AssistantMessage, offered: Sequence[ToolCallback]
+    ) -> dict[str, Any]:
+        update: dict[str, Any] = {MESSAGES: [message]}
+        if message.tool_calls:  # the tool node runs only what the model was offered
+            # A tuple: it cannot change, so the saver and every state share it (and the
+            # garbage collector does not track it). The same names again are not written.
+            names = tuple(t.tool_definition.name for t in offered)
+            held = state.get(OFFERED)
+            if held is None or tuple(held) != names:
+                update[OFFERED] = names
+        if output_key and not message.tool_calls:
+            update[output_key] = message.answer
+        return cleared(state, update)
 
     def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
-        request = _request(parts, state, config)
+        request = request_for(state, config)
         sink = OfferedTools()
         token = offered_sink.set(sink)
         try:
@@ -222,9 +270,9 @@ def model_logic(parts: AgentParts) -> Logic:
         if usage is not None and "usage" not in message.metadata:
             counted = {**message.metadata, "usage": usage_dict(usage)}
             message = message.model_copy(update={"metadata": counted})
-        if message.tool_calls and parts.model_interceptors:
-            parts.offered.remember(config.thread_id, offered)
-        return parts.answer_update(state, message, offered)
+        if message.tool_calls:
+            tools.remember(config.thread_id, offered)
+        return answer_update(state, message, offered)
 
     return logic
 
@@ -232,93 +280,70 @@ def model_logic(parts: AgentParts) -> Logic:
 # -- the tool node -----------------------------------------------------------------------------
 
 
-class RejectedToolCalls:
-    """Answers the calls a human rejected (``state["rejected_tool_calls"]``: call id ->
-    reason) with the reason, instead of running them. The agent's innermost interceptor."""
-
-    def intercept_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], str]
-    ) -> str:
-        reason = self._reason(request)
-        return handler(request) if reason is None else reason
-
-    def aintercept_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[str]]
-    ) -> Awaitable[str]:
-        # not async: the handler's own awaitable is returned, no coroutine waits around it
-        reason = self._reason(request)
-        return handler(request) if reason is None else answered(reason)
-
-    @staticmethod
-    def _reason(request: ToolCallRequest) -> str | None:
-        state = request.state
-        rejected: Mapping[str, str] | None = state.get(REJECTED) if state is not None else None
-        if not rejected or request.tool_call.id not in rejected:
-            return None
-        return f"The user rejected this tool call: {rejected[request.tool_call.id]}"
-
-
 class _RunTools(Effect):
     """Run the tool calls of ``message`` with the tools the model was offered."""
 
-    __slots__ = ("context", "message", "options", "parts")
+    __slots__ = ("context", "manager", "message", "options")
 
     def __init__(
         self,
-        parts: AgentParts,
+        manager: ToolCallingManager,
         message: AssistantMessage,
         options: ToolCallingChatOptions,
         context: ToolContext,
     ) -> None:
-        self.parts = parts
+        self.manager = manager
         self.message = message
         self.options = options  # its tool_callbacks: the tools the model was offered
         self.context = context
 
     def run(self, context: Any) -> Any:
         options = self.options
-        manager = self.parts.manager
+        manager = self.manager
         return manager.execute_message(
             self.message, options, tool_context=self.context, tool_callbacks=options.tool_callbacks
         )
 
     def arun(self, context: Any) -> Awaitable[Any]:
         options = self.options
-        manager = self.parts.manager
+        manager = self.manager
         return manager.aexecute_message(
             self.message, options, tool_context=self.context, tool_callbacks=options.tool_callbacks
         )
 
 
-def _run_tools(
-    parts: AgentParts, state: OverAllState, config: RunnableConfig, last: AssistantMessage
-) -> _RunTools:
-    # Built here, not in the logic: its locals (the state's copy of the messages, the
-    # options) would stay alive in the logic's frame while the tools run. No Prompt and no
-    # response around the message: the node keeps only the tools' answers, so a long
-    # conversation is not copied for each tool step.
-    earlier = (state.get(MESSAGES) or [])[:-1] if parts.tool_providers else ()
-    options = parts.options(parts.tools_offered_for(earlier, state, config))
-    context = parts.tool_context_for(state, config)
-    return _RunTools(parts, last, options, context)
-
-
-def tool_logic(parts: AgentParts) -> Logic:
+def tool_logic(
+    manager: ToolCallingManager,
+    tools: AgentTools,
+    tool_context: Mapping[str, Any],
+    store: Any,
+    output_key: str | None,
+) -> Logic:
     """The tool node: run the last message's tool calls (only tools the model was offered)
     and keep their responses; what the tools wrote to ``extra_state`` is merged in call
     order by each key's strategy, as if each call had been a node of its own."""
+
+    def run_tools(state: OverAllState, config: RunnableConfig, last: AssistantMessage) -> _RunTools:
+        # Built here, not in the logic: its locals (the state's copy of the messages, the
+        # options) would stay alive in the logic's frame while the tools run. No Prompt and
+        # no response around the message: the node keeps only the tools' answers, so a long
+        # conversation is not copied for each tool step.
+        earlier = (state.get(MESSAGES) or [])[:-1] if tools.providers else ()
+        offered = options(tools.for_tool_calls(earlier, state, config), tool_context)
+        context = ToolContext({**tool_context, "state": state, "config": config, "store": store})
+        return _RunTools(manager, last, offered, context)
 
     def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
         last = last_message(state)
         if not isinstance(last, AssistantMessage) or not last.tool_calls:
             return cleared(state, {})
-        result = yield _run_tools(parts, state, config, last)
+        result = yield run_tools(state, config, last)
         update: dict[str, Any] = {MESSAGES: [result.tool_response]}
         if result.return_direct:
             direct = AssistantMessage(result.tool_response.text, metadata={"return_direct": True})
             update[MESSAGES].append(direct)
-            if parts.output_key:
-                update[parts.output_key] = direct.text
+            if output_key:
+                update[output_key] = direct.text
         if state.get(REJECTED):
             update[REJECTED] = None
         extras = result.extra_states

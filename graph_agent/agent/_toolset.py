@@ -1,0 +1,136 @@
+"""The agent's tools as its nodes see them: what a model call is offered, what a tool call may
+use, and the innermost tool interceptor that answers rejected calls.
+
+A leaf of the agent package: the nodes (``_nodes``) call into it, it calls nothing back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from ..errors import ToolResolutionError
+from ..graph import OverAllState, RunnableConfig
+from ..messages import Message
+from ..tools import (
+    ToolCallback,
+    ToolCallRequest,
+    ToolProvider,
+    ToolProviderRequest,
+    as_tool_callbacks,
+)
+from ..tools.request import answered
+from ._parts import OFFERED, REJECTED
+
+
+class OfferedByThread:
+    """The tool objects each conversation's model was last offered, by thread id: a tool an
+    interceptor added for one conversation is found by that conversation's tool node only.
+    Bounded (least recently used threads go first); what is gone is found again through the
+    tools interceptors declare (``ModelInterceptor.tools``)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._threads: OrderedDict[str, dict[str, ToolCallback]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, thread_id: str, tools: Sequence[ToolCallback]) -> None:
+        with self._lock:
+            self._threads[thread_id] = {t.tool_definition.name: t for t in tools}
+            self._threads.move_to_end(thread_id)
+            while len(self._threads) > self.capacity:
+                self._threads.popitem(last=False)
+
+    def get(self, thread_id: str) -> Mapping[str, ToolCallback]:
+        return self._threads.get(thread_id, {})  # a read of one item needs no lock
+
+
+class AgentTools:
+    """The agent's tools, its tool providers, the tools its model interceptors declare, and
+    what each conversation's model was offered. Shared by the model and the tool node."""
+
+    __slots__ = ("intercepted", "interceptor_tools", "name", "offered", "providers", "tools")
+
+    def __init__(
+        self,
+        name: str,
+        tools: Sequence[ToolCallback],
+        providers: Sequence[ToolProvider],
+        interceptor_tools: Mapping[str, ToolCallback],
+        intercepted: bool,
+    ) -> None:
+        self.name = name  # the agent's, for error messages
+        self.tools = tuple(tools)
+        self.providers = tuple(providers)
+        # Tools model interceptors declare they may add (``ModelInterceptor.tools``), by name.
+        self.interceptor_tools = interceptor_tools
+        # Only model interceptors offer other tools than the agent's own.
+        self.intercepted = intercepted
+        self.offered = OfferedByThread()
+
+    def for_messages(
+        self, messages: Sequence[Message], state: OverAllState, config: RunnableConfig
+    ) -> list[ToolCallback]:
+        """The agent's tools plus what its providers offer for these messages."""
+        if not self.providers:
+            return list(self.tools)
+        request = ToolProviderRequest(messages=messages, state=state, config=config)
+        offered = [tool for p in self.providers for tool in as_tool_callbacks(p(request))]
+        by_name = {t.tool_definition.name: t for t in self.tools}
+        for tool in offered:
+            name = tool.tool_definition.name
+            if name in by_name and by_name[name] is not tool:
+                raise ToolResolutionError(
+                    f"agent '{self.name}': a tool provider offered '{name}', a name another "
+                    "tool of the agent already has; tool names must be unique"
+                )
+            by_name[name] = tool
+        return list(by_name.values())
+
+    def for_tool_calls(
+        self, earlier: Sequence[Message], state: OverAllState, config: RunnableConfig
+    ) -> list[ToolCallback]:
+        """The tools the last model call's tool calls may use: those the model was offered
+        (after interceptors; their names are kept with the thread), or, without that record,
+        the agent's tools. A name is looked up among the tools this thread was offered in
+        this process, then the agent's tools, then the tools interceptors declare."""
+        tools = self.for_messages(earlier, state, config)
+        names = state.get(OFFERED)
+        if names is None:
+            return tools
+        by_name = {t.tool_definition.name: t for t in tools}
+        seen = self.offered.get(config.thread_id) if self.intercepted else {}
+        found = (seen.get(n) or by_name.get(n) or self.interceptor_tools.get(n) for n in names)
+        return [t for t in found if t is not None]
+
+    def remember(self, thread_id: str, offered: Sequence[ToolCallback]) -> None:
+        """Keep the tools this thread's model was offered (only interceptors change them)."""
+        if self.intercepted:
+            self.offered.remember(thread_id, offered)
+
+
+class RejectedToolCalls:
+    """Answers the calls a human rejected (``state["rejected_tool_calls"]``: call id ->
+    reason) with the reason, instead of running them. The agent's innermost interceptor."""
+
+    def intercept_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], str]
+    ) -> str:
+        reason = self._reason(request)
+        return handler(request) if reason is None else reason
+
+    def aintercept_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[str]]
+    ) -> Awaitable[str]:
+        # not async: the handler's own awaitable is returned, no coroutine waits around it
+        reason = self._reason(request)
+        return handler(request) if reason is None else answered(reason)
+
+    @staticmethod
+    def _reason(request: ToolCallRequest) -> str | None:
+        state = request.state
+        rejected: Mapping[str, str] | None = state.get(REJECTED) if state is not None else None
+        if not rejected or request.tool_call.id not in rejected:
+            return None
+        return f"The user rejected this tool call: {rejected[request.tool_call.id]}"
