@@ -4,13 +4,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..events.bus import EventBus
-    from .task_scope import TaskScope
 
-__all__ = ["RunScope"]
+__all__ = ["HasId", "RunScope", "TaskRef"]
+
+
+class HasId(Protocol):
+    """Something with a stable ``id`` (a task of the engine)."""
+
+    @property
+    def id(self) -> str: ...
+
+
+class TaskRef(Protocol):
+    """What an event names of the task it comes from (a ``TaskScope``): its node and its
+    task's id. (A protocol, so the run scope needs nothing of the task scope.)"""
+
+    @property
+    def node(self) -> str: ...
+
+    @property
+    def task(self) -> HasId: ...
 
 
 class RunScope:
@@ -38,7 +55,7 @@ class RunScope:
         # durable saver): ``step.keep_now(task, key, value)`` / ``akeep_now`` store it.
         self.step: Any = None
 
-    def event(self, cls: Callable[..., Any], task: TaskScope | None = None, **fields: Any) -> None:
+    def event(self, cls: Callable[..., Any], task: TaskRef | None = None, **fields: Any) -> None:
         """Emit ``cls(**fields)`` with this run's identity (a no-op without a bus, or when
         none of its listeners reads events of that kind)."""
         bus = self.bus

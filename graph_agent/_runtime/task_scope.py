@@ -10,19 +10,14 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .ids import derive_id
 
 if TYPE_CHECKING:
-    from .run_scope import RunScope
+    from .run_scope import HasId, RunScope
 
 __all__ = ["NOTHING_KEPT", "TaskScope", "current_task", "kept_id"]
-
-
-class _HasId(Protocol):
-    @property
-    def id(self) -> str: ...
 
 
 # A node's own worker threads may call interrupt(); one lock for every scope (interrupts are
@@ -54,7 +49,7 @@ class TaskScope:
         self,
         run: RunScope,
         node: str,
-        task: _HasId,
+        task: HasId,
         resume: Mapping[str, Any],
         can_interrupt: bool,
         resuming: bool = False,

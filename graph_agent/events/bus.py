@@ -15,10 +15,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from .._runtime.run_scope import RunScope
+from typing import Any, Protocol
 
 __all__ = ["EventBus", "Listener", "paced", "put_on_loop"]
 
@@ -157,7 +154,15 @@ def _kinds_read(declared: tuple[Any, ...]) -> frozenset[str] | None:
     return frozenset(kinds)
 
 
-def paced(run: RunScope | None, coroutine: Any) -> Any:
+class _HasBus(Protocol):
+    """What ``paced`` reads of a run (a ``RunScope``): its bus. (A protocol, so the bus needs
+    nothing of the run scope, which holds a bus.)"""
+
+    @property
+    def bus(self) -> EventBus | None: ...
+
+
+def paced(run: _HasBus | None, coroutine: Any) -> Any:
     """``coroutine``, held back like its run when an async event stream's reader is behind
     (``EventBus.pace``); as it is otherwise."""
     bus = run.bus if run is not None else None
