@@ -171,7 +171,8 @@ class ModelRetryInterceptor(ModelInterceptor):
 
     The last failure propagates unchanged (with a note of the attempts, on Python 3.11+), so
     the agent's run fails and writes no half step. ``sleep`` replaces ``time.sleep`` /
-    ``asyncio.sleep`` (tests pass a recorder). Sync and async runs retry natively.
+    ``asyncio.sleep`` (tests pass a recorder). Sync and async runs retry natively, with the
+    same loop (``checkpoint.retry.retried``): the same attempts and the same waits.
     """
 
     def __init__(
