@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import graph_agent.messages  # noqa: F401  (registers the message types the stored threads hold)
 from checkpoint import SqliteSaver
 from tests._cli import ERROR_PREFIX, FakeOpenAI, calls, cli_env, run_cli
 

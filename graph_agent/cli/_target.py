@@ -92,13 +92,13 @@ def _model_of(agent: ReactAgent) -> tuple[str, str | None]:
 
 
 def _check_chattable(graph: CompiledGraph, target: str) -> None:
-    spec = graph._spec  # the CLI belongs to the package: what the graph declares
-    if spec.has_async:
+    async_only = list(graph.async_only)
+    if async_only:
         raise CliError(
-            f"{target}: nodes {spec.has_async} are async only, and graph-agent chat runs a "
+            f"{target}: nodes {async_only} are async only, and graph-agent chat runs a "
             "graph synchronously: give them a sync version (or use a ReactAgent)"
         )
-    if MESSAGES not in spec.strategies:
+    if MESSAGES not in graph.key_strategies:
         raise CliError(
             f"{target} is a graph whose state has no 'messages' key: graph-agent chat sends "
             "each line as {'messages': [UserMessage(line)]} and prints the last AssistantMessage "

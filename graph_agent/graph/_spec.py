@@ -15,6 +15,9 @@ from ._merge import rules_of
 from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike
 
+BeforeInput = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+"""``compile(before_input=...)``: (stored values, new input, kept resume values) -> input."""
+
 
 def _is_async_callable(fn: Any) -> bool:
     while isinstance(fn, functools.partial):
@@ -231,14 +234,8 @@ class GraphSpec:
     ) -> None:
         self.private = private
         self.name = name  # compile(name=...): what run events, logs and traces call the graph
-        self.is_agent = False  # set by ReactAgent: its runs are agent runs (invoke_agent spans)
-        # (stored values, new input, the head's resume values: what a stopped step kept) ->
-        # the input to merge: set by a graph's owner (the agent answers tool calls a stopped
-        # run left unanswered, with their kept results where they finished); None for graphs
-        self.before_input: (
-            Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
-            | None
-        ) = None
+        self.is_agent = False  # compile(agent=True): its runs are agent runs (invoke_agent spans)
+        self.before_input: BeforeInput | None = None  # compile(before_input=...)
         self.nodes = dict(nodes)
         self.edges = list(edges)
         self.branches = dict(branches)

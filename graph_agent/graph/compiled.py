@@ -147,6 +147,17 @@ class CompiledGraph:
     def recursion_limit(self) -> int:
         return self._spec.default_recursion_limit
 
+    @property
+    def key_strategies(self) -> Mapping[str, Any]:
+        """The state keys the graph declares, with their strategies (a copy)."""
+        return dict(self._spec.strategies)
+
+    @property
+    def async_only(self) -> tuple[str, ...]:
+        """The nodes (by name) and routers (``"router of 'node'"``) with only an async
+        implementation: a sync run (``invoke``) cannot call them."""
+        return tuple(self._spec.has_async)
+
     def __repr__(self) -> str:
         return f"CompiledGraph(nodes={list(self._spec.nodes)}, saver={self.saver!r})"
 

@@ -9,7 +9,14 @@ import networkx as nx
 
 from ..errors import GraphUsageError, GraphValidationError
 from ._constants import END, START
-from ._spec import BranchSpec, GraphSpec, NodeSpec, Reachability, node_implementations
+from ._spec import (
+    BeforeInput,
+    BranchSpec,
+    GraphSpec,
+    NodeSpec,
+    Reachability,
+    node_implementations,
+)
 from ._subgraph import NS_SEP, SubgraphNode
 from ._validate import build_digraph, find_problems
 from .compiled import CompiledGraph
@@ -167,6 +174,9 @@ class StateGraph:
         recursion_limit: int | None = None,
         listeners: Iterable[Any] = (),
         name: str | None = None,
+        *,
+        before_input: BeforeInput | None = None,
+        agent: bool = False,
     ) -> CompiledGraph:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
@@ -181,6 +191,13 @@ class StateGraph:
         ``listeners`` receive every run event (objects with ``on_event(event)``; see
         ``graph_agent.events``). ``name`` names the graph in run events, logs and traces
         (default ``"graph"``; a subgraph without one is named by its node).
+
+        ``before_input(values, input, kept)`` lets the graph's owner adjust new input given
+        to a thread that has a checkpoint, before it is merged: ``values`` is the stored
+        state, ``kept`` what a stopped step kept (its resume values); it returns the input to
+        merge (``ReactAgent`` answers tool calls a stopped run left unanswered this way).
+        ``agent=True`` marks the graph's runs as agent runs (``RunStart.agent``, the
+        ``invoke_agent`` span).
         """
         from checkpoint import BaseCheckpointSaver
 
@@ -200,6 +217,10 @@ class StateGraph:
             not isinstance(recursion_limit, int) or recursion_limit < 1
         ):
             problems.append(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        if before_input is not None and not callable(before_input):
+            problems.append(
+                f"before_input must be a function (values, input, kept) -> input, got {before_input!r}"
+            )
         if name is not None and (not isinstance(name, str) or not name):
             problems.append(f"name must be a non-empty str, got {name!r}")
         listeners = tuple(listeners)
@@ -238,6 +259,8 @@ class StateGraph:
             private=self.private_keys,
             name=name,
         )
+        spec.before_input = before_input
+        spec.is_agent = agent
         return CompiledGraph(spec, saver, digraph, listeners)
 
 
