@@ -12,15 +12,39 @@ chooses for its connections, the reply parsed by hiredis's C parser. Anything el
 client with client-side caching or a single connection, a subclass or instance that
 overrides ``execute_command``, an ``execute_command`` wrapped by an instrumentation
 library) goes through redis-py's ``Script`` unchanged.
+
+On a plain ``redis.asyncio.Redis`` (``AsyncScriptCalls``) the saver packs the ``EVALSHA``
+the same way and sends it on a connection of the client's own pool that it keeps between
+calls (at most ``KEEP``; more are given back after the call), skipping the client's
+``execute_command``, its retry wrapper and the pool's lock, metrics and per-call health
+check. Its connections are not made by the saver, as the sync ones are, because asyncio ones
+must be closed on their loop and warn when collected open: taken from the pool, they are
+closed with the client by whoever owns it (``client.aclose()`` closes the pool's connections
+in use too), and they count toward the pool's ``max_connections``. It is safe where the sync
+path is, and for the same reasons; besides, a call cancelled while it waits for its reply
+leaves a connection redis-py has already closed (its ``read_response`` and
+``send_packed_command`` disconnect on any ``BaseException``), which the next call opens
+again; a connection the pool marks for reconnection (a server's maintenance notice) is
+reconnected before it is used; and a client with a ``credential_provider`` keeps redis-py's
+path (streaming credentials re-authenticate a connection when it goes back to the pool,
+which a kept one would not).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
-__all__ = ["ScriptCalls"]
+__all__ = ["KEEP", "AsyncScriptCalls", "ScriptCalls", "lean_async_pool", "lean_pool"]
+
+KEEP = 8
+"""Connections an ``AsyncScriptCalls`` keeps between calls at most (and at most a quarter of
+its pool's ``max_connections``)."""
+
+_log = logging.getLogger("checkpoint.redis")
 
 _CRLF = b"\r\n"
 
@@ -173,3 +197,163 @@ class ScriptCalls:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.disconnect()
+
+
+def lean_async_pool(client: Any) -> Any:
+    """``client``'s connection pool when the saver may send on connections it keeps from it
+    (a plain ``redis.asyncio.Redis``, see the module's docstring), else ``None``."""
+    try:
+        import redis.asyncio
+        import redis.asyncio.connection as connection
+    except ImportError:  # pragma: no cover - the saver needs redis-py anyway
+        return None
+    base = redis.asyncio.Redis
+    method = getattr(type(client), "execute_command", None)
+    if (
+        not isinstance(client, base)
+        or method is not base.execute_command
+        or hasattr(method, "__wrapped__")  # wrapt / functools.wraps instrumentation
+        or "execute_command" in vars(client)
+        or getattr(client, "single_connection_client", False)
+        or getattr(client, "connection", None) is not None
+    ):
+        return None
+    pool: Any = getattr(client, "connection_pool", None)
+    if type(pool) not in (connection.ConnectionPool, connection.BlockingConnectionPool):
+        return None
+    if (
+        pool.connection_class
+        not in (
+            connection.Connection,
+            connection.SSLConnection,
+            connection.UnixDomainSocketConnection,
+        )
+        or pool.connection_kwargs.get("credential_provider") is not None
+    ):
+        return None
+    return pool
+
+
+class AsyncScriptCalls:
+    """Runs a saver's Lua scripts on one ``redis.asyncio`` client:
+    ``await call(script, keys, args)``.
+
+    Calls on one event loop only (the client's): each takes a kept connection (or one from
+    the pool), and gives it back after reading the whole reply; a call that failed or was
+    cancelled gives back a closed connection, which the next call opens again. Kept
+    connections of another loop, or of a forked parent, are left to the pool they came
+    from. ``aclose`` gives the kept ones back to the pool.
+    """
+
+    __slots__ = ("_idle", "_keep", "_loop", "_pack", "_pid", "_pool")
+
+    def __init__(self, client: Any) -> None:
+        self._pool = pool = lean_async_pool(client)
+        self._idle: list[Any] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = os.getpid()
+        self._keep = min(KEEP, int(pool.max_connections) // 4) if pool is not None else 0
+        encoder = pool.get_encoder() if pool is not None else None
+        self._pack = packer(
+            getattr(encoder, "encoding", "utf-8"), getattr(encoder, "encoding_errors", "strict")
+        )
+
+    @property
+    def lean(self) -> bool:
+        """Whether calls skip the client's command layers."""
+        return self._pool is not None
+
+    def call(
+        self,
+        script: Any,
+        keys: Sequence[str],
+        args: Sequence[Any],
+        meanwhile: Callable[[], object] | None = None,
+    ) -> Awaitable[Any]:
+        """What to await for ``script`` (a redis-py ``AsyncScript``) run with ``keys`` and
+        ``args``: its reply, or redis-py's error as it raises it. ``meanwhile`` as for
+        ``ScriptCalls.call``: it runs while the server runs the script."""
+        if self._pool is None:
+            if meanwhile is not None:
+                meanwhile()
+            return cast("Awaitable[Any]", script(keys=keys, args=args))
+        return self._call(script, keys, args, meanwhile)
+
+    async def _call(
+        self,
+        script: Any,
+        keys: Sequence[str],
+        args: Sequence[Any],
+        meanwhile: Callable[[], object] | None,
+    ) -> Any:
+        import redis
+
+        try:
+            packed = self._pack(("EVALSHA", script.sha, len(keys), *keys, *args))
+            return await self._send(packed, meanwhile)
+        except redis.exceptions.NoScriptError:  # not cached on this server (yet, or any more)
+            body = ("EVAL", script.script, len(keys), *keys, *args)
+            return await self._send(self._pack(body), None)  # ``meanwhile`` has run
+
+    async def _send(self, packed: bytes, meanwhile: Callable[[], object] | None) -> Any:
+        import redis
+
+        conn = await self._take()
+        failed: BaseException | None = None
+        try:
+            await conn.send_packed_command(packed, bool(conn.health_check_interval))
+            if meanwhile is not None:
+                try:
+                    meanwhile()
+                except Exception as error:  # the reply is still read: the link stays sound
+                    failed = error
+            reply = await conn.read_response()
+        except redis.exceptions.ResponseError:  # the whole reply was read: the link is sound
+            await self._give_back(conn)
+            raise
+        except BaseException:  # redis-py has closed it already (on any BaseException): make sure
+            try:
+                await conn.disconnect(nowait=True)
+            except Exception:
+                _log.debug("closing a failed script connection failed", exc_info=True)
+            await self._give_back(conn)
+            raise
+        await self._give_back(conn)
+        if failed is not None:
+            raise failed
+        return reply
+
+    async def _take(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._pid != os.getpid():
+            # kept on another loop, or by a forked parent: not this loop's, left to the pool
+            self._idle, self._loop, self._pid = [], loop, os.getpid()
+        try:
+            conn = self._idle.pop()
+        except IndexError:
+            return await self._pool.get_connection()
+        should_reconnect = getattr(conn, "should_reconnect", None)
+        if should_reconnect is not None and should_reconnect():  # the pool marked it
+            await conn.disconnect()
+        return conn
+
+    async def _give_back(self, conn: Any) -> None:
+        if len(self._idle) < self._keep:
+            self._idle.append(conn)
+        else:
+            await self._release(conn)
+
+    async def aclose(self) -> None:
+        """Give the kept connections back to the client's pool (closing the client closes
+        them). Kept ones of another loop are left to the pool."""
+        idle, self._idle = self._idle, []
+        if self._loop is not asyncio.get_running_loop():
+            return
+        for conn in idle:
+            await self._release(conn)
+
+    async def _release(self, conn: Any) -> None:
+        try:
+            await self._pool.release(conn)
+        except Exception:  # the pool was reset (a fork): the connection is not its own
+            _log.debug("a script connection was not given back to its pool", exc_info=True)
