@@ -3,8 +3,9 @@
 
 ``task_steps`` is a generator of effects (``checkpoint.effects``): the node call is a
 ``CallNode`` (a plain call in a sync run; in an async run the node's async implementation,
-or its sync one in a worker thread) and the pause before a retry is a ``Sleep``. The
-drivers in ``_drivers`` only perform them.
+or its sync one in a worker thread); a node with a retry policy runs its attempts through
+``checkpoint.retry.retried`` (the pause between them a ``Sleep``). The drivers in
+``_drivers`` only perform them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import sys
 from collections.abc import Awaitable, Generator, Mapping
 from typing import Any
 
-from checkpoint.effects import Effect, Sleep
+from checkpoint.effects import Effect
+from checkpoint.retry import retried
 
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
@@ -89,30 +91,28 @@ def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
     return {kept_id(task.id, key): value for key, value in kept.items()} if kept else None
 
 
-def _failed(task: Task, scope: TaskScope, error: Exception, attempt: int) -> float | None:
-    """Record a task's failed ``attempt``; the seconds to wait before the next, or ``None``."""
-    note(error, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
-    run = scope.run
-    if run.bus is not None:
-        run.event(NodeError, scope, error=error, attempt=attempt)
-    policy = task.node.retry
-    if policy is None or not policy.should_retry(error, attempt):
-        return None
-    return policy.delay(attempt)
+class _Attempts:
+    """One task's attempts: ``attempt(n)`` runs the node once; ``pause_after`` is its
+    retry policy, for ``checkpoint.retry.retried``."""
 
+    __slots__ = ("can_interrupt", "kept", "resume", "run", "task")
 
-def task_steps(
-    task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
-) -> Generator[Effect, Any, TaskResult]:
-    """Run ``task`` with its retry policy; what it gave. A failure, a pause or (async) a
-    cancel after some of its work was kept is the result, not an exception."""
-    node = task.node
-    attempt = 1
-    kept: dict[str, Any] = {}
-    while True:
+    def __init__(
+        self, task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+    ) -> None:
+        self.task = task
+        self.run = run
+        self.resume = resume
+        self.can_interrupt = can_interrupt
+        self.kept: dict[str, Any] = {}  # what the task's tool calls kept, across attempts
+
+    def attempt(self, n: int) -> Generator[Effect, Any, TaskResult]:
+        task, run = self.task, self.run
         # a retried attempt may find what its failed attempt left (a subgraph's thread)
-        resuming = task.resuming or attempt > 1
-        scope = TaskScope(run, node.name, task, resume, can_interrupt, resuming, kept=kept)
+        resuming = task.resuming or n > 1
+        scope = TaskScope(
+            run, task.node.name, task, self.resume, self.can_interrupt, resuming, kept=self.kept
+        )
         if run.bus is not None:
             run.event(NodeStart, scope)
         try:
@@ -124,21 +124,39 @@ def task_steps(
             result.after_cancel = True
             return result
         except NodeInterrupt as interrupt:
-            return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
+            return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, self.kept))
         except asyncio.CancelledError:
-            if not kept:
+            if not self.kept:
                 raise
             # what finished before the cancel (a sync tool's thread) is stored, then the
             # cancellation goes on (adrive turns this back into CancelledError)
-            return TaskResult(task, error=StepCancelled(), kept=_stored(task, kept))
+            return TaskResult(task, error=StepCancelled(), kept=_stored(task, self.kept))
         except Exception as exc:
-            wait = _failed(task, scope, exc, attempt)
-            if wait is None:
-                return TaskResult(task, error=exc, kept=_stored(task, kept))
-            attempt += 1
-            yield Sleep(wait)
-            continue
+            note(exc, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
+            if run.bus is not None:
+                run.event(NodeError, scope, error=exc, attempt=n)
+            raise
         return _ended(task, scope, out)
+
+    def pause_after(self, error: Exception, n: int) -> float | None:
+        policy = self.task.node.retry
+        if policy is None or not policy.should_retry(error, n):
+            return None
+        return policy.delay(n)
+
+
+def task_steps(
+    task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+) -> Generator[Effect, Any, TaskResult]:
+    """Run ``task``, with its retry policy if it has one; what it gave. A failure, a pause
+    or (async) a cancel after some of its work was kept is the result, not an exception."""
+    attempts = _Attempts(task, run, resume, can_interrupt)
+    try:
+        if task.node.retry is None:
+            return (yield from attempts.attempt(1))
+        return (yield from retried(attempts.attempt, attempts.pause_after))
+    except Exception as exc:
+        return TaskResult(task, error=exc, kept=_stored(task, attempts.kept))
 
 
 def _ended(task: Task, scope: TaskScope, update: Any) -> TaskResult:
