@@ -133,12 +133,14 @@ def build_graph(
     link(TOOLS, None, after_tools_route)
     for index, name in enumerate(after_agent):
         link(name, all_hooks[name], after_agent[index + 1] if index + 1 < len(after_agent) else END)
-    compiled = graph.compile(
-        saver=saver, recursion_limit=recursion_limit, listeners=listeners, name=parts.name
+    return graph.compile(
+        saver=saver,
+        recursion_limit=recursion_limit,
+        listeners=listeners,
+        name=parts.name,
+        before_input=answer_unfinished_calls,
+        agent=True,
     )
-    compiled._spec.before_input = answer_unfinished_calls
-    compiled._spec.is_agent = True
-    return compiled
 
 
 def iteration_steps(hooks: Sequence[Hook]) -> tuple[int, int]:
