@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import re
 from typing import Any
 
@@ -14,6 +13,7 @@ from ..errors import (
     CheckpointTimeoutError,
     CheckpointUnavailableError,
 )
+from ..retry import Backoff
 
 _log = logging.getLogger("checkpoint.redis")
 
@@ -59,18 +59,21 @@ def scrub(text: str) -> str:
     return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
 
 
-def retrying(
+def retry_pause(
     error: BaseException,
     client: Any,
     thread_id: str,
     operation: str,
     attempt: int,
     retries: int,
-    backoff: float,
-) -> float:
-    """Log (WARNING, on ``checkpoint.redis``) that a transient failure is retried; return the
-    pause before the next attempt (exponential, with jitter)."""
-    pause = backoff * 2.0**attempt * (0.5 + random.random())
+    backoff: Backoff,
+) -> float | None:
+    """After failed attempt ``attempt`` (1 for the first) of ``retries + 1``: the pause before
+    the next one (``backoff.delay(attempt)``), logged at WARNING on ``checkpoint.redis``; or
+    ``None`` when the failure is not retried (not transient, or the last attempt)."""
+    if attempt > retries or not is_transient(error):
+        return None
+    pause = backoff.delay(attempt)
     _log.warning(
         "Redis at %s: %s thread '%s' failed (%s: %s); retry %d of %d in %.2f s",
         where_of(client),
@@ -78,7 +81,7 @@ def retrying(
         thread_id,
         type(error).__name__,
         scrub(str(error)),
-        attempt + 1,
+        attempt,
         retries,
         pause,
     )

@@ -11,8 +11,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from ..effects import Steps
 from ..errors import EvictionPolicyWarning
 from ._errors import is_auth_failure, is_transient, translate, where_of
+from ._io import Command
 
 
 def evicting_policy(info: Any, ttl: int | None) -> str | None:
@@ -72,3 +74,22 @@ def on_memory_info(
         return id(client)
     warn_if_evicting(info, ttl, where_of(client))
     return id(client)
+
+
+def check_policy(
+    checked: set[int], client: Any, ttl: int | None, thread_id: str, operation: str
+) -> Steps[None]:
+    """Ask ``client``'s server for ``INFO memory`` and act on the reply (``on_memory_info``);
+    ``checked`` (ids of the clients already checked) gains the client once it is checked.
+    The caller asks only for a client not in ``checked``."""
+    try:
+        info: Any = yield Command(client.info, "memory")
+    except Exception as error:
+        import redis
+
+        if not isinstance(error, redis.RedisError):
+            raise
+        info = error
+    done = on_memory_info(info, client, ttl, thread_id, operation)
+    if done is not None:
+        checked.add(done)

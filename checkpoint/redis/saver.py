@@ -9,28 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import functools
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 from .._head import CachedHead, HeadCache
 from .._head_read import HeldWrite
 from .._index import header_of
 from ..base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
-from ..errors import (
-    CheckpointConflictError,
-    CheckpointError,
-)
+from ..effects import Steps, aperform, perform
+from ..errors import CheckpointError
 from ..serde import Serializer
 from . import _lua
-from ._errors import is_transient, retrying, translate, where_of
-from ._eviction import on_memory_info
+from ._errors import where_of
+from ._eviction import check_policy
 from ._history import HistoryPages
-from ._lean import ScriptCalls
+from ._io import Command, ScriptCall, attempts
+from ._lean import AsyncScriptCalls, ScriptCalls
 from ._read import ReadAgain, read_reply, written_reply
-from ._read import corrupt as _corrupt
+from ._write import resend, write_args, written_or_resend
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_SOCKET_TIMEOUT", "RedisSaver"]
 
@@ -39,7 +37,6 @@ DEFAULT_SOCKET_TIMEOUT = 5.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
 """Seconds ``RedisSaver.from_url`` lets a connection take to open."""
 
-T = TypeVar("T")
 _PARTS = ("head", "meta", "cps", "idx", "vals", "items", "ids")
 
 
@@ -110,7 +107,6 @@ class RedisSaver(BaseCheckpointSaver):
                     "with decode_responses=False (the default)"
                 )
         self.client = client
-        self.async_client = async_client
         self.key_prefix = key_prefix
         self.ttl = ttl
         self.refresh_on_read = refresh_on_read
@@ -123,15 +119,9 @@ class RedisSaver(BaseCheckpointSaver):
         self._sleep = sleep
         self._write = client.register_script(_lua.WRITE) if client is not None else None
         self._read = client.register_script(_lua.READ) if client is not None else None
-        self._awrite = (
-            async_client.register_script(_lua.WRITE) if async_client is not None else None
-        )
-        self._aread = async_client.register_script(_lua.READ) if async_client is not None else None
         self._list = client.register_script(_lua.HISTORY) if client is not None else None
         self._calls = ScriptCalls(client)  # the sync scripts' calls, on lean connections
-        self._alist = (
-            async_client.register_script(_lua.HISTORY) if async_client is not None else None
-        )
+        self._use_async_client(async_client)
         self._policy_checked: set[int] = set()  # ids of the clients whose policy was checked
         self._async_factory: Callable[[], Any] | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
@@ -187,6 +177,14 @@ class RedisSaver(BaseCheckpointSaver):
         saver._owns_clients = True
         return saver
 
+    def _use_async_client(self, client: Any) -> None:
+        """Run the async methods on ``client`` (``None``: in worker threads)."""
+        self.async_client = client
+        self._awrite = client.register_script(_lua.WRITE) if client is not None else None
+        self._aread = client.register_script(_lua.READ) if client is not None else None
+        self._alist = client.register_script(_lua.HISTORY) if client is not None else None
+        self._acalls = AsyncScriptCalls(None)  # the async scripts' calls: redis-py's Script
+
     def close(self) -> None:
         """Close the saver's own connections, and the sync client ``from_url`` made (a
         client passed in stays open, as its owner's). Safe to call twice."""
@@ -195,8 +193,10 @@ class RedisSaver(BaseCheckpointSaver):
             self.client.close()
 
     async def aclose(self) -> None:
-        """Close both clients ``from_url`` made (clients passed in stay open)."""
+        """Close both clients ``from_url`` made (clients passed in stay open); the
+        connections the saver kept from the async client's pool go back to it."""
         self.close()
+        await self._acalls.aclose()
         client, loop = self.async_client, self._async_loop
         if self._owns_clients and client is not None and loop in (None, asyncio.get_running_loop()):
             await client.aclose()
@@ -222,150 +222,53 @@ class RedisSaver(BaseCheckpointSaver):
         base = f"{self.key_prefix}:{{{_thread_tag(thread_id)}}}"
         return [f"{base}:{part}" for part in _PARTS]
 
-    # -- writing -----------------------------------------------------------------------------
+    # -- the operations, each written once (see _io.py) ----------------------------------------
 
-    def _args(
+    def _attempts(
         self,
-        checkpoint: Checkpoint,
-        delta: CheckpointDelta,
-        check_head: bool,
-        whole: Sequence[str],
-        base: str,
-        header: bytes,
-    ) -> builtins.list[Any]:
-        s = self.serializer
-        values: builtins.list[Any] = []
-        lists: builtins.list[Any] = []
-        for key, value in delta.replaced.items():
-            if isinstance(value, list):  # a list is stored as items, so it can grow later
-                lists += [key, "n", len(value), *(s.dumps(item, key=key) for item in value)]
-            else:
-                values += [key, s.dumps(value, key=key)]
-        for key, items in delta.appended.items():
-            if key in whole:
-                full = list(checkpoint.values[key])
-                lists += [key, "n", len(full), *(s.dumps(item, key=key) for item in full)]
-            else:
-                lists += [key, "a", len(items), *(s.dumps(item, key=key) for item in items)]
-        return [
-            checkpoint.parent_id or "",
-            "1" if check_head else "0",
-            checkpoint.id,
-            header,
-            self.ttl or 0,
-            self.max_retained or 0,
-            base,
-            len(values) // 2,
-            *values,
-            _count_ops(lists),
-            *lists,
-        ]
+        effect: ScriptCall | Command,
+        client: Any,
+        thread_id: str,
+        operation: str,
+        retries: int,
+    ) -> Steps[Any]:
+        """``effect``, retried while the connection is lost; then the saver's error."""
+        return attempts(effect, client, thread_id, operation, retries, self.backoff, self._sleep)
 
-    def _outcome(self, checkpoint: Checkpoint, reply: Sequence[Any]) -> str | None:
-        """``None`` when written; the key to resend whole; raises on a conflict."""
-        status = int(reply[0])
-        if status == 1:
-            return None
-        if status == 0:
-            head = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
-            if head == checkpoint.id:  # a retried script whose first run had already written
-                return None
-            raise CheckpointConflictError.moved(
-                checkpoint.thread_id, checkpoint.parent_id, head or None
-            )
-        if status == 2:
-            return "*"
-        if status == 4:
-            why = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-            raise _corrupt(checkpoint.thread_id, checkpoint.parent_id, why, "extended")
-        key = reply[1]
-        return key.decode() if isinstance(key, bytes) else str(key)
-
-    def put(
-        self,
-        checkpoint: Checkpoint,
-        delta: CheckpointDelta | None = None,
-        *,
-        check_head: bool = True,
-    ) -> None:
-        write = self._write
-        if write is None:
-            raise CheckpointError("this RedisSaver has only an async client: use aput()")
+    def _write_steps(
+        self, checkpoint: Checkpoint, delta: CheckpointDelta | None, check_head: bool, client: Any
+    ) -> Steps[None]:
         delta = current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
         whole: builtins.list[str] = []
         base = checkpoint.parent_id or ""
-        keys = self.keys(checkpoint.thread_id)
-        self._check_policy(self.client, checkpoint.thread_id, "write")
-        held = HeldWrite(self._heads, checkpoint, delta)
+        thread_id = checkpoint.thread_id
+        keys = self.keys(thread_id)
+        if id(client) not in self._policy_checked:
+            yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "write")
+        held = HeldWrite(self._heads, checkpoint, delta)  # the private delta made meanwhile
         for _ in range(len(current.appended) + 2):
-            args = self._args(checkpoint, current, check_head, whole, base, header)
-            reply = self._retry(
-                functools.partial(self._calls.call, write, keys, args, held.prepare),
-                checkpoint.thread_id,
-                "write",
-                self.write_retries,
+            args = write_args(
+                self.serializer,
+                self.ttl,
+                self.max_retained,
+                checkpoint,
+                current,
+                check_head,
+                whole,
+                base,
+                header,
             )
-            resend = self._outcome(checkpoint, reply)
-            if resend is None:
+            call = ScriptCall(self._write, self._awrite, keys, args, held.prepare)
+            reply = yield from self._attempts(call, client, thread_id, "write", self.write_retries)
+            again = written_or_resend(checkpoint, reply)
+            if again is None:
                 written_reply(held, header, reply)
                 return
-            current, whole, base = _resend(checkpoint, current, whole, base, resend)
+            current, whole, base = resend(checkpoint, current, whole, base, again)
         raise CheckpointError(
-            f"could not write checkpoint {checkpoint.id!r} of thread '{checkpoint.thread_id}'"
+            f"could not write checkpoint {checkpoint.id!r} of thread '{thread_id}'"
         )
-
-    async def aput(
-        self,
-        checkpoint: Checkpoint,
-        delta: CheckpointDelta | None = None,
-        *,
-        check_head: bool = True,
-    ) -> None:
-        if self._awrite is None:
-            await super().aput(checkpoint, delta, check_head=check_head)
-            return
-        await self._aready()
-        delta = current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
-        header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
-        whole: builtins.list[str] = []
-        base = checkpoint.parent_id or ""
-        awrite, keys = self._awrite, self.keys(checkpoint.thread_id)
-        await self._acheck_policy(checkpoint.thread_id, "write")
-        for _ in range(len(current.appended) + 2):
-            args = self._args(checkpoint, current, check_head, whole, base, header)
-            reply = await self._aretry(
-                functools.partial(awrite, keys=keys, args=args),
-                checkpoint.thread_id,
-                "write",
-                self.write_retries,
-            )
-            resend = self._outcome(checkpoint, reply)
-            if resend is None:
-                written_reply(HeldWrite(self._heads, checkpoint, delta), header, reply)
-                return
-            current, whole, base = _resend(checkpoint, current, whole, base, resend)
-        raise CheckpointError(
-            f"could not write checkpoint {checkpoint.id!r} of thread '{checkpoint.thread_id}'"
-        )
-
-    def delete_thread(self, thread_id: str) -> None:
-        if self.client is None:
-            raise CheckpointError("this RedisSaver has only an async client: use adelete_thread()")
-        client = self.client
-        self._heads.forget(thread_id)
-        self._retry(lambda: client.delete(*self.keys(thread_id)), thread_id, "delete")
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        if self.async_client is None:
-            await super().adelete_thread(thread_id)
-            return
-        await self._aready()
-        client = self.async_client
-        self._heads.forget(thread_id)
-        await self._aretry(lambda: client.delete(*self.keys(thread_id)), thread_id, "delete")
-
-    # -- reading -----------------------------------------------------------------------------
 
     def _read_args(
         self, thread_id: str, checkpoint_id: str | None, retry: bool
@@ -378,46 +281,21 @@ class RedisSaver(BaseCheckpointSaver):
         refresh = self.ttl if (self.ttl and self.refresh_on_read) else 0
         return [checkpoint_id or "", refresh, held.id if held is not None else ""], held
 
-    def _reply(
-        self, thread_id: str, checkpoint_id: str | None, reply: Any, held: CachedHead | None
-    ) -> Checkpoint | None:
-        keep = checkpoint_id is None or held is not None
-        if not reply and checkpoint_id is None:
-            self._heads.forget(thread_id)
-        return read_reply(self.serializer, self._heads, thread_id, reply, held, keep)
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """The head (or ``checkpoint_id``), in one round trip. The head of a thread this
-        saver read or wrote lately is held decoded: the script then sends only what it
-        lacks (nothing, when the thread did not move)."""
-        read = self._read
-        if read is None:
-            raise CheckpointError("this RedisSaver has only an async client: use aget()")
+    def _read_steps(
+        self, thread_id: str, checkpoint_id: str | None, client: Any
+    ) -> Steps[Checkpoint | None]:
         keys = self.keys(thread_id)
-        self._check_policy(self.client, thread_id, "read")
+        if id(client) not in self._policy_checked:
+            yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "read")
         for retry in (False, True):
             args, held = self._read_args(thread_id, checkpoint_id, retry)
-            call = functools.partial(self._calls.call, read, keys, args)
-            reply = self._retry(call, thread_id, "read")
+            call = ScriptCall(self._read, self._aread, keys, args)
+            reply = yield from self._attempts(call, client, thread_id, "read", self.read_retries)
+            if not reply and checkpoint_id is None:
+                self._heads.forget(thread_id)
+            keep = checkpoint_id is None or held is not None
             try:
-                return self._reply(thread_id, checkpoint_id, reply, held)
-            except ReadAgain:
-                continue
-        raise AssertionError("a read holding nothing is never read again")  # pragma: no cover
-
-    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        if self._aread is None:
-            return await super().aget(thread_id, checkpoint_id)
-        await self._aready()
-        aread = self._aread
-        keys = self.keys(thread_id)
-        await self._acheck_policy(thread_id, "read")
-        for retry in (False, True):
-            args, held = self._read_args(thread_id, checkpoint_id, retry)
-            call = functools.partial(aread, keys=keys, args=args)
-            reply = await self._aretry(call, thread_id, "read")
-            try:
-                return self._reply(thread_id, checkpoint_id, reply, held)
+                return read_reply(self.serializer, self._heads, thread_id, reply, held, keep)
             except ReadAgain:
                 continue
         raise AssertionError("a read holding nothing is never read again")  # pragma: no cover
@@ -426,20 +304,77 @@ class RedisSaver(BaseCheckpointSaver):
         ttl = self.ttl if (self.ttl and self.refresh_on_read) else 0
         return HistoryPages(self.serializer, thread_id, limit, before, ttl)
 
+    def _checked(self, client: Any, thread_id: str) -> Steps[None]:
+        """A listing's eviction check, before its first page."""
+        if id(client) not in self._policy_checked:
+            yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "read")
+
+    def _page_steps(
+        self, keys: builtins.list[str], pages: HistoryPages, client: Any, thread_id: str
+    ) -> Steps[Iterator[Checkpoint]]:
+        """The next page of a listing."""
+        call = ScriptCall(self._list, self._alist, keys, pages.args())
+        reply = yield from self._attempts(call, client, thread_id, "list", self.read_retries)
+        return pages.take(reply)
+
+    def _delete_steps(self, thread_id: str, client: Any) -> Steps[None]:
+        self._heads.forget(thread_id)
+        call = Command(client.delete, *self.keys(thread_id))
+        yield from self._attempts(call, client, thread_id, "delete", self.read_retries)
+
+    # -- the public pairs: the sync client's perform, the async client's aperform ------------
+
+    def put(
+        self,
+        checkpoint: Checkpoint,
+        delta: CheckpointDelta | None = None,
+        *,
+        check_head: bool = True,
+    ) -> None:
+        if self._write is None:
+            raise CheckpointError("this RedisSaver has only an async client: use aput()")
+        perform(self._write_steps(checkpoint, delta, check_head, self.client), self)
+
+    async def aput(
+        self,
+        checkpoint: Checkpoint,
+        delta: CheckpointDelta | None = None,
+        *,
+        check_head: bool = True,
+    ) -> None:
+        if self._awrite is None:
+            await super().aput(checkpoint, delta, check_head=check_head)
+            return
+        await self._aready()
+        await aperform(self._write_steps(checkpoint, delta, check_head, self.async_client), self)
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The head (or ``checkpoint_id``), in one round trip. The head of a thread this
+        saver read or wrote lately is held decoded: the script then sends only what it
+        lacks (nothing, when the thread did not move)."""
+        if self._read is None:
+            raise CheckpointError("this RedisSaver has only an async client: use aget()")
+        return perform(self._read_steps(thread_id, checkpoint_id, self.client), self)
+
+    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """``get`` on the async client (the same held heads)."""
+        if self._aread is None:
+            return await super().aget(thread_id, checkpoint_id)
+        await self._aready()
+        return await aperform(self._read_steps(thread_id, checkpoint_id, self.async_client), self)
+
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> Iterator[Checkpoint]:
         """The thread's checkpoints, newest first in the order they were written: one round
         trip per page of ``_history.PAGE`` checkpoints (``limit`` asks for no more),
         each list item and value sent and decoded once for the whole listing."""
-        script = self._list
-        if script is None:
+        if self._list is None:
             raise CheckpointError("this RedisSaver has only an async client: use alist()")
         keys, pages = self.keys(thread_id), self._pages(thread_id, limit, before)
-        self._check_policy(self.client, thread_id, "read")
+        perform(self._checked(self.client, thread_id), self)
         while not pages.done:
-            call = functools.partial(self._calls.call, script, keys, pages.args())
-            yield from pages.take(self._retry(call, thread_id, "list"))
+            yield from perform(self._page_steps(keys, pages, self.client, thread_id), self)
 
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
@@ -450,14 +385,24 @@ class RedisSaver(BaseCheckpointSaver):
                 yield checkpoint
             return
         await self._aready()
-        script = self._alist
-        assert script is not None  # set with the async client
         keys, pages = self.keys(thread_id), self._pages(thread_id, limit, before)
-        await self._acheck_policy(thread_id, "read")
+        await aperform(self._checked(self.async_client, thread_id), self)
         while not pages.done:
-            call = functools.partial(script, keys=keys, args=pages.args())
-            for checkpoint in pages.take(await self._aretry(call, thread_id, "list")):
+            page = await aperform(self._page_steps(keys, pages, self.async_client, thread_id), self)
+            for checkpoint in page:
                 yield checkpoint
+
+    def delete_thread(self, thread_id: str) -> None:
+        if self.client is None:
+            raise CheckpointError("this RedisSaver has only an async client: use adelete_thread()")
+        perform(self._delete_steps(thread_id, self.client), self)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        if self.async_client is None:
+            await super().adelete_thread(thread_id)
+            return
+        await self._aready()
+        await aperform(self._delete_steps(thread_id, self.async_client), self)
 
     def stored_bytes(self, thread_id: str) -> int:
         """Bytes Redis reports for the thread's keys (``MEMORY USAGE``)."""
@@ -465,7 +410,7 @@ class RedisSaver(BaseCheckpointSaver):
             raise CheckpointError("stored_bytes needs the sync client")
         return sum(int(self.client.memory_usage(key) or 0) for key in self.keys(thread_id))
 
-    # -- retries -----------------------------------------------------------------------------
+    # -- the async client's loop -------------------------------------------------------------
 
     async def _aready(self) -> None:
         """Load the async client's cluster slot map before its first command.
@@ -481,111 +426,11 @@ class RedisSaver(BaseCheckpointSaver):
             # An asyncio client belongs to the loop it first ran on: a saver made by from_url
             # makes a fresh one for each new loop (each asyncio.run), instead of failing.
             if self._async_loop is not None:
-                self.async_client = self._async_factory()
-                self._awrite = self.async_client.register_script(_lua.WRITE)
-                self._aread = self.async_client.register_script(_lua.READ)
-                self._alist = self.async_client.register_script(_lua.HISTORY)
+                self._use_async_client(self._async_factory())
             self._async_loop = loop
         initialize = getattr(self.async_client, "initialize", None)
         if initialize is not None:
             await initialize()
-
-    def _retry(
-        self, call: Callable[[], T], thread_id: str, operation: str, retries: int | None = None
-    ) -> T:
-        """``call``, retried while the connection is lost; then the saver's error."""
-        import redis
-
-        retries = self.read_retries if retries is None else retries
-        for attempt in range(retries + 1):
-            try:
-                return call()
-            except redis.RedisError as error:
-                client = self.client
-                if attempt == retries or not is_transient(error):
-                    raise translate(
-                        error, client=client, thread_id=thread_id, operation=operation
-                    ) from error
-                pause = retrying(
-                    error, client, thread_id, operation, attempt, retries, self.backoff
-                )
-            self._sleep(pause)
-        raise AssertionError("unreachable")
-
-    async def _aretry(
-        self,
-        call: Callable[[], Awaitable[T]],
-        thread_id: str,
-        operation: str,
-        retries: int | None = None,
-    ) -> T:
-        import redis
-
-        retries = self.read_retries if retries is None else retries
-        for attempt in range(retries + 1):
-            try:
-                return await call()
-            except redis.RedisError as error:
-                client = self.async_client
-                if attempt == retries or not is_transient(error):
-                    raise translate(
-                        error, client=client, thread_id=thread_id, operation=operation
-                    ) from error
-                pause = retrying(
-                    error, client, thread_id, operation, attempt, retries, self.backoff
-                )
-            await asyncio.sleep(pause)
-        raise AssertionError("unreachable")
-
-    # -- the eviction check ------------------------------------------------------------------
-
-    def _check_policy(self, client: Any, thread_id: str, operation: str) -> None:
-        """Once per client: warn when the server may evict checkpoints."""
-        if id(client) not in self._policy_checked:
-            import redis
-
-            try:
-                info: Any = client.info("memory")
-            except redis.RedisError as error:
-                info = error
-            checked = on_memory_info(info, client, self.ttl, thread_id, operation)
-            if checked is not None:
-                self._policy_checked.add(checked)
-
-    async def _acheck_policy(self, thread_id: str, operation: str) -> None:
-        client = self.async_client
-        if id(client) not in self._policy_checked:
-            import redis
-
-            try:
-                info: Any = await client.info("memory")
-            except redis.RedisError as error:
-                info = error
-            checked = on_memory_info(info, client, self.ttl, thread_id, operation)
-            if checked is not None:
-                self._policy_checked.add(checked)
-
-
-def _count_ops(lists: builtins.list[Any]) -> int:
-    count, i = 0, 0
-    while i < len(lists):
-        count += 1
-        i += 3 + int(lists[i + 2])
-    return count
-
-
-def _resend(
-    checkpoint: Checkpoint,
-    delta: CheckpointDelta,
-    whole: builtins.list[str],
-    base: str,
-    key: str,
-) -> tuple[CheckpointDelta, builtins.list[str], str]:
-    """What to send after the script refused: everything whole, extending no index, if the
-    parent is gone; else also ``key``'s list whole."""
-    if key == "*":
-        return CheckpointDelta.full(checkpoint.values), whole, ""
-    return delta, [*whole, key], base
 
 
 def _is_async_client(client: Any) -> bool:

@@ -1,10 +1,15 @@
-"""On a plain ``redis.asyncio.Redis`` a RedisSaver's async script calls go on connections
-kept from the client's pool (``checkpoint/redis/_lean.py``, ``AsyncScriptCalls``)."""
+"""A RedisSaver's async methods run the same logic as its sync ones (``checkpoint/redis/_io.py``:
+each operation a generator of effects, run by ``perform`` or ``aperform``), and on a plain
+``redis.asyncio.Redis`` send their scripts on connections kept from the client's pool
+(``checkpoint/redis/_lean.py``, ``AsyncScriptCalls``)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import fakeredis
@@ -12,7 +17,185 @@ import pytest
 import redis
 import redis.asyncio
 
+from checkpoint import (
+    Checkpoint,
+    CheckpointConflictError,
+    CheckpointDelta,
+    CheckpointUnavailableError,
+    RedisSaver,
+    created_at_of,
+    new_checkpoint_id,
+)
 from checkpoint.redis._lean import AsyncScriptCalls, lean_async_pool
+
+from ._graphs import chat_graph
+
+
+def _saver(url: str, **options: Any) -> RedisSaver:
+    return RedisSaver.from_url(url, key_prefix=f"alean-{uuid.uuid4().hex[:8]}", **options)
+
+
+def _checkpoint(thread_id: str, parent: Checkpoint | None, text: str) -> Checkpoint:
+    cid = new_checkpoint_id()
+    messages = [*(parent.values["messages"] if parent is not None else ()), text]
+    values = {"messages": messages, "turns": len(messages)}
+    step = parent.step + 1 if parent is not None else 0
+    parent_id = parent.id if parent is not None else None
+    return Checkpoint(cid, thread_id, parent_id, step, (), values, created_at_of(cid))
+
+
+def _delta(checkpoint: Checkpoint) -> CheckpointDelta:
+    if checkpoint.parent_id is None:
+        return CheckpointDelta.full(checkpoint.values)
+    return CheckpointDelta(
+        appended={"messages": checkpoint.values["messages"][-1:]},
+        replaced={"turns": checkpoint.values["turns"]},
+    )
+
+
+def _commands(client: redis.Redis) -> dict[str, int]:
+    stats = client.info("commandstats")
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+
+def _run(saver: RedisSaver, body: Callable[[], Awaitable[Any]]) -> Any:
+    """``body()`` in a new loop, closing the saver's async side in that loop."""
+
+    async def main() -> Any:
+        try:
+            return await body()
+        finally:
+            await saver.aclose()
+
+    return asyncio.run(main())
+
+
+# -- the logic, once ---------------------------------------------------------------------------
+
+
+def test_retries_pause_alike_and_log_alike_sync_and_async(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The pauses are ``backoff * 2**(n-1)`` times a factor in [0.5, 1.5) (here 1), on both
+    paths, with the same WARNING."""
+    monkeypatch.setattr(random, "random", lambda: 0.5)
+    server = fakeredis.FakeServer()
+    sleeps: list[float] = []
+    sync = RedisSaver(fakeredis.FakeRedis(server=server), sleep=sleeps.append, backoff=0.001)
+    asaver = RedisSaver(fakeredis.FakeAsyncRedis(server=server), backoff=0.001)
+    chat_graph(sync).invoke({"messages": ["hi"]}, {"thread_id": "t"})
+
+    def flaky(script: Any) -> Any:
+        failures = iter([redis.ConnectionError("reset"), redis.BusyLoadingError("loading")])
+
+        def call(**kwargs: Any) -> Any:
+            error = next(failures, None)
+            if error is not None:
+                raise error
+            return script(**kwargs)
+
+        return call
+
+    sync._read = flaky(sync._read)
+    asaver._aread = flaky(asaver._aread)
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded(seconds: float) -> None:
+        waits.append(seconds)
+        await real_sleep(0)
+
+    with caplog.at_level(logging.WARNING, logger="checkpoint.redis"):
+        assert sync.get("t").values["turns"] == 1
+        monkeypatch.setattr(asyncio, "sleep", recorded)
+        assert asyncio.run(asaver.aget("t")).values["turns"] == 1
+    assert sleeps == waits == [0.001, 0.002]
+    # each fake client names a host of its own: what follows it is the same
+    messages = [
+        r.getMessage().split(": ", 1)[1] for r in caplog.records if r.name == "checkpoint.redis"
+    ]
+    assert len(messages) == 4 and messages[:2] == messages[2:]
+    assert (
+        messages[0] == "reading thread 't' failed (ConnectionError: reset); retry 1 of 3 in 0.00 s"
+    )
+
+
+def test_a_lost_async_connection_is_the_same_clear_error() -> None:
+    saver = RedisSaver(fakeredis.FakeAsyncRedis(), write_retries=1, backoff=0)
+
+    async def refused(**kwargs: Any) -> Any:
+        raise redis.ConnectionError("Connection refused")
+
+    saver._awrite = refused
+    first = _checkpoint("t", None, "hi")
+    with pytest.raises(
+        CheckpointUnavailableError,
+        match=r"could not reach Redis at .* while writing thread 't' \(ConnectionError",
+    ):
+        asyncio.run(saver.aput(first, _delta(first)))
+
+
+# -- the held head on the async path -----------------------------------------------------------
+
+
+def test_aput_moves_the_held_head_and_aget_reads_nothing_more(redis_url: str) -> None:
+    saver = _saver(redis_url)
+    first = _checkpoint("h", None, "one")
+    second = _checkpoint("h", first, "two")
+
+    replies: list[Any] = []
+
+    class Recorded:  # what the read script answers
+        def __init__(self, calls: Any) -> None:
+            self.calls = calls
+
+        async def call(self, script: Any, keys: Any, args: Any, meanwhile: Any = None) -> Any:
+            reply = await self.calls.call(script, keys, args, meanwhile)
+            replies.append(reply)
+            return reply
+
+        async def aclose(self) -> None:
+            await self.calls.aclose()
+
+    async def body() -> Any:
+        await saver.aput(first, _delta(first))
+        await saver.aput(second, _delta(second))
+        assert saver._heads.head_id("h") == second.id  # held, advanced by the delta
+        saver._acalls = Recorded(saver._acalls)
+        return await saver.aget("h")
+
+    got = _run(saver, body)
+    assert got.id == second.id and got.values == second.values
+    # the script answered '=': the values came from the held head
+    assert replies == [[second.id.encode(), b"="]]
+
+
+def test_a_conflicting_writer_is_refused_on_the_async_path_with_a_held_head(
+    redis_url: str,
+) -> None:
+    prefix = f"alean-{uuid.uuid4().hex[:8]}"
+    mine = RedisSaver.from_url(redis_url, key_prefix=prefix)
+    other = RedisSaver.from_url(redis_url, key_prefix=prefix)
+    first = _checkpoint("c", None, "one")
+    theirs = _checkpoint("c", first, "theirs")
+    ours = _checkpoint("c", first, "ours")
+
+    async def body() -> Any:
+        await mine.aput(first, _delta(first))
+        assert mine._heads.head_id("c") == first.id
+        await other.aput(theirs, _delta(theirs))
+        try:
+            with pytest.raises(CheckpointConflictError):
+                await mine.aput(ours, _delta(ours))
+            return await mine.aget("c")
+        finally:
+            await other.aclose()
+
+    head = _run(mine, body)
+    assert head.id == theirs.id and head.values["messages"] == ["one", "theirs"]
+
+
+# -- lean async calls --------------------------------------------------------------------------
 
 
 def test_only_a_plain_asyncio_client_gets_lean_calls(redis_url: str) -> None:
