@@ -1,8 +1,8 @@
 """One tool call, run: its request through the interceptor chain to the tool's own call
-(``Execute``/``AExecute`` innermost), its failure logged and turned into the model's
+(``CallTool.execute``/``aexecute`` innermost), its failure logged and turned into the model's
 response, its outcome kept for a re-run of the task and announced (``tool_start``,
-``tool_end``). Written once as steps (``call_steps``) that ``run_one`` drives with plain
-calls and ``arun_one`` by awaiting.
+``tool_end``). Written once as steps (``call_steps``, yielding one ``CallTool`` effect) that
+``run_one`` drives with ``checkpoint.effects.perform`` and ``arun_one`` with ``aperform``.
 
 What a call reads of its ``ToolCallingManager`` is ``CallSettings``: the manager passes
 itself, and this module does not import it (``manager`` and ``_batch`` are built on this one).
@@ -13,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
+
+from checkpoint.effects import Effect, Steps, aperform, perform
 
 from .._runtime.task_scope import NOTHING_KEPT, TaskScope, current_task
 from .._runtime.workers import FinishedAfterCancel
@@ -30,10 +32,10 @@ if TYPE_CHECKING:
     from .context import ToolContext
 
 __all__ = [
-    "AExecute",
     "CallSettings",
-    "Execute",
+    "CallTool",
     "Outcome",
+    "StoreKept",
     "arun_one",
     "arun_stored",
     "as_tool_exception",
@@ -41,6 +43,7 @@ __all__ = [
     "log_tool_error",
     "run_one",
     "run_stored",
+    "stored_steps",
 ]
 
 _log = logging.getLogger("graph_agent.tools")
@@ -69,39 +72,60 @@ class Outcome:
     extra_state: dict[str, Any]
 
 
-class Execute:
-    """The innermost handler of the interceptor chain: the tool's own call. (A class, not a
-    closure: one object per call instead of a function and a cell per variable it reads.)"""
+class CallTool(Effect):
+    """The effect of one tool call: its request through the interceptor chain to the
+    tool's own call, the tool's text its result. ``run`` takes the sync path
+    (``intercept_tool_call``, ``tool.call``), ``arun`` the async one
+    (``aintercept_tool_call``, ``tool.acall``). ``reached`` is the request as it finally
+    reached the tool (an interceptor may have rewritten it); ``None`` until it does.
 
-    __slots__ = ("by_name", "reached", "settings")
+    The effect is also the chain's innermost handler (``execute``/``aexecute``): one object
+    per call for both, and without interceptors no handler object at all."""
 
-    def __init__(self, settings: CallSettings, by_name: Mapping[str, ToolCallback]) -> None:
+    __slots__ = ("by_name", "reached", "request", "settings")
+
+    def __init__(
+        self, settings: CallSettings, by_name: Mapping[str, ToolCallback], request: ToolCallRequest
+    ) -> None:
         self.settings = settings
         self.by_name = by_name
-        # the request as it finally reached the tool (an interceptor may have rewritten it)
+        self.request = request
         self.reached: ToolCallRequest | None = None
 
-    def unknown(self, request: ToolCallRequest) -> str:
+    def run(self, context: Any) -> str:
+        interceptors = self.settings.interceptors
+        if not interceptors:
+            return self.execute(self.request)
+        return _chain(interceptors, self.execute, False)(self.request)  # type: ignore[no-any-return]
+
+    def arun(self, context: Any) -> Awaitable[str]:
+        interceptors = self.settings.interceptors
+        if not interceptors:
+            return self.aexecute(self.request)
+        return _chain(interceptors, self.aexecute, True)(self.request)  # type: ignore[no-any-return]
+
+    def execute(self, request: ToolCallRequest) -> str:
+        """The innermost handler of a sync chain: the tool's own call."""
+        self.reached = request
+        if request.tool is None:
+            return self._unknown(request)
+        return request.tool.call(request.tool_call.arguments, request.tool_context)
+
+    def aexecute(self, request: ToolCallRequest) -> Awaitable[str]:
+        """The innermost handler of an async chain: the tool's own coroutine (not one
+        awaiting it: one object less while a tool runs)."""
+        self.reached = request
+        if request.tool is None:
+            return answered(self._unknown(request))
+        return request.tool.acall(request.tool_call.arguments, request.tool_context)
+
+    def _unknown(self, request: ToolCallRequest) -> str:
         return unknown_tool_response(
             self.settings.unknown_tool_strategy, request.tool_call.name, sorted(self.by_name)
         )
 
-    def __call__(self, request: ToolCallRequest) -> str:
-        self.reached = request
-        if request.tool is None:
-            return self.unknown(request)
-        return request.tool.call(request.tool_call.arguments, request.tool_context)
-
-
-class AExecute(Execute):
-    __slots__ = ()
-
-    def __call__(self, request: ToolCallRequest) -> Awaitable[str]:  # type: ignore[override]
-        self.reached = request
-        if request.tool is None:
-            return answered(self.unknown(request))
-        # the tool's own coroutine, not one awaiting it: one object less while a tool runs
-        return request.tool.acall(request.tool_call.arguments, request.tool_context)
+    def __repr__(self) -> str:
+        return f"CallTool({self.request.tool_call.name!r}, id={self.request.tool_call.id!r})"
 
 
 class _Intercepted:
@@ -122,21 +146,15 @@ class _Intercepted:
         return self.interceptor.intercept_tool_call(request, self.handler)
 
 
-def _chain(settings: CallSettings, execute: Execute) -> Callable[[ToolCallRequest], str]:
-    """The call of one tool, wrapped by the interceptors (the first is outermost);
-    ``execute.reached`` is the request as it finally reached the tool."""
-    handler: Callable[[ToolCallRequest], str] = execute
-    for interceptor in reversed(settings.interceptors):
-        handler = _Intercepted(interceptor, handler, False)
-    return handler
-
-
-def _achain(
-    settings: CallSettings, execute: AExecute
-) -> Callable[[ToolCallRequest], Awaitable[str]]:
-    handler: Callable[[ToolCallRequest], Awaitable[str]] = execute
-    for interceptor in reversed(settings.interceptors):
-        handler = _Intercepted(interceptor, handler, True)
+def _chain(
+    interceptors: Sequence[ToolCallInterceptor],
+    innermost: Callable[[ToolCallRequest], Any],
+    is_async: bool,
+) -> Callable[[ToolCallRequest], Any]:
+    """``innermost`` wrapped by the interceptors (the first is outermost)."""
+    handler = innermost
+    for interceptor in reversed(interceptors):
+        handler = _Intercepted(interceptor, handler, is_async)
     return handler
 
 
@@ -145,12 +163,10 @@ def call_steps(
     call: ToolCall,
     by_name: Mapping[str, ToolCallback],
     context: ToolContext,
-    execute: Execute,
-) -> Generator[ToolCallRequest, str, Outcome]:
-    """One tool call, written once: it yields the request for the interceptor chain to
-    run (sync or async, see ``run_one``/``arun_one``) and gets the text back, or the
-    chain's exception thrown in. ``execute.reached`` is the request as it finally reached
-    the tool (an interceptor may rewrite it)."""
+) -> Steps[Outcome]:
+    """One tool call, written once: it yields a ``CallTool`` effect (performed sync or
+    async, see ``run_one``/``arun_one``) and gets the tool's text back, or the chain's
+    exception thrown in."""
     request = ToolCallRequest(call, by_name.get(call.name), context.with_call(call.id))
     # Inside a graph task the call has a scope of its own (its interrupts are numbered apart
     # from its siblings', so each parallel call is resumed with its own value); outside,
@@ -166,8 +182,9 @@ def call_steps(
         _started(scope, call)
         started = time.perf_counter()
         error: BaseException | None = None
+        effect = CallTool(settings, by_name, request)
         try:
-            text = yield request
+            text = yield effect
             if request.tool is None:
                 error = LookupError(f"unknown tool '{call.name}'")
         except UnknownToolError:
@@ -175,14 +192,14 @@ def call_steps(
         except FinishedAfterCancel as stop:  # the run is cancelled, the tool had finished
             error = stop.error
             text = stop.text if stop.text is not None else f"{type(error).__name__}: {error}"
-            _ended(scope, _outcome(execute.reached or request, text, error, started))
+            _ended(scope, _outcome(effect.reached or request, text, error, started))
             raise
         except Exception as exc:
             error = exc
             text = settings.exception_processor.process(as_tool_exception(exc, call.name))
             # only when the error goes back to the model: a raised one reaches the caller
             log_tool_error(call, exc)
-        return _ended(scope, _outcome(execute.reached or request, text, error, started))
+        return _ended(scope, _outcome(effect.reached or request, text, error, started))
     finally:
         if scope is not None:
             current_task.set(task)
@@ -194,36 +211,54 @@ def run_one(
     by_name: Mapping[str, ToolCallback],
     context: ToolContext,
 ) -> Outcome:
-    execute = Execute(settings, by_name)
-    steps = call_steps(settings, call, by_name, context, execute)
-    try:
-        request = next(steps)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    try:
-        text = _chain(settings, execute)(request)
-    except BaseException as exc:  # the steps decide what becomes of it
-        return _last(steps, error=exc)
-    return _last(steps, text=text)
+    """One tool call in a sync run."""
+    return perform(call_steps(settings, call, by_name, context))
 
 
-async def arun_one(
+def arun_one(
     settings: CallSettings,
     call: ToolCall,
     by_name: Mapping[str, ToolCallback],
     context: ToolContext,
-) -> Outcome:
-    execute = AExecute(settings, by_name)
-    steps = call_steps(settings, call, by_name, context, execute)
+) -> Coroutine[Any, Any, Outcome]:
+    """One tool call in an async run (the driver's own coroutine: no other awaits it)."""
+    return aperform(call_steps(settings, call, by_name, context))
+
+
+class StoreKept(Effect):
+    """Store what ``scope`` kept at once (``TaskScope.store_kept``/``astore_kept``)."""
+
+    __slots__ = ("running", "scope")
+
+    def __init__(self, scope: TaskScope, running: Callable[[], int]) -> None:
+        self.scope = scope
+        self.running = running
+
+    def run(self, context: Any) -> None:
+        self.scope.store_kept(self.running)
+
+    def arun(self, context: Any) -> Awaitable[None]:
+        return self.scope.astore_kept(self.running)
+
+
+def stored_steps(
+    settings: CallSettings,
+    call: ToolCall,
+    by_name: Mapping[str, ToolCallback],
+    context: ToolContext,
+    running: Countdown,
+) -> Steps[Outcome]:
+    """``call_steps`` in a parallel batch on a durable saver: a call that finished while
+    its siblings still run is stored at once (a killed process must not lose it)."""
     try:
-        request = next(steps)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    try:
-        text = await _achain(settings, execute)(request)
-    except BaseException as exc:
-        return _last(steps, error=exc)
-    return _last(steps, text=text)
+        outcome = yield from call_steps(settings, call, by_name, context)
+    except BaseException:
+        running.one_finished()
+        raise
+    task = current_task.get()
+    if running.one_finished() and task is not None:
+        yield StoreKept(task.child(call.id), running.running)
+    return outcome
 
 
 def run_stored(
@@ -233,36 +268,19 @@ def run_stored(
     context: ToolContext,
     running: Countdown,
 ) -> Outcome:
-    """``run_one`` in a parallel batch on a durable saver: a call that finished while
-    its siblings still run is stored at once (a killed process must not lose it)."""
-    try:
-        outcome = run_one(settings, call, by_name, context)
-    except BaseException:
-        running.one_finished()
-        raise
-    task = current_task.get()
-    if running.one_finished() and task is not None:
-        task.child(call.id).store_kept(running.running)
-    return outcome
+    """``stored_steps`` in a sync run."""
+    return perform(stored_steps(settings, call, by_name, context, running))
 
 
-async def arun_stored(
+def arun_stored(
     settings: CallSettings,
     call: ToolCall,
     by_name: Mapping[str, ToolCallback],
     context: ToolContext,
     running: Countdown,
-) -> Outcome:
-    """``run_stored`` in async runs."""
-    try:
-        outcome = await arun_one(settings, call, by_name, context)
-    except BaseException:
-        running.one_finished()
-        raise
-    task = current_task.get()
-    if running.one_finished() and task is not None:
-        await task.child(call.id).astore_kept(running.running)
-    return outcome
+) -> Coroutine[Any, Any, Outcome]:
+    """``stored_steps`` in an async run."""
+    return aperform(stored_steps(settings, call, by_name, context, running))
 
 
 def log_tool_error(call: ToolCall, exc: Exception) -> None:
@@ -315,23 +333,6 @@ def _outcome(
 def _started(scope: TaskScope | None, call: ToolCall) -> None:
     if scope is not None and scope.run.bus is not None:
         scope.run.event(ToolStart, scope, call_id=call.id, name=call.name, arguments=call.arguments)
-
-
-def _last(
-    steps: Generator[ToolCallRequest, str, Outcome],
-    *,
-    text: str = "",
-    error: BaseException | None = None,
-) -> Outcome:
-    """Finish a call's steps with the chain's text, or its exception."""
-    try:
-        if error is not None:
-            steps.throw(error)
-        else:
-            steps.send(text)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    raise RuntimeError("a tool call's steps did not finish")  # pragma: no cover
 
 
 def _recalled(scope: TaskScope | None, request: ToolCallRequest) -> Outcome | None:

@@ -231,6 +231,9 @@ class ToolCallingManager:
         tool node runs its calls this way and passes no ``earlier`` (it keeps only the
         responses; copying a long conversation for each tool step would be waste)."""
         by_name, context = self._plan(options, tool_context, tool_callbacks)
+        if len(message.tool_calls) == 1:  # the common case: no partials, no list of them
+            outcome = run_one(self, message.tool_calls[0], by_name, context)
+            return self._result(earlier, message, finished_outcomes([outcome]))
         parallel = self.parallel and len(message.tool_calls) > 1
         if parallel and stores_progress():
             running = Countdown(len(message.tool_calls))
