@@ -25,23 +25,32 @@ T = TypeVar("T")
 class Backoff:
     """Capped exponential backoff: after failed attempt ``n`` (1 for the first), wait
     ``initial * factor ** (n - 1)`` seconds, at most ``maximum``, times a random factor in
-    [0.5, 1.5) when ``jitter``."""
+    ``spread`` (default [0.5, 1.5)) when ``jitter``."""
 
     initial: float = 0.5
     factor: float = 2.0
     maximum: float = 30.0
     jitter: bool = True
+    spread: tuple[float, float] = (0.5, 1.5)
 
     def __post_init__(self) -> None:
         for name in ("initial", "factor", "maximum"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ValueError(f"Backoff.{name} must be a number >= 0, got {value!r}")
+        low, high = self.spread
+        if not 0 <= low <= high:
+            raise ValueError(
+                f"Backoff.spread must be (low, high) with 0 <= low <= high, got {self.spread!r}"
+            )
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1 for the first)."""
         interval = min(self.maximum, self.initial * self.factor ** (attempt - 1))
-        return float(interval * (0.5 + random.random()) if self.jitter else interval)
+        if not self.jitter:
+            return float(interval)
+        low, high = self.spread
+        return float(interval * (low + (high - low) * random.random()))
 
 
 def retried(

@@ -10,7 +10,6 @@ import asyncio
 import json
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -460,8 +459,7 @@ class OpenAIChatModel:
         ``max_backoff``."""
         delay = retry_after(response.headers) if response is not None else None
         if delay is None:
-            base = Backoff(self.backoff, 2.0, self.max_backoff, jitter=False).delay(attempt)
-            delay = base + random.uniform(0, base / 4)
+            delay = Backoff(self.backoff, 2.0, self.max_backoff, spread=(1.0, 1.25)).delay(attempt)
         delay = max(0.0, min(delay, self.max_backoff))
         logger.warning(
             "%s from POST %s; retry %d of %d in %.2fs",

@@ -145,3 +145,11 @@ def test_backoff_refuses_a_negative_or_non_number(field: str) -> None:
         Backoff(**{field: -1})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=f"Backoff.{field}"):
         Backoff(**{field: "1"})  # type: ignore[arg-type]
+
+
+def test_backoff_spread_sets_the_random_factors_range() -> None:
+    narrow = Backoff(initial=2.0, factor=2.0, maximum=100.0, spread=(1.0, 1.25))
+    for n in (1, 2, 3):
+        assert 2.0 * 2 ** (n - 1) <= narrow.delay(n) < 2.5 * 2 ** (n - 1)
+    with pytest.raises(ValueError, match=r"Backoff\.spread must be"):
+        Backoff(spread=(1.5, 0.5))
