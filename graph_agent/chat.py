@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from checkpoint.effects import Effect, Steps, aperform, perform
 
 from ._runtime.run_loop import RunLoopScope
 from .errors import ToolCallLoopError
@@ -333,17 +335,20 @@ class ChatClientRequest:
 
     # -- running ----------------------------------------------------------------------------
 
-    def _exchange(self) -> Generator[_Step, Any, ChatClientResponse]:
-        """The tool loop, without I/O: it yields each model call and each batch of tool calls
-        for a driver to perform (sync or async, plain or streaming) and is sent the result."""
+    def _exchange(self) -> Steps[ChatClientResponse]:
+        """The tool loop, without I/O: it yields each model call (``_CallModel``) and each
+        batch of tool calls (``_RunTools``) as an effect for a driver to perform (``perform``,
+        ``aperform``, or the streaming loops, which stream the model calls) and is sent the
+        result."""
         client = self._client
+        model, manager = client.model, client.tool_calling_manager
         prompt, exchange, options = self._start()
         records: list[ToolExecutionRecord] = []
         rounds = 0
-        response: ChatResponse = yield _Step(prompt)
+        response: ChatResponse = yield _CallModel(model, prompt)
         while client.eligibility(options, response):
             self._check_round(rounds)
-            result: ToolExecutionResult = yield _Step(prompt, response)
+            result: ToolExecutionResult = yield _RunTools(manager, prompt, response)
             records.extend(result.records)
             exchange += result.conversation_history[-2:]
             rounds += 1
@@ -352,7 +357,7 @@ class ChatClientRequest:
                 break
             prompt = self._prompt(result.conversation_history)
             options = prompt.tool_options or options
-            response = yield _Step(prompt)
+            response = yield _CallModel(model, prompt)
         exchange.append(response.result.output)
         self._remember(exchange)
         return ChatClientResponse(response, exchange, records)
@@ -360,88 +365,93 @@ class ChatClientRequest:
     def call(self) -> ChatClientResponse:
         """Call the model, running tool calls until it answers (unless tool execution is
         left to the caller)."""
-        model, manager = self._client.model, self._client.tool_calling_manager
         steps = self._exchange()
-        sent: Any = None
-        try:
-            with RunLoopScope():  # async-only tools of the exchange share one event loop
-                while True:
-                    step = steps.send(sent)
-                    if step.response is None:
-                        sent = call_model(model, step.prompt)
-                    else:
-                        sent = manager.execute_tool_calls(step.prompt, step.response)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        with RunLoopScope():  # async-only tools of the exchange share one event loop
+            return perform(steps)
 
     async def acall(self) -> ChatClientResponse:
         """Async ``call``."""
-        model, manager = self._client.model, self._client.tool_calling_manager
-        steps = self._exchange()
-        sent: Any = None
-        try:
-            while True:
-                step = steps.send(sent)
-                if step.response is None:
-                    sent = await acall_model(model, step.prompt)
-                else:
-                    sent = await manager.aexecute_tool_calls(step.prompt, step.response)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        return await aperform(self._exchange())
 
     def stream(self) -> Iterator[str]:
         """The answer's text as the model streams it; tool rounds run in between."""
-        model, manager = self._client.model, self._client.tool_calling_manager
         steps = self._exchange()
         sent: Any = None
-        try:
-            with RunLoopScope():
-                while True:
-                    step = steps.send(sent)
-                    if step.response is None:
-                        chunks = []
-                        for chunk in model.stream(step.prompt):
-                            chunks.append(chunk)
-                            if chunk.text:
-                                yield chunk.text
-                        sent = ChatResponse.merge(chunks)
-                    else:
-                        sent = manager.execute_tool_calls(step.prompt, step.response)
-        except StopIteration as done:
-            if _is_direct(done.value):
-                yield done.value.content()
+        with RunLoopScope():
+            while True:
+                try:
+                    effect = steps.send(sent)
+                except StopIteration as done:
+                    reply: ChatClientResponse = done.value
+                    break
+                if isinstance(effect, _CallModel):  # streamed here, chunk by chunk
+                    chunks = []
+                    for chunk in effect.model.stream(effect.prompt):
+                        chunks.append(chunk)
+                        if chunk.text:
+                            yield chunk.text
+                    sent = ChatResponse.merge(chunks)
+                else:
+                    sent = effect.run(None)
+        if _is_direct(reply):
+            yield reply.content()
 
     async def astream(self) -> AsyncIterator[str]:
         """Async ``stream``."""
-        model, manager = self._client.model, self._client.tool_calling_manager
         steps = self._exchange()
         sent: Any = None
         while True:
             try:
-                step = steps.send(sent)
+                effect = steps.send(sent)
             except StopIteration as done:
-                if _is_direct(done.value):
-                    yield done.value.content()
-                return
-            if step.response is None:
+                reply: ChatClientResponse = done.value
+                break
+            if isinstance(effect, _CallModel):
                 chunks = []
-                async for chunk in model.astream(step.prompt):
+                async for chunk in effect.model.astream(effect.prompt):
                     chunks.append(chunk)
                     if chunk.text:
                         yield chunk.text
                 sent = ChatResponse.merge(chunks)
             else:
-                sent = await manager.aexecute_tool_calls(step.prompt, step.response)
+                sent = await effect.arun(None)
+        if _is_direct(reply):
+            yield reply.content()
 
 
-class _Step:
-    """A model call (no ``response``) or the execution of ``response``'s tool calls."""
+class _CallModel(Effect):
+    """One model call of a ``ChatClient`` exchange: ``call_model``/``acall_model`` (the
+    streaming loops stream it instead)."""
 
-    __slots__ = ("prompt", "response")
+    __slots__ = ("model", "prompt")
 
-    def __init__(self, prompt: Prompt, response: ChatResponse | None = None) -> None:
+    def __init__(self, model: ChatModel, prompt: Prompt) -> None:
+        self.model = model
+        self.prompt = prompt
+
+    def run(self, context: Any) -> ChatResponse:
+        return call_model(self.model, self.prompt)
+
+    def arun(self, context: Any) -> Awaitable[ChatResponse]:
+        return acall_model(self.model, self.prompt)
+
+
+class _RunTools(Effect):
+    """The tool calls of ``response``, run by the manager (``execute_tool_calls`` /
+    ``aexecute_tool_calls``) with the tools of ``prompt``."""
+
+    __slots__ = ("manager", "prompt", "response")
+
+    def __init__(self, manager: ToolCallingManager, prompt: Prompt, response: ChatResponse) -> None:
+        self.manager = manager
         self.prompt = prompt
         self.response = response
+
+    def run(self, context: Any) -> ToolExecutionResult:
+        return self.manager.execute_tool_calls(self.prompt, self.response)
+
+    def arun(self, context: Any) -> Awaitable[ToolExecutionResult]:
+        return self.manager.aexecute_tool_calls(self.prompt, self.response)
 
 
 def _is_direct(reply: ChatClientResponse) -> bool:
