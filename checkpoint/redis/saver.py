@@ -183,7 +183,7 @@ class RedisSaver(BaseCheckpointSaver):
         self._awrite = client.register_script(_lua.WRITE) if client is not None else None
         self._aread = client.register_script(_lua.READ) if client is not None else None
         self._alist = client.register_script(_lua.HISTORY) if client is not None else None
-        self._acalls = AsyncScriptCalls(None)  # the async scripts' calls: redis-py's Script
+        self._acalls = AsyncScriptCalls(client)  # the async scripts' calls, lean ones too
 
     def close(self) -> None:
         """Close the saver's own connections, and the sync client ``from_url`` made (a

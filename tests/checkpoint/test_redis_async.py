@@ -26,7 +26,7 @@ from checkpoint import (
     created_at_of,
     new_checkpoint_id,
 )
-from checkpoint.redis._lean import AsyncScriptCalls, lean_async_pool
+from checkpoint.redis._lean import KEEP, AsyncScriptCalls, lean_async_pool
 
 from ._graphs import chat_graph
 
@@ -225,6 +225,32 @@ def test_only_a_plain_asyncio_client_gets_lean_calls(redis_url: str) -> None:
     asyncio.run(main())
 
 
+def test_one_evalsha_per_aput_and_aget_on_a_kept_pool_connection(
+    redis_url: str, real_redis: redis.Redis
+) -> None:
+    saver = _saver(redis_url)
+    app = chat_graph(saver)
+
+    async def body() -> Any:
+        assert saver._acalls.lean
+        await app.ainvoke({"messages": ["warm"]}, {"thread_id": "rt"})
+        pool = saver.async_client.connection_pool
+        (conn,) = saver._acalls._idle
+        assert conn in pool._in_use_connections  # the pool's, counted as in use
+        real_redis.config_resetstat()
+        for turn in range(10):
+            await app.ainvoke({"messages": [f"turn {turn}"]}, {"thread_id": "rt"})
+        commands = _commands(real_redis)
+        assert saver._acalls._idle == [conn]
+        return commands, pool, (await saver.aget("rt")).values
+
+    commands, pool, values = _run(saver, body)
+    # a turn: one head read, two writes, each one EVALSHA
+    assert commands["evalsha"] == 30 and "eval" not in commands
+    assert len(values["messages"]) == 22
+    assert not pool._in_use_connections  # aclose gave it back, and closed the client
+
+
 def test_meanwhile_runs_between_sending_and_reading_on_async_calls(redis_url: str) -> None:
     async def main() -> None:
         client = redis.asyncio.Redis.from_url(redis_url)
@@ -254,3 +280,114 @@ def test_meanwhile_runs_between_sending_and_reading_on_async_calls(redis_url: st
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_a_flushed_script_cache_is_refilled_by_the_next_async_call(
+    redis_url: str, real_redis: redis.Redis
+) -> None:
+    saver = _saver(redis_url)
+    first = _checkpoint("f", None, "one")
+    second = _checkpoint("f", first, "two")
+
+    async def body() -> Any:
+        await saver.aput(first, _delta(first))
+        real_redis.script_flush()
+        await saver.aput(second, _delta(second))
+        return await saver.aget("f")
+
+    assert _run(saver, body).values == second.values
+
+
+def test_a_killed_async_connection_is_reopened_and_the_write_retried(
+    redis_url: str, real_redis: redis.Redis
+) -> None:
+    saver = _saver(redis_url, backoff=0)
+    first = _checkpoint("k", None, "one")
+    second = _checkpoint("k", first, "two")
+
+    async def body() -> Any:
+        await saver.aput(first, _delta(first))
+        (conn,) = saver._acalls._idle
+        real_redis.client_kill_filter(_type="normal", skipme=True)
+        await saver.aput(second, _delta(second))
+        assert saver._acalls._idle == [conn] and conn.is_connected  # opened again
+        return await saver.aget("k")
+
+    assert _run(saver, body).values == second.values
+
+
+def test_a_cancelled_call_never_leaves_its_reply_for_the_next(redis_url: str) -> None:
+    """A call cancelled after sending, before its reply is read: its connection is closed,
+    so the next call on it reads its own reply, not the one left behind."""
+    saver = _saver(redis_url)
+    first = _checkpoint("x", None, "one")
+    second = _checkpoint("x", first, "two")
+
+    async def body() -> Any:
+        await saver.aput(first, _delta(first))
+        (conn,) = saver._acalls._idle
+        read = conn.read_response
+        waiting = asyncio.Event()
+
+        async def stuck(*args: Any, **kwargs: Any) -> Any:  # the reply stays in the socket
+            waiting.set()
+            await asyncio.Event().wait()
+
+        conn.read_response = stuck
+        task = asyncio.create_task(saver.aget("x"))
+        await waiting.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        conn.read_response = read
+        assert saver._acalls._idle == [conn] and not conn.is_connected
+        await saver.aput(second, _delta(second))  # a write reply, not the read's
+        return await saver.aget("x")
+
+    assert _run(saver, body).values == second.values
+
+
+def test_at_most_keep_connections_are_kept(redis_url: str) -> None:
+    saver = _saver(redis_url)
+    threads = [f"g{n}" for n in range(3 * KEEP)]
+
+    async def body() -> Any:
+        firsts = [_checkpoint(t, None, "one") for t in threads]
+        await asyncio.gather(*(saver.aput(c, _delta(c)) for c in firsts))
+        got = await asyncio.gather(*(saver.aget(t) for t in threads))
+        pool = saver.async_client.connection_pool
+        return got, len(saver._acalls._idle), len(pool._in_use_connections)
+
+    got, kept, in_use = _run(saver, body)
+    assert [c.values["messages"] for c in got] == [["one"]] * len(threads)
+    assert 1 <= kept <= KEEP and in_use == kept  # the others went back to the pool
+
+
+def test_a_small_pool_keeps_nothing_and_still_calls_lean(redis_url: str) -> None:
+    async def main() -> Any:
+        client = redis.asyncio.Redis.from_url(redis_url, max_connections=3)
+        saver = RedisSaver(client, key_prefix=f"alean-{uuid.uuid4().hex[:8]}")
+        try:
+            first = _checkpoint("s", None, "one")
+            await saver.aput(first, _delta(first))
+            assert saver._acalls.lean and saver._acalls._idle == []
+            assert not client.connection_pool._in_use_connections
+            return await saver.aget("s")
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(main()).values["messages"] == ["one"]
+
+
+def test_a_client_passed_in_closes_the_kept_connections_with_it(redis_url: str) -> None:
+    """Its owner closes the client, not the saver: the kept connections close with it."""
+
+    async def main() -> Any:
+        async with redis.asyncio.Redis.from_url(redis_url) as client:
+            saver = RedisSaver(client, key_prefix=f"alean-{uuid.uuid4().hex[:8]}")
+            first = _checkpoint("p", None, "one")
+            await saver.aput(first, _delta(first))
+            (conn,) = saver._acalls._idle
+        return conn
+
+    assert not asyncio.run(main()).is_connected
