@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
-from graph_agent.graph import OverAllState, RunnableConfig
+from graph_agent.graph import OverAllState, RunnableConfig, run_coroutine_sync
 from graph_agent.messages import Message
 from graph_agent.models import ChatResponse, Prompt, ToolCallingChatOptions
 from graph_agent.tools.manager import ToolCallRequest
@@ -112,11 +112,9 @@ def _to_async(handler: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
     return call
 
 
-def _run_sync(coroutine: Awaitable[Any]) -> Any:
+def _run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
     """An async-only interceptor in a sync run: on the run's one event loop."""
-    from graph_agent._runtime.run_loop import run_coroutine_sync
-
-    return run_coroutine_sync(coroutine)  # type: ignore[arg-type]
+    return run_coroutine_sync(coroutine)
 
 
 async def _in_thread(

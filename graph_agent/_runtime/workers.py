@@ -166,3 +166,10 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
             raise FinishedAfterCancel(error=error) from None
         raise FinishedAfterCancel(result=result) from None
     return call.outcome()
+
+
+class StepCancelled(Exception):
+    """An async run was cancelled while its step ran, and some of the step's work finished
+    (a sync node or tool in a worker thread cannot be stopped): the core stores it like a
+    failed step's, then raises this, and the async driver turns it back into
+    ``CancelledError``."""

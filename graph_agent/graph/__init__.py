@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._runtime.run_loop import run_coroutine_sync
 from ._constants import END, START
 from .compiled import CompiledGraph, RunOutcome
 from .config import RunnableConfig
@@ -31,4 +32,5 @@ __all__ = [
     "StateSnapshot",
     "Updates",
     "interrupt",
+    "run_coroutine_sync",
 ]

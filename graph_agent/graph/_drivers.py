@@ -25,9 +25,10 @@ from checkpoint.effects import aperform, perform
 
 from .._runtime.pool import Countdown, run_all
 from .._runtime.run_scope import RunScope
+from .._runtime.workers import StepCancelled
 from ..errors import GraphUsageError
 from ..events.bus import paced
-from ._effects import Effect, EmitEffect, ExecuteEffect, StepCancelled
+from ._effects import Effect, EmitEffect, ExecuteEffect
 from ._progress import DurableStep, stores_progress
 from ._task_run import task_steps
 from ._tasks import Task, TaskResult

@@ -25,13 +25,6 @@ from .state import OverAllState
 from .types import Command, NodeOutput, Send
 
 
-class StepCancelled(Exception):
-    """An async run was cancelled while its step ran, and some of the step's work finished
-    (a sync node or tool in a worker thread cannot be stopped): the core stores it like a
-    failed step's, then raises this, and the async driver turns it back into
-    ``CancelledError``."""
-
-
 class ParentCommand(BaseException):
     """A node of a subgraph returned ``Command(graph=Command.PARENT)``: the subgraph stops and
     its node in the parent graph applies ``command``."""

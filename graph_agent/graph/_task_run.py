@@ -22,10 +22,9 @@ from checkpoint.retry import retried
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import TaskScope, current_task, kept_id
-from .._runtime.workers import FinishedAfterCancel, in_thread
+from .._runtime.workers import FinishedAfterCancel, StepCancelled, in_thread
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
-from ._effects import StepCancelled
 from ._tasks import Task, TaskResult
 
 

@@ -14,8 +14,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
 
+from .._runtime.workers import StepCancelled
 from ..errors import RunStopped
-from ..graph import _effects
 from ._content import input_messages, output_messages
 
 __all__ = ["OpenTelemetryListener"]
@@ -39,7 +39,7 @@ _RunKey = tuple[str, tuple[str, ...]]
 
 # The error of the ``RunError`` of a cancelled async run: ``CancelledError``, or
 # ``StepCancelled`` when the step's finished work was stored before the cancel went on.
-_CANCEL_TYPES = (asyncio.CancelledError, _effects.StepCancelled)
+_CANCEL_TYPES = (asyncio.CancelledError, StepCancelled)
 
 
 # The tool call running in this thread or task (a ``tool_start`` is emitted where the tool
