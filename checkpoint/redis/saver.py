@@ -38,6 +38,7 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 """Seconds ``RedisSaver.from_url`` lets a connection take to open."""
 
 _PARTS = ("head", "meta", "cps", "idx", "vals", "items", "ids")
+_KEY_CACHE = 1024  # threads whose keys are kept made
 
 
 def _thread_tag(thread_id: str) -> str:
@@ -107,6 +108,7 @@ class RedisSaver(BaseCheckpointSaver):
                     "with decode_responses=False (the default)"
                 )
         self.client = client
+        self._key_cache: dict[str, builtins.list[str]] = {}  # thread id -> its keys
         self.key_prefix = key_prefix
         self.ttl = ttl
         self.refresh_on_read = refresh_on_read
@@ -217,23 +219,31 @@ class RedisSaver(BaseCheckpointSaver):
         where = where_of(self.client if self.client is not None else self.async_client)
         return f"RedisSaver({where}, key_prefix={self.key_prefix!r}, ttl={self.ttl}, max_retained={self.max_retained})"
 
+    @property
+    def key_prefix(self) -> str:
+        """What every key of the saver starts with."""
+        return self._key_prefix
+
+    @key_prefix.setter
+    def key_prefix(self, prefix: str) -> None:
+        self._key_prefix = prefix
+        self._key_cache.clear()
+
     def keys(self, thread_id: str) -> builtins.list[str]:
         """The seven keys that hold a thread, in the scripts' KEYS order."""
-        base = f"{self.key_prefix}:{{{_thread_tag(thread_id)}}}"
-        return [f"{base}:{part}" for part in _PARTS]
+        return builtins.list(self._keys(thread_id))
+
+    def _keys(self, thread_id: str) -> builtins.list[str]:
+        """``keys(thread_id)``, made once for the threads used lately (not to be changed)."""
+        keys = self._key_cache.get(thread_id)
+        if keys is None:
+            if len(self._key_cache) >= _KEY_CACHE:
+                self._key_cache.clear()
+            base = f"{self._key_prefix}:{{{_thread_tag(thread_id)}}}"
+            keys = self._key_cache[thread_id] = [f"{base}:{part}" for part in _PARTS]
+        return keys
 
     # -- the operations, each written once (see _io.py) ----------------------------------------
-
-    def _attempts(
-        self,
-        effect: ScriptCall | Command,
-        client: Any,
-        thread_id: str,
-        operation: str,
-        retries: int,
-    ) -> Steps[Any]:
-        """``effect``, retried while the connection is lost; then the saver's error."""
-        return attempts(effect, client, thread_id, operation, retries, self.backoff, self._sleep)
 
     def _write_steps(
         self, checkpoint: Checkpoint, delta: CheckpointDelta | None, check_head: bool, client: Any
@@ -243,7 +253,7 @@ class RedisSaver(BaseCheckpointSaver):
         whole: builtins.list[str] = []
         base = checkpoint.parent_id or ""
         thread_id = checkpoint.thread_id
-        keys = self.keys(thread_id)
+        keys = self._keys(thread_id)
         if id(client) not in self._policy_checked:
             yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "write")
         held = HeldWrite(self._heads, checkpoint, delta)  # the private delta made meanwhile
@@ -260,7 +270,9 @@ class RedisSaver(BaseCheckpointSaver):
                 header,
             )
             call = ScriptCall(self._write, self._awrite, keys, args, held.prepare)
-            reply = yield from self._attempts(call, client, thread_id, "write", self.write_retries)
+            reply = yield from attempts(
+                call, client, thread_id, "write", self.write_retries, self.backoff, self._sleep
+            )
             again = written_or_resend(checkpoint, reply)
             if again is None:
                 written_reply(held, header, reply)
@@ -284,13 +296,15 @@ class RedisSaver(BaseCheckpointSaver):
     def _read_steps(
         self, thread_id: str, checkpoint_id: str | None, client: Any
     ) -> Steps[Checkpoint | None]:
-        keys = self.keys(thread_id)
+        keys = self._keys(thread_id)
         if id(client) not in self._policy_checked:
             yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "read")
         for retry in (False, True):
             args, held = self._read_args(thread_id, checkpoint_id, retry)
             call = ScriptCall(self._read, self._aread, keys, args)
-            reply = yield from self._attempts(call, client, thread_id, "read", self.read_retries)
+            reply = yield from attempts(
+                call, client, thread_id, "read", self.read_retries, self.backoff, self._sleep
+            )
             if not reply and checkpoint_id is None:
                 self._heads.forget(thread_id)
             keep = checkpoint_id is None or held is not None
@@ -314,13 +328,17 @@ class RedisSaver(BaseCheckpointSaver):
     ) -> Steps[Iterator[Checkpoint]]:
         """The next page of a listing."""
         call = ScriptCall(self._list, self._alist, keys, pages.args())
-        reply = yield from self._attempts(call, client, thread_id, "list", self.read_retries)
+        reply = yield from attempts(
+            call, client, thread_id, "list", self.read_retries, self.backoff, self._sleep
+        )
         return pages.take(reply)
 
     def _delete_steps(self, thread_id: str, client: Any) -> Steps[None]:
         self._heads.forget(thread_id)
-        call = Command(client.delete, *self.keys(thread_id))
-        yield from self._attempts(call, client, thread_id, "delete", self.read_retries)
+        call = Command(client.delete, *self._keys(thread_id))
+        yield from attempts(
+            call, client, thread_id, "delete", self.read_retries, self.backoff, self._sleep
+        )
 
     # -- the public pairs: the sync client's perform, the async client's aperform ------------
 
@@ -371,7 +389,7 @@ class RedisSaver(BaseCheckpointSaver):
         each list item and value sent and decoded once for the whole listing."""
         if self._list is None:
             raise CheckpointError("this RedisSaver has only an async client: use alist()")
-        keys, pages = self.keys(thread_id), self._pages(thread_id, limit, before)
+        keys, pages = self._keys(thread_id), self._pages(thread_id, limit, before)
         perform(self._checked(self.client, thread_id), self)
         while not pages.done:
             yield from perform(self._page_steps(keys, pages, self.client, thread_id), self)
@@ -385,7 +403,7 @@ class RedisSaver(BaseCheckpointSaver):
                 yield checkpoint
             return
         await self._aready()
-        keys, pages = self.keys(thread_id), self._pages(thread_id, limit, before)
+        keys, pages = self._keys(thread_id), self._pages(thread_id, limit, before)
         await aperform(self._checked(self.async_client, thread_id), self)
         while not pages.done:
             page = await aperform(self._page_steps(keys, pages, self.async_client, thread_id), self)
