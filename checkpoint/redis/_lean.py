@@ -241,17 +241,16 @@ class AsyncScriptCalls:
     Calls on one event loop only (the client's): each takes a kept connection (or one from
     the pool), and gives it back after reading the whole reply; a call that failed or was
     cancelled gives back a closed connection, which the next call opens again. Kept
-    connections of another loop, or of a forked parent, are left to the pool they came
-    from. ``aclose`` gives the kept ones back to the pool.
+    connections of another loop (a forked child runs one of its own) are left to the pool
+    they came from. ``aclose`` gives the kept ones back to the pool.
     """
 
-    __slots__ = ("_idle", "_keep", "_loop", "_pack", "_pid", "_pool")
+    __slots__ = ("_idle", "_keep", "_loop", "_pack", "_pool")
 
     def __init__(self, client: Any) -> None:
         self._pool = pool = lean_async_pool(client)
         self._idle: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pid = os.getpid()
         self._keep = min(KEEP, int(pool.max_connections) // 4) if pool is not None else 0
         encoder = pool.get_encoder() if pool is not None else None
         self._pack = packer(
@@ -298,9 +297,17 @@ class AsyncScriptCalls:
     async def _send(self, packed: bytes, meanwhile: Callable[[], object] | None) -> Any:
         import redis
 
-        conn = await self._take()
+        if self._loop is not asyncio.get_running_loop():
+            # kept on another loop (a forked child runs a loop of its own too): not this
+            # loop's, left to the pool they came from
+            self._idle, self._loop = [], asyncio.get_running_loop()
+        idle = self._idle
+        conn = idle.pop() if idle else await self._pool.get_connection()
         failed: BaseException | None = None
         try:
+            should_reconnect = getattr(conn, "should_reconnect", None)
+            if should_reconnect is not None and should_reconnect():  # the pool marked it
+                await conn.disconnect()
             await conn.send_packed_command(packed, bool(conn.health_check_interval))
             if meanwhile is not None:
                 try:
@@ -318,24 +325,13 @@ class AsyncScriptCalls:
                 _log.debug("closing a failed script connection failed", exc_info=True)
             await self._give_back(conn)
             raise
-        await self._give_back(conn)
+        if len(idle) < self._keep and idle is self._idle:
+            idle.append(conn)
+        else:
+            await self._release(conn)
         if failed is not None:
             raise failed
         return reply
-
-    async def _take(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._pid != os.getpid():
-            # kept on another loop, or by a forked parent: not this loop's, left to the pool
-            self._idle, self._loop, self._pid = [], loop, os.getpid()
-        try:
-            conn = self._idle.pop()
-        except IndexError:
-            return await self._pool.get_connection()
-        should_reconnect = getattr(conn, "should_reconnect", None)
-        if should_reconnect is not None and should_reconnect():  # the pool marked it
-            await conn.disconnect()
-        return conn
 
     async def _give_back(self, conn: Any) -> None:
         if len(self._idle) < self._keep:
