@@ -3,7 +3,7 @@
 redis-py's ``Script.__call__`` goes through ``execute_command``, the pool's checks and
 metrics, a retry wrapper and a generic argument packer: on a loopback server that is about
 as long as the round trip itself. The saver already retries what is transient itself
-(``RedisSaver._retry``), sends only bytes, str and int, and reads every reply whole, so on a
+(``_io.attempts``), sends only bytes, str and int, and reads every reply whole, so on a
 plain ``redis.Redis`` it packs the ``EVALSHA`` itself and sends it on a redis-py
 ``Connection`` (made with the client's own connection settings: address, credentials, TLS,
 timeouts, protocol) that it keeps for the next call. With ``hiredis`` installed (the
