@@ -45,22 +45,17 @@ async def _in_thread(task: Task) -> Any:
 
 
 class CallNode(Effect):
-    """Call the task's node as ``scope`` (the current task while it runs); its output."""
+    """Call the task's node; its output. (The attempt makes its task scope the current
+    task around the call: the node's coroutine is awaited in that context.)"""
 
-    __slots__ = ("scope", "task")
+    __slots__ = ("task",)
 
-    def __init__(self, task: Task, scope: TaskScope) -> None:
+    def __init__(self, task: Task) -> None:
         self.task = task
-        self.scope = scope
 
     def run(self, context: Any) -> Any:
         task, node = self.task, self.task.node
-        outer = current_task.get()
-        current_task.set(self.scope)  # restored below by value: no Token kept while it runs
-        try:
-            out = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)  # type: ignore[misc]
-        finally:
-            current_task.set(outer)
+        out = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)  # type: ignore[misc]
         if type(out) is not dict and out is not None and inspect.isawaitable(out):
             if inspect.iscoroutine(out):
                 out.close()
@@ -71,18 +66,10 @@ class CallNode(Effect):
         return out
 
     def arun(self, context: Any) -> Awaitable[Any]:
-        return self._arun()
-
-    async def _arun(self) -> Any:
         task, node = self.task, self.task.node
-        outer = current_task.get()
-        current_task.set(self.scope)
-        try:
-            if node.afn is not None:
-                return await _call(node.afn, node.afn_takes_config, task)
-            return await _in_thread(task)
-        finally:
-            current_task.set(outer)
+        if node.afn is not None:
+            return _call(node.afn, node.afn_takes_config, task)  # type: ignore[no-any-return]
+        return _in_thread(task)
 
 
 def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -90,72 +77,80 @@ def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
     return {kept_id(task.id, key): value for key, value in kept.items()} if kept else None
 
 
-class _Attempts:
-    """One task's attempts: ``attempt(n)`` runs the node once; ``pause_after`` is its
-    retry policy, for ``checkpoint.retry.retried``."""
-
-    __slots__ = ("can_interrupt", "kept", "resume", "run", "task")
-
-    def __init__(
-        self, task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
-    ) -> None:
-        self.task = task
-        self.run = run
-        self.resume = resume
-        self.can_interrupt = can_interrupt
-        self.kept: dict[str, Any] = {}  # what the task's tool calls kept, across attempts
-
-    def attempt(self, n: int) -> Generator[Effect, Any, TaskResult]:
-        task, run = self.task, self.run
-        # a retried attempt may find what its failed attempt left (a subgraph's thread)
-        resuming = task.resuming or n > 1
-        scope = TaskScope(
-            run, task.node.name, task, self.resume, self.can_interrupt, resuming, kept=self.kept
-        )
-        if run.bus is not None:
-            run.event(NodeStart, scope)
-        try:
-            out = yield CallNode(task, scope)
-        except FinishedAfterCancel as stop:  # cancelled; its thread ran on to its end
-            if stop.error is not None:
-                raise asyncio.CancelledError from None  # it failed: a re-run runs it again
-            result = _ended(task, scope, stop.result)  # it finished: the step keeps it
-            result.after_cancel = True
-            return result
-        except NodeInterrupt as interrupt:
-            return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, self.kept))
-        except asyncio.CancelledError:
-            if not self.kept:
-                raise
-            # what finished before the cancel (a sync tool's thread) is stored, then the
-            # cancellation goes on (adrive turns this back into CancelledError)
-            return TaskResult(task, error=StepCancelled(), kept=_stored(task, self.kept))
-        except Exception as exc:
-            note(exc, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
-            if run.bus is not None:
-                run.event(NodeError, scope, error=exc, attempt=n)
+def _attempt(
+    task: Task,
+    run: RunScope,
+    resume: Mapping[str, Any],
+    can_interrupt: bool,
+    kept: dict[str, Any],
+    n: int,
+    last: bool,
+) -> Generator[Effect, Any, TaskResult]:
+    """Attempt ``n`` of ``task``. Its failure is raised for the retry loop to judge, or,
+    when it is the ``last`` attempt there can be, is its result."""
+    # a retried attempt may find what its failed attempt left (a subgraph's thread)
+    resuming = task.resuming or n > 1
+    scope = TaskScope(run, task.node.name, task, resume, can_interrupt, resuming, kept=kept)
+    if run.bus is not None:
+        run.event(NodeStart, scope)
+    outer = current_task.get()
+    current_task.set(scope)  # restored below by value: no Token kept while it runs
+    try:
+        out = yield CallNode(task)
+    except FinishedAfterCancel as stop:  # cancelled; its thread ran on to its end
+        if stop.error is not None:
+            raise asyncio.CancelledError from None  # it failed: a re-run runs it again
+        result = _ended(task, scope, stop.result)  # it finished: the step keeps it
+        result.after_cancel = True
+        return result
+    except NodeInterrupt as interrupt:
+        return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
+    except asyncio.CancelledError:
+        if not kept:
             raise
-        return _ended(task, scope, out)
+        # what finished before the cancel (a sync tool's thread) is stored, then the
+        # cancellation goes on (adrive turns this back into CancelledError)
+        return TaskResult(task, error=StepCancelled(), kept=_stored(task, kept))
+    except Exception as exc:
+        note(exc, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
+        if run.bus is not None:
+            run.event(NodeError, scope, error=exc, attempt=n)
+        if last:
+            return TaskResult(task, error=exc, kept=_stored(task, kept))
+        raise
+    finally:
+        current_task.set(outer)
+    return _ended(task, scope, out)
 
-    def pause_after(self, error: Exception, n: int) -> float | None:
-        policy = self.task.node.retry
-        if policy is None or not policy.should_retry(error, n):
-            return None
-        return policy.delay(n)
+
+def _retrying(
+    task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+) -> Generator[Effect, Any, TaskResult]:
+    policy = task.node.retry
+    assert policy is not None
+    kept: dict[str, Any] = {}
+
+    def attempt(n: int) -> Generator[Effect, Any, TaskResult]:
+        return _attempt(task, run, resume, can_interrupt, kept, n, False)
+
+    def pause_after(error: Exception, n: int) -> float | None:
+        return policy.delay(n) if policy.should_retry(error, n) else None
+
+    try:
+        return (yield from retried(attempt, pause_after))
+    except Exception as exc:
+        return TaskResult(task, error=exc, kept=_stored(task, kept))
 
 
 def task_steps(
     task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
 ) -> Generator[Effect, Any, TaskResult]:
-    """Run ``task``, with its retry policy if it has one; what it gave. A failure, a pause
-    or (async) a cancel after some of its work was kept is the result, not an exception."""
-    attempts = _Attempts(task, run, resume, can_interrupt)
-    try:
-        if task.node.retry is None:
-            return (yield from attempts.attempt(1))
-        return (yield from retried(attempts.attempt, attempts.pause_after))
-    except Exception as exc:
-        return TaskResult(task, error=exc, kept=_stored(task, attempts.kept))
+    """Run ``task``, with its retry policy if it has one (``checkpoint.retry.retried``);
+    what it gave. A failure, a pause or (async) a cancel after some of its work was kept is
+    the result, not an exception."""
+    if task.node.retry is None:  # one attempt, the last: no retry loop around it
+        return _attempt(task, run, resume, can_interrupt, {}, 1, True)
+    return _retrying(task, run, resume, can_interrupt)
 
 
 def _ended(task: Task, scope: TaskScope, update: Any) -> TaskResult:
