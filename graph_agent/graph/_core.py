@@ -28,7 +28,17 @@ from ._effects import (
 from ._merge import DeltaTracker, combined, merge_updates
 from ._pauses import awaiting, interrupt_of, static_record
 from ._spec import GraphSpec
-from ._tasks import BASE_KEY, PULL, PUSH, StoredWrite, Task, TaskResult, decode_resume, read_frame
+from ._tasks import (
+    BASE_KEY,
+    PULL,
+    PUSH,
+    StoredWrite,
+    Task,
+    TaskResult,
+    decode_resume,
+    read_frame,
+    step_results,
+)
 from .config import RunnableConfig
 from .state import OverAllState
 from .types import Command, Interrupt, NodeOutput, Send
@@ -224,7 +234,7 @@ class GraphRun(Cursor):
             )
         else:  # only the driver holds the tasks while they run
             # the driver may store what finishes while others still run (a durable saver)
-            results = yield (
+            sent = yield (
                 ExecuteEffect(
                     self._tasks(runnable, sends, step_base, resuming),
                     resume,
@@ -236,6 +246,7 @@ class GraphRun(Cursor):
                 if self.has_saver
                 else ExecuteEffect(self._tasks(runnable, sends, step_base, resuming), resume)
             )
+            results = step_results(sent)
             if self.child_outputs:
                 yield EmitEffect(self._take_child_outputs())
         updates: list[tuple[str, Any]] = []
@@ -355,7 +366,7 @@ class GraphRun(Cursor):
                 effect = ExecuteEffect(todo, resume, self, frontier, runnable, base, earlier)
             else:
                 effect = ExecuteEffect(todo, resume)
-            results = yield effect
+            results = step_results((yield effect))
         if self.child_outputs:  # what subgraphs streamed during the step
             yield EmitEffect(self._take_child_outputs())
         if earlier:

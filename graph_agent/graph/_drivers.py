@@ -151,24 +151,8 @@ async def _aexecute(
     return results
 
 
-async def _aexecute_one_or_more(
-    effect: ExecuteEffect, step: DurableStep, run: RunScope, can_interrupt: bool
-) -> list[TaskResult]:
-    if len(effect.tasks) == 1:
-        return _after_cancel([await _arun_task(effect.tasks[0], run, effect.resume, can_interrupt)])
-    return await _aexecute(effect, step, run, can_interrupt)
-
-
 def _still_running(tasks: list[asyncio.Future[TaskResult]]) -> int:
     return sum(1 for t in tasks if not t.done())
-
-
-def _after_cancel(results: list[TaskResult]) -> list[TaskResult]:
-    """A single task that finished after its run was cancelled: the core stores it, then
-    the cancellation goes on (``StepCancelled``)."""
-    if results[0].after_cancel:
-        results.append(TaskResult(results[0].task, error=StepCancelled()))
-    return results
 
 
 def _store_progress(
@@ -225,22 +209,32 @@ class GraphIO:
             raise error
         return results
 
-    async def aexecute(self, effect: ExecuteEffect) -> list[TaskResult]:
+    def aexecute(self, effect: ExecuteEffect) -> Awaitable[list[TaskResult] | TaskResult]:
+        """What to await for the step's tasks. A single task on a saver that does not store
+        progress is its own coroutine, whose ``TaskResult`` the core takes as the step's
+        (``_tasks.step_results``): nothing of the step is held while it runs."""
+        if self.durable and effect.cursor is not None:
+            return self._adurable(effect)
+        if len(effect.tasks) == 1:
+            return _arun_task(effect.tasks[0], self.run, effect.resume, self.can_interrupt)
+        return _aexecute(effect, None, self.run, self.can_interrupt)
+
+    async def _adurable(self, effect: ExecuteEffect) -> list[TaskResult] | TaskResult:
         run = self.run
-        step = _store_progress(effect, self.saver, run) if self.durable else None
-        if step is not None:
-            try:
-                results = await _aexecute_one_or_more(effect, step, run, self.can_interrupt)
-            finally:
-                error = _progress_done(step, run)
-            if error is not None:
-                raise error
-            return results
-        if len(effect.tasks) == 1:  # awaited here: one coroutine less while it runs
-            task, resume = effect.tasks[0], effect.resume
-            del effect  # nothing of the step kept but what the task needs
-            return _after_cancel([await _arun_task(task, run, resume, self.can_interrupt)])
-        return await _aexecute(effect, None, run, self.can_interrupt)
+        step = _store_progress(effect, self.saver, run)
+        assert step is not None
+        try:
+            if len(effect.tasks) == 1:
+                results: list[TaskResult] | TaskResult = await _arun_task(
+                    effect.tasks[0], run, effect.resume, self.can_interrupt
+                )
+            else:
+                results = await _aexecute(effect, step, run, self.can_interrupt)
+        finally:
+            error = _progress_done(step, run)
+        if error is not None:
+            raise error
+        return results
 
 
 def drive(

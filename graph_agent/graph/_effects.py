@@ -64,7 +64,7 @@ class EngineIO(SaverIO, Protocol):
 
     def execute(self, effect: ExecuteEffect) -> list[TaskResult]: ...
 
-    def aexecute(self, effect: ExecuteEffect) -> Awaitable[list[TaskResult]]: ...
+    def aexecute(self, effect: ExecuteEffect) -> Awaitable[list[TaskResult] | TaskResult]: ...
 
 
 class SaverOnly:
@@ -100,7 +100,8 @@ class LoadEffect(BaseEffect):
 
 class ExecuteEffect(BaseEffect):
     """Run the tasks (in parallel when several); send back a ``TaskResult`` per task run
-    (a task cancelled because a sibling failed gives none). Resume values by interrupt id.
+    (a task cancelled because a sibling failed gives none), or, for a single task, its
+    ``TaskResult`` alone (see ``_tasks.step_results``). Resume values by interrupt id.
 
     ``cursor`` (with ``frontier``, ``nodes``, ``base`` and ``done``, the step's tasks that
     finished in an earlier run) lets a driver on a durable saver store what finishes while
@@ -129,7 +130,7 @@ class ExecuteEffect(BaseEffect):
     def run(self, io: EngineIO) -> list[TaskResult]:
         return io.execute(self)
 
-    def arun(self, io: EngineIO) -> Awaitable[list[TaskResult]]:
+    def arun(self, io: EngineIO) -> Awaitable[list[TaskResult] | TaskResult]:
         return io.aexecute(self)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._runtime.ids import derive_id
+from .._runtime.workers import StepCancelled
 from ._spec import NodeSpec
 from .config import RunnableConfig
 from .state import OverAllState, Updates
@@ -95,6 +96,17 @@ class TaskResult:
         if isinstance(update, Command):
             return update.update, (update.goto_targets() if update.goto is not None else None)
         return update, None
+
+
+def step_results(sent: list[TaskResult] | TaskResult) -> list[TaskResult]:
+    """What an ``ExecuteEffect`` sent back, as a list. A single task that finished after its
+    run was cancelled (a sync node's thread cannot be stopped) is kept, then the
+    cancellation goes on: a ``StepCancelled`` result follows it."""
+    if type(sent) is not TaskResult:
+        return sent  # type: ignore[return-value]
+    if sent.after_cancel:
+        return [sent, TaskResult(sent.task, error=StepCancelled())]
+    return [sent]
 
 
 # -- a stopped step, as stored in a checkpoint ---------------------------------------------
