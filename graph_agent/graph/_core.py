@@ -246,7 +246,7 @@ class GraphRun(Cursor):
                 if self.has_saver
                 else ExecuteEffect(self._tasks(runnable, sends, step_base, resuming), resume)
             )
-            results = step_results(sent)
+            results = step_results(sent) if type(sent) is TaskResult else sent
             if self.child_outputs:
                 yield EmitEffect(self._take_child_outputs())
         updates: list[tuple[str, Any]] = []
@@ -366,7 +366,8 @@ class GraphRun(Cursor):
                 effect = ExecuteEffect(todo, resume, self, frontier, runnable, base, earlier)
             else:
                 effect = ExecuteEffect(todo, resume)
-            results = step_results((yield effect))
+            sent = yield effect
+            results = step_results(sent) if type(sent) is TaskResult else sent
         if self.child_outputs:  # what subgraphs streamed during the step
             yield EmitEffect(self._take_child_outputs())
         if earlier:

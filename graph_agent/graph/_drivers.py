@@ -30,7 +30,7 @@ from ..errors import GraphUsageError
 from ..events.bus import paced
 from ._effects import Effect, EmitEffect, ExecuteEffect
 from ._progress import DurableStep, stores_progress
-from ._task_run import task_steps
+from ._task_run import run_once, task_steps
 from ._tasks import Task, TaskResult
 from .types import NodeOutput
 
@@ -47,6 +47,8 @@ def _run_task(
                 "give the node a sync implementation too: add_node(name, sync_fn, async_fn)"
             ),
         )
+    if task.node.retry is None:
+        return run_once(task, run, resume, can_interrupt)
     return perform(task_steps(task, run, resume, can_interrupt))
 
 
@@ -194,10 +196,14 @@ class GraphIO:
         self.can_interrupt = saver is not None
         self.durable = stores_progress(saver)
 
-    def execute(self, effect: ExecuteEffect) -> list[TaskResult]:
+    def execute(self, effect: ExecuteEffect) -> list[TaskResult] | TaskResult:
+        """The step's tasks' results (a single task's ``TaskResult`` alone: see
+        ``_tasks.step_results``)."""
         run = self.run
         step = _store_progress(effect, self.saver, run) if self.durable else None
         if step is None:
+            if len(effect.tasks) == 1:
+                return _run_task(effect.tasks[0], run, effect.resume, self.can_interrupt)
             return _execute(effect, None, run, self.can_interrupt)
         try:
             results = _execute(effect, step, run, self.can_interrupt)

@@ -62,7 +62,7 @@ class SaverIO(Protocol):
 class EngineIO(SaverIO, Protocol):
     """What the graph's effects are performed with (``_drivers.GraphIO``)."""
 
-    def execute(self, effect: ExecuteEffect) -> list[TaskResult]: ...
+    def execute(self, effect: ExecuteEffect) -> list[TaskResult] | TaskResult: ...
 
     def aexecute(self, effect: ExecuteEffect) -> Awaitable[list[TaskResult] | TaskResult]: ...
 
@@ -127,7 +127,7 @@ class ExecuteEffect(BaseEffect):
         self.base = base
         self.done = done
 
-    def run(self, io: EngineIO) -> list[TaskResult]:
+    def run(self, io: EngineIO) -> list[TaskResult] | TaskResult:
         return io.execute(self)
 
     def arun(self, io: EngineIO) -> Awaitable[list[TaskResult] | TaskResult]:

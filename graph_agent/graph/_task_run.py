@@ -44,6 +44,17 @@ async def _in_thread(task: Task) -> Any:
     return (await out) if inspect.isawaitable(out) else out  # a sync fn returned an awaitable
 
 
+def _refuse_awaitable(task: Task, out: Any) -> None:
+    """A node called in a sync run returned an awaitable: it is async."""
+    if inspect.isawaitable(out):
+        if inspect.iscoroutine(out):
+            out.close()
+        raise GraphUsageError(
+            f"node '{task.node.name}' returned an awaitable; it is async, so run the graph "
+            "with ainvoke()/astream()"
+        )
+
+
 class CallNode(Effect):
     """Call the task's node; its output. (The attempt makes its task scope the current
     task around the call: the node's coroutine is awaited in that context.)"""
@@ -56,13 +67,8 @@ class CallNode(Effect):
     def run(self, context: Any) -> Any:
         task, node = self.task, self.task.node
         out = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)  # type: ignore[misc]
-        if type(out) is not dict and out is not None and inspect.isawaitable(out):
-            if inspect.iscoroutine(out):
-                out.close()
-            raise GraphUsageError(
-                f"node '{node.name}' returned an awaitable; it is async, so run the graph "
-                "with ainvoke()/astream()"
-            )
+        if type(out) is not dict and out is not None:
+            _refuse_awaitable(task, out)
         return out
 
     def arun(self, context: Any) -> Awaitable[Any]:
@@ -77,6 +83,60 @@ def _stored(task: Task, kept: Mapping[str, Any]) -> dict[str, Any] | None:
     return {kept_id(task.id, key): value for key, value in kept.items()} if kept else None
 
 
+# -- one attempt: how it begins, ends and stops (the logic), and its two forms -----------------
+
+
+def _begin(
+    task: Task,
+    run: RunScope,
+    resume: Mapping[str, Any],
+    can_interrupt: bool,
+    kept: dict[str, Any],
+    n: int,
+) -> TaskScope:
+    """Attempt ``n`` begins: its scope, announced (``node_start``)."""
+    # a retried attempt may find what its failed attempt left (a subgraph's thread)
+    resuming = task.resuming or n > 1
+    scope = TaskScope(run, task.node.name, task, resume, can_interrupt, resuming, kept=kept)
+    if run.bus is not None:
+        run.event(NodeStart, scope)
+    return scope
+
+
+def _ended(task: Task, scope: TaskScope, update: Any) -> TaskResult:
+    """The node returned ``update`` (``node_end``)."""
+    if scope.run.bus is not None:
+        scope.run.event(NodeEnd, scope, update=update)
+    return TaskResult(task, update)
+
+
+def _stopped(task: Task, scope: TaskScope, stop: BaseException, n: int, last: bool) -> TaskResult:
+    """What attempt ``n`` gave when its node raised ``stop``. A failure is raised again for
+    the retry loop to judge unless this is the ``last`` attempt there can be; what is not
+    the task's own outcome (Ctrl-C, a cancel with nothing kept) propagates."""
+    kept = scope.kept
+    if isinstance(stop, FinishedAfterCancel):  # cancelled; its thread ran on to its end
+        if stop.error is not None:
+            raise asyncio.CancelledError from None  # it failed: a re-run runs it again
+        result = _ended(task, scope, stop.result)  # it finished: the step keeps it
+        result.after_cancel = True
+        return result
+    if isinstance(stop, NodeInterrupt):
+        return TaskResult(task, interrupt=stop.records, kept=_stored(task, kept))
+    if isinstance(stop, asyncio.CancelledError) and kept:
+        # what finished before the cancel (a sync tool's thread) is stored, then the
+        # cancellation goes on (adrive turns this back into CancelledError)
+        return TaskResult(task, error=StepCancelled(), kept=_stored(task, kept))
+    if not isinstance(stop, Exception):
+        raise stop
+    note(stop, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
+    if scope.run.bus is not None:
+        scope.run.event(NodeError, scope, error=stop, attempt=n)
+    if last:
+        return TaskResult(task, error=stop, kept=_stored(task, kept))
+    raise stop
+
+
 def _attempt(
     task: Task,
     run: RunScope,
@@ -86,38 +146,34 @@ def _attempt(
     n: int,
     last: bool,
 ) -> Generator[Effect, Any, TaskResult]:
-    """Attempt ``n`` of ``task``. Its failure is raised for the retry loop to judge, or,
-    when it is the ``last`` attempt there can be, is its result."""
-    # a retried attempt may find what its failed attempt left (a subgraph's thread)
-    resuming = task.resuming or n > 1
-    scope = TaskScope(run, task.node.name, task, resume, can_interrupt, resuming, kept=kept)
-    if run.bus is not None:
-        run.event(NodeStart, scope)
+    """Attempt ``n`` of ``task`` as effects (async runs, and retried tasks)."""
+    scope = _begin(task, run, resume, can_interrupt, kept, n)
     outer = current_task.get()
     current_task.set(scope)  # restored below by value: no Token kept while it runs
     try:
         out = yield CallNode(task)
-    except FinishedAfterCancel as stop:  # cancelled; its thread ran on to its end
-        if stop.error is not None:
-            raise asyncio.CancelledError from None  # it failed: a re-run runs it again
-        result = _ended(task, scope, stop.result)  # it finished: the step keeps it
-        result.after_cancel = True
-        return result
-    except NodeInterrupt as interrupt:
-        return TaskResult(task, interrupt=interrupt.records, kept=_stored(task, kept))
-    except asyncio.CancelledError:
-        if not kept:
-            raise
-        # what finished before the cancel (a sync tool's thread) is stored, then the
-        # cancellation goes on (adrive turns this back into CancelledError)
-        return TaskResult(task, error=StepCancelled(), kept=_stored(task, kept))
-    except Exception as exc:
-        note(exc, f"raised by node '{task.node.name}' (thread '{task.config.thread_id}')")
-        if run.bus is not None:
-            run.event(NodeError, scope, error=exc, attempt=n)
-        if last:
-            return TaskResult(task, error=exc, kept=_stored(task, kept))
-        raise
+    except BaseException as stop:
+        return _stopped(task, scope, stop, n, last)
+    finally:
+        current_task.set(outer)
+    return _ended(task, scope, out)
+
+
+def run_once(
+    task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+) -> TaskResult:
+    """The one attempt of a task without a retry policy, in a sync run: ``_attempt``
+    called directly rather than as effects (the common case of every sync step)."""
+    scope = _begin(task, run, resume, can_interrupt, {}, 1)
+    node = task.node
+    outer = current_task.get()
+    current_task.set(scope)
+    try:
+        out = node.fn(task.state, task.config) if node.takes_config else node.fn(task.state)  # type: ignore[misc]
+        if type(out) is not dict and out is not None:
+            _refuse_awaitable(task, out)
+    except BaseException as stop:
+        return _stopped(task, scope, stop, 1, True)
     finally:
         current_task.set(outer)
     return _ended(task, scope, out)
@@ -151,9 +207,3 @@ def task_steps(
     if task.node.retry is None:  # one attempt, the last: no retry loop around it
         return _attempt(task, run, resume, can_interrupt, {}, 1, True)
     return _retrying(task, run, resume, can_interrupt)
-
-
-def _ended(task: Task, scope: TaskScope, update: Any) -> TaskResult:
-    if scope.run.bus is not None:
-        scope.run.event(NodeEnd, scope, update=update)
-    return TaskResult(task, update)

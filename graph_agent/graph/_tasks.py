@@ -98,12 +98,10 @@ class TaskResult:
         return update, None
 
 
-def step_results(sent: list[TaskResult] | TaskResult) -> list[TaskResult]:
-    """What an ``ExecuteEffect`` sent back, as a list. A single task that finished after its
-    run was cancelled (a sync node's thread cannot be stopped) is kept, then the
-    cancellation goes on: a ``StepCancelled`` result follows it."""
-    if type(sent) is not TaskResult:
-        return sent  # type: ignore[return-value]
+def step_results(sent: TaskResult) -> list[TaskResult]:
+    """A single task's result, sent back alone for an ``ExecuteEffect``, as the step's list.
+    A task that finished after its run was cancelled (a sync node's thread cannot be
+    stopped) is kept, then the cancellation goes on: a ``StepCancelled`` result follows."""
     if sent.after_cancel:
         return [sent, TaskResult(sent.task, error=StepCancelled())]
     return [sent]
