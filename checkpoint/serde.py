@@ -40,18 +40,17 @@ import dataclasses
 import datetime as _dt
 import enum
 import inspect
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any, TypeVar, overload
 from uuid import UUID
-from zoneinfo import ZoneInfo
 
 import msgpack
 from pydantic import BaseModel, RootModel
 
 from checkpoint._serde_path import MAX_DEPTH, find_problem, qualified_name, unserializable_error
+from checkpoint._serde_time import offset_us, tz_of, zone_of
 from checkpoint.errors import SerializationError, UnserializableValueError
 
 __all__ = ["Serializer", "TypeRegistry", "default_registry", "default_serializer", "register_type"]
@@ -200,13 +199,22 @@ def register_type(
     return decorate if cls is None else decorate(cls)
 
 
-class _PackerStack(threading.local):
-    """Per thread, one msgpack Packer per ext nesting depth, so no packer is re-entered."""
+class _Packers:
+    """One thread's msgpack Packers, one per ext nesting depth (so none is re-entered), and
+    the depths in use: a plain object, read once per packed value from the ``threading.local``
+    (each attribute of which costs a lookup of the thread's own dict)."""
+
+    __slots__ = ("depth", "packers", "unpack_depth")
 
     def __init__(self) -> None:
         self.packers: list[Any] = []
         self.depth = 0
         self.unpack_depth = 0
+
+
+class _PackerStack(threading.local):
+    def __init__(self) -> None:
+        self.own = _Packers()
 
 
 def _new_packer(default: Callable[[Any], Any]) -> Any:
@@ -229,53 +237,9 @@ _MODEL_BYTE = bytes((_MODEL,))
 _FIXEXT_MODEL = {1: b"\xd4\x0a", 2: b"\xd5\x0a", 4: b"\xd6\x0a", 8: b"\xd7\x0a", 16: b"\xd8\x0a"}
 
 
-def _offset_us(value: _dt.datetime | _dt.time) -> int | None:
-    offset = value.utcoffset()
-    return None if offset is None else offset // _dt.timedelta(microseconds=1)
-
-
-def _tz(offset_us: int | None) -> _dt.timezone | None:
-    if offset_us is None:
-        return None
-    return _dt.timezone(_dt.timedelta(microseconds=offset_us))
-
-
-# The shape of an IANA zone key ("Europe/Paris", "Etc/GMT+5", "America/Port-au-Prince").
-_ZONE_KEY = re.compile(r"[A-Za-z0-9_+\-]{1,64}(?:/[A-Za-z0-9_+\-]{1,64}){0,3}")
-
-
-def _zone(tz: _dt.tzinfo | None) -> list[Any]:
-    """What a tzinfo says besides its offset: ``[key]`` of a ZoneInfo, ``[[name]]`` of a
-    named ``timezone``; ``[]`` when the offset says it all."""
-    if isinstance(tz, ZoneInfo):
-        return [] if tz.key is None else [tz.key]
-    if type(tz) is _dt.timezone:
-        name = tz.tzname(None)
-        if name != _dt.timezone(tz.utcoffset(None)).tzname(None):
-            return [[name]]
-    return []
-
-
-def _tz_of(offset_us: int | None, zone: list[Any]) -> _dt.tzinfo | None:
-    """The tzinfo a stored offset and zone describe."""
-    if not zone:
-        return _tz(offset_us)
-    if len(zone) != 1:
-        raise SerializationError(f"corrupt time zone in checkpoint data: {zone!r}")
-    (spec,) = zone
-    if type(spec) is list and len(spec) == 1 and type(spec[0]) is str and offset_us is not None:
-        return _dt.timezone(_dt.timedelta(microseconds=offset_us), spec[0])
-    if type(spec) is not str or not _ZONE_KEY.fullmatch(spec):
-        raise SerializationError(f"corrupt time zone in checkpoint data: {spec!r}")
-    try:
-        return ZoneInfo(spec)
-    except (KeyError, ValueError, OSError):  # unknown here: keep the instant, as its offset
-        return _tz(offset_us)
-
-
 def _encode_datetime(v: _dt.datetime) -> tuple[int, object]:
     fields = [v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, v.fold]
-    return _DATETIME, [*fields, _offset_us(v), *_zone(v.tzinfo)]
+    return _DATETIME, [*fields, offset_us(v), *zone_of(v.tzinfo)]
 
 
 def _encode_time(v: _dt.time) -> tuple[int, object]:
@@ -285,8 +249,8 @@ def _encode_time(v: _dt.time) -> tuple[int, object]:
         v.second,
         v.microsecond,
         v.fold,
-        _offset_us(v),
-        *_zone(v.tzinfo),
+        offset_us(v),
+        *zone_of(v.tzinfo),
     ]
 
 
@@ -329,12 +293,12 @@ def _bytes(payload: object) -> bytes:
 
 def _datetime(p: object) -> _dt.datetime:
     y, mo, d, h, mi, s, us, fold, off, *zone = _list(p)
-    return _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_tz_of(off, zone), fold=fold)
+    return _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=tz_of(off, zone), fold=fold)
 
 
 def _time(p: object) -> _dt.time:
     h, mi, s, us, fold, off, *zone = _list(p)
-    return _dt.time(h, mi, s, us, tzinfo=_tz_of(off, zone), fold=fold)
+    return _dt.time(h, mi, s, us, tzinfo=tz_of(off, zone), fold=fold)
 
 
 _DECODERS: dict[int, tuple[str, Callable[[Any], object]]] = {
@@ -391,7 +355,7 @@ class Serializer:
             raise unserializable_error(data, None, exc, self._children_of) from exc
 
     def _pack(self, value: object) -> bytes:
-        local = self._local
+        local = self._local.own
         depth = local.depth
         packers = local.packers
         if depth == len(packers):
@@ -439,7 +403,7 @@ class Serializer:
                     payload = [entry.name, obj.value]  # type: ignore[attr-defined]
                 else:
                     payload = [entry.name, {f: getattr(obj, f) for f in entry.fields}]
-        local = self._local
+        local = self._local.own
         depth = local.depth
         packers = local.packers
         if depth == len(packers):
@@ -534,7 +498,7 @@ class Serializer:
         )
 
     def _ext_hook(self, code: int, data: bytes) -> object:
-        local = self._local
+        local = self._local.own
         depth = local.unpack_depth
         if depth >= MAX_DEPTH:
             raise SerializationError(f"checkpoint data nests more than {MAX_DEPTH} levels deep")
