@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import operator
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,30 @@ def options(
     tools: Sequence[ToolCallback], tool_context: Mapping[str, Any]
 ) -> ToolCallingChatOptions:
     return ToolCallingChatOptions(tool_callbacks=tuple(tools), tool_context=dict(tool_context))
+
+
+class RequestOptions:
+    """The options of a model node's requests: the last one's again while the tools offered
+    are the same objects and its ``tool_context`` still holds the agent's entries. (Options are
+    frozen; making one, 16 fields checked, costs more than the rest of a request.)"""
+
+    __slots__ = ("last", "tool_context")
+
+    def __init__(self, tool_context: Mapping[str, Any]) -> None:
+        self.tool_context = tool_context
+        self.last: ToolCallingChatOptions | None = None
+
+    def offering(self, tools: Sequence[ToolCallback]) -> ToolCallingChatOptions:
+        last = self.last
+        if (
+            last is not None
+            and len(last.tool_callbacks) == len(tools)
+            and all(map(operator.is_, last.tool_callbacks, tools))
+            and last.tool_context == self.tool_context
+        ):
+            return last
+        self.last = made = options(tools, self.tool_context)
+        return made
 
 
 # -- the model node ----------------------------------------------------------------------------
@@ -232,14 +257,20 @@ def model_logic(
     """The model node: build the request, call the model through the interceptors, and
     keep its answer (and, when it asks for tools, the names of the tools it was offered)."""
 
+    # The system prompt (never stored) is a frozen message: made once, in every request.
+    system = [SystemMessage(system_text)] if system_text else []
+    request_options = RequestOptions(tool_context)
+
     def request_for(state: OverAllState, config: RunnableConfig) -> ModelRequest:
         from hooks import ModelRequest
 
-        # What the model sees: the system prompt (never stored), then the conversation.
+        # What the model sees: the system prompt, then the conversation.
         conversation = list(state.get(MESSAGES) or ())
-        messages = [SystemMessage(system_text), *conversation] if system_text else conversation
-        offered = tools.for_messages(list(state.get(MESSAGES) or ()), state, config)
-        return ModelRequest(messages, options(offered, tool_context), state, config)
+        messages = [*system, *conversation] if system else conversation
+        # (the agent's tool providers, if any, get a list of their own)
+        seen = list(conversation) if tools.providers else conversation
+        offered = tools.for_messages(seen, state, config)
+        return ModelRequest(messages, request_options.offering(offered), state, config)
 
     def answer_update(
         state: OverAllState, message: AssistantMessage, offered: Sequence[ToolCallback]
@@ -281,34 +312,31 @@ def model_logic(
 
 
 class _RunTools(Effect):
-    """Run the tool calls of ``message`` with the tools the model was offered."""
+    """Run the tool calls of ``message`` with ``tools``, those the model was offered, in
+    ``context`` (which holds the agent's ``tool_context`` entries: no options are needed)."""
 
-    __slots__ = ("context", "manager", "message", "options")
+    __slots__ = ("context", "manager", "message", "tools")
 
     def __init__(
         self,
         manager: ToolCallingManager,
         message: AssistantMessage,
-        options: ToolCallingChatOptions,
+        tools: Sequence[ToolCallback],
         context: ToolContext,
     ) -> None:
         self.manager = manager
         self.message = message
-        self.options = options  # its tool_callbacks: the tools the model was offered
+        self.tools = tools
         self.context = context
 
     def run(self, context: Any) -> Any:
-        options = self.options
-        manager = self.manager
-        return manager.execute_message(
-            self.message, options, tool_context=self.context, tool_callbacks=options.tool_callbacks
+        return self.manager.execute_message(
+            self.message, tool_context=self.context, tool_callbacks=self.tools
         )
 
     def arun(self, context: Any) -> Awaitable[Any]:
-        options = self.options
-        manager = self.manager
-        return manager.aexecute_message(
-            self.message, options, tool_context=self.context, tool_callbacks=options.tool_callbacks
+        return self.manager.aexecute_message(
+            self.message, tool_context=self.context, tool_callbacks=self.tools
         )
 
 
@@ -329,7 +357,7 @@ def tool_logic(
         # no response around the message: the node keeps only the tools' answers, so a long
         # conversation is not copied for each tool step.
         earlier = (state.get(MESSAGES) or [])[:-1] if tools.providers else ()
-        offered = options(tools.for_tool_calls(earlier, state, config), tool_context)
+        offered = tools.for_tool_calls(earlier, state, config)
         context = ToolContext({**tool_context, "state": state, "config": config, "store": store})
         return _RunTools(manager, last, offered, context)
 
