@@ -6,7 +6,7 @@ can live in a graph's state and be checkpointed by any saver.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 MessageType = Literal["system", "user", "assistant", "tool"]
+_M = TypeVar("_M", bound=BaseModel)
 
 
 # One shared set per distinct set of given field names. Every pydantic model carries the set
@@ -150,3 +151,49 @@ class ToolResponseMessage(_Frozen):
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResponseMessage
+
+
+# -- the framework's own tool responses ----------------------------------------------------------
+# A tool call's response and the message holding a call batch's responses are made by the
+# framework from values of the right types already (a validated call's id and name, a tool's
+# text). When the types say so, they are made without pydantic's validation (which would
+# check nothing more, at several times the cost): the same fields, in the same order, and the
+# shared set of given field names, as validating them would make.
+
+_set = object.__setattr__
+
+
+def _shared(given: set[str]) -> set[str]:
+    return _FIELD_SETS.setdefault(frozenset(given), given)
+
+
+_RESPONSE_GIVEN = _shared({"id", "name", "response_data"})
+_RESPONSES_GIVEN = _shared({"responses"})
+
+
+def _made(cls: type[_M], values: dict[str, Any], given: set[str]) -> _M:
+    message = cls.__new__(cls)
+    _set(message, "__dict__", values)
+    _set(message, "__pydantic_fields_set__", given)
+    _set(message, "__pydantic_extra__", None)
+    _set(message, "__pydantic_private__", None)
+    return message
+
+
+def tool_response(call_id: str, name: str, text: str) -> ToolResponse:
+    """``ToolResponse(id=call_id, name=name, response_data=text)``, unvalidated when all three
+    are ``str`` (a non-str goes through validation, and fails there as it would)."""
+    if type(call_id) is str and type(name) is str and type(text) is str:
+        values = {"id": call_id, "name": name, "response_data": text}
+        return _made(ToolResponse, values, _RESPONSE_GIVEN)
+    return ToolResponse(id=call_id, name=name, response_data=text)
+
+
+def tool_response_message(responses: tuple[ToolResponse, ...]) -> ToolResponseMessage:
+    """``ToolResponseMessage(responses=responses)``, unvalidated when each response is a
+    ``ToolResponse`` (validated when it was made)."""
+    for response in responses:
+        if type(response) is not ToolResponse:
+            return ToolResponseMessage(responses=responses)
+    values = {"message_type": "tool", "responses": responses, "metadata": {}}
+    return _made(ToolResponseMessage, values, _RESPONSES_GIVEN)

@@ -14,6 +14,8 @@ from graph_agent.messages import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+    tool_response,
+    tool_response_message,
 )
 
 
@@ -114,3 +116,26 @@ def test_stored_bytes_of_messages_do_not_change():
     stored = bytes.fromhex("".join(_STORED))
     assert default_serializer.dumps_mapping(value) == stored
     assert default_serializer.loads_mapping(stored) == value
+
+
+def test_the_frameworks_tool_responses_are_what_validation_makes():
+    """``tool_response``/``tool_response_message`` skip pydantic's validation for values of
+    the right types: what they make must not differ from the validated message in anything."""
+    made = tool_response_message((tool_response("c1", "echo", "ok"),))
+    validated = ToolResponseMessage(
+        responses=(ToolResponse(id="c1", name="echo", response_data="ok"),)
+    )
+    for ours, theirs in ((made, validated), (made.responses[0], validated.responses[0])):
+        assert type(ours) is type(theirs) and ours == theirs
+        assert list(ours.__dict__) == list(theirs.__dict__)
+        assert ours.model_fields_set == theirs.model_fields_set
+        assert (ours.__pydantic_extra__, ours.__pydantic_private__) == (None, None)
+        assert default_serializer.dumps(ours) == default_serializer.dumps(theirs)
+        with pytest.raises(pydantic.ValidationError):
+            ours.__setattr__("metadata" if isinstance(ours, ToolResponseMessage) else "id", "x")
+    assert made.metadata == {} and made.metadata is not tool_response_message(()).metadata
+    # a value of another type is validated, and refused as validation refuses it
+    with pytest.raises(pydantic.ValidationError):
+        tool_response("c1", "echo", 3)  # type: ignore[arg-type]
+    with pytest.raises(pydantic.ValidationError):
+        tool_response_message(("not a response",))  # type: ignore[arg-type]

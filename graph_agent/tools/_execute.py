@@ -22,7 +22,7 @@ from .._runtime.task_scope import NOTHING_KEPT, TaskScope, current_task
 from .._runtime.workers import FinishedAfterCancel
 from ..errors import ToolArgumentsError, ToolExecutionException, UnknownToolError
 from ..events import ToolEnd, ToolStart
-from ..messages import ToolCall, ToolResponse
+from ..messages import ToolCall, ToolResponse, tool_response
 from .callback import ToolCallback
 from .execution import ToolExecutionExceptionProcessor, UnknownToolStrategy, unknown_tool_response
 from .request import ToolCallInterceptor, ToolCallRequest, ToolExecutionRecord, answered
@@ -96,12 +96,16 @@ class CallTool(Effect):
         interceptors = self.settings.interceptors
         if not interceptors:
             return self.execute(self.request)
+        if len(interceptors) == 1:  # (an agent's: it answers rejected calls) no chain to make
+            return interceptors[0].intercept_tool_call(self.request, self.execute)
         return _chain(interceptors, self.execute, False)(self.request)  # type: ignore[no-any-return]
 
     def arun(self, context: Any) -> Awaitable[str]:
         interceptors = self.settings.interceptors
         if not interceptors:
             return self.aexecute(self.request)
+        if len(interceptors) == 1:
+            return interceptors[0].aintercept_tool_call(self.request, self.aexecute)
         return _chain(interceptors, self.aexecute, True)(self.request)  # type: ignore[no-any-return]
 
     def execute(self, request: ToolCallRequest) -> str:
@@ -326,7 +330,7 @@ def _outcome(
         duration=time.perf_counter() - started,
         return_direct=return_direct and error is None,
     )
-    response = ToolResponse(id=call.id, name=call.name, response_data=text)
+    response = tool_response(call.id, call.name, text)
     return Outcome(response, record, request.tool_context.extra_state)
 
 
@@ -354,7 +358,7 @@ def _recalled(scope: TaskScope | None, request: ToolCallRequest) -> Outcome | No
         duration=0.0,
         return_direct=return_direct,
     )
-    response = ToolResponse(id=call.id, name=call.name, response_data=text)
+    response = tool_response(call.id, call.name, text)
     return Outcome(response, record, dict(extra_state))
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._runtime.pool import Countdown, run_all
 from ..errors import ToolResolutionError
-from ..messages import AssistantMessage, Message, ToolResponseMessage
+from ..messages import AssistantMessage, Message, ToolResponseMessage, tool_response_message
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
 from ._batch import calls_of, finished_outcomes, paced_all, stored_calls_of, stores_progress
 from ._execute import Outcome, arun_one, run_one, run_stored
@@ -167,17 +167,19 @@ class ToolCallingManager:
     def _result(
         earlier: Sequence[Message], message: AssistantMessage, outcomes: list[Outcome]
     ) -> ToolExecutionResult:
-        history: list[Message] = [
-            *earlier,
-            message,
-            ToolResponseMessage(responses=tuple(o.response for o in outcomes)),
-        ]
-        records = tuple(o.record for o in outcomes)
+        responses, records, extra_states = [], [], []
+        return_direct = bool(outcomes)  # when every call's tool returns directly
+        for outcome in outcomes:
+            responses.append(outcome.response)
+            records.append(outcome.record)
+            extra_states.append(outcome.extra_state)
+            return_direct = return_direct and outcome.record.return_direct
+        history: list[Message] = [*earlier, message, tool_response_message(tuple(responses))]
         return ToolExecutionResult(
             conversation_history=history,
-            return_direct=bool(records) and all(r.return_direct for r in records),
-            records=records,
-            extra_states=tuple(o.extra_state for o in outcomes),
+            return_direct=return_direct,
+            records=tuple(records),
+            extra_states=tuple(extra_states),
         )
 
     def execute_tool_calls(
@@ -232,8 +234,8 @@ class ToolCallingManager:
         responses; copying a long conversation for each tool step would be waste)."""
         by_name, context = self._plan(options, tool_context, tool_callbacks)
         if len(message.tool_calls) == 1:  # the common case: no partials, no list of them
-            outcome = run_one(self, message.tool_calls[0], by_name, context)
-            return self._result(earlier, message, finished_outcomes([outcome]))
+            outcome = run_one(self, message.tool_calls[0], by_name, context)  # or it raised
+            return self._result(earlier, message, [outcome])
         parallel = self.parallel and len(message.tool_calls) > 1
         if parallel and stores_progress():
             running = Countdown(len(message.tool_calls))
@@ -263,8 +265,8 @@ class ToolCallingManager:
         by_name, context = self._plan(options, tool_context, tool_callbacks)
         del options, tool_context, tool_callbacks  # not kept while the tools run
         if len(message.tool_calls) == 1:  # the common case, with nothing more to keep meanwhile
-            outcome = await arun_one(self, message.tool_calls[0], by_name, context)
-            return self._result(earlier, message, finished_outcomes([outcome]))
+            outcome = await arun_one(self, message.tool_calls[0], by_name, context)  # or it raised
+            return self._result(earlier, message, [outcome])
         if self.parallel and stores_progress():
             coroutines = stored_calls_of(self, message.tool_calls, by_name, context)
         else:
