@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 _lock = threading.Lock()
 _last_ns = 0
+_last_made = ("", 0)  # the id this process made last, and its nanoseconds (read as one tuple)
 
 # Random tails come from a generator of our own, seeded from the OS once per process (and again
 # in a forked child), not from os.urandom per id: urandom releases the GIL, and an event loop
@@ -35,13 +36,15 @@ def new_checkpoint_id() -> str:
     different processes in the same nanosecond apart. Ids made by different processes do not
     sort in creation order when their clocks disagree, which is why savers never use id order.
     """
-    global _last_ns
+    global _last_ns, _last_made
     now = time.time_ns()
     with _lock:
         if now <= _last_ns:
             now = _last_ns + 1
         _last_ns = now
-    return f"{now:016x}{_getrandbits(32):08x}"
+    checkpoint_id = f"{now << 32 | _getrandbits(32):024x}"  # the 16 digits of now, then 8
+    _last_made = (checkpoint_id, now)
+    return checkpoint_id
 
 
 def new_run_id() -> str:
@@ -51,4 +54,6 @@ def new_run_id() -> str:
 
 def created_at_of(checkpoint_id: str) -> datetime:
     """The creation time encoded in an id made by :func:`new_checkpoint_id`."""
-    return _fromtimestamp(int(checkpoint_id[:16], 16) / 1e9, _UTC)
+    made = _last_made  # an id just made (a write's): its time is at hand, not parsed again
+    ns = made[1] if made[0] is checkpoint_id else int(checkpoint_id[:16], 16)
+    return _fromtimestamp(ns / 1e9, _UTC)

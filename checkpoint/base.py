@@ -12,7 +12,26 @@ from typing import Any, ClassVar
 __all__ = ["BaseCheckpointSaver", "Checkpoint", "CheckpointDelta"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+# A frozen dataclass's own __init__ sets each field with ``object.__setattr__``, which costs
+# twice what setting the slot through its descriptor does; a checkpoint and its delta are made
+# for every step and every read, so their __init__ is written out (same parameters, same
+# defaults: ``<factory>`` makes a new dict) and sets the slots that way.
+class _Factory:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_NEW_DICT: Any = _Factory()
+
+
+def _setters(cls: type) -> tuple[Any, ...]:
+    """The slot descriptors' setters of ``cls``'s fields, in field order."""
+    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class Checkpoint:
     """A thread's state after one step, and where the thread goes next.
 
@@ -36,8 +55,40 @@ class Checkpoint:
     resume_values: Mapping[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
     pending_writes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    def __init__(
+        self,
+        id: str,
+        thread_id: str,
+        parent_id: str | None,
+        step: int,
+        next_nodes: tuple[str, ...],
+        values: Mapping[str, Any],
+        created_at: datetime,
+        metadata: Mapping[str, Any] = _NEW_DICT,
+        interrupts: tuple[Mapping[str, Any], ...] = (),
+        resume_values: Mapping[str, Sequence[Any]] = _NEW_DICT,
+        pending_writes: Mapping[str, Any] = _NEW_DICT,
+    ) -> None:
+        s_id, s_thread, s_parent, s_step, s_next, s_values, s_at, s_meta, s_int, s_res, s_pend = (
+            _CHECKPOINT_SETTERS
+        )
+        s_id(self, id)
+        s_thread(self, thread_id)
+        s_parent(self, parent_id)
+        s_step(self, step)
+        s_next(self, next_nodes)
+        s_values(self, values)
+        s_at(self, created_at)
+        s_meta(self, {} if metadata is _NEW_DICT else metadata)
+        s_int(self, interrupts)
+        s_res(self, {} if resume_values is _NEW_DICT else resume_values)
+        s_pend(self, {} if pending_writes is _NEW_DICT else pending_writes)
 
-@dataclasses.dataclass(frozen=True, slots=True)
+
+_CHECKPOINT_SETTERS = _setters(Checkpoint)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class CheckpointDelta:
     """What a checkpoint changed relative to its parent.
 
@@ -50,10 +101,21 @@ class CheckpointDelta:
     appended: Mapping[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
     replaced: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    def __init__(
+        self,
+        appended: Mapping[str, Sequence[Any]] = _NEW_DICT,
+        replaced: Mapping[str, Any] = _NEW_DICT,
+    ) -> None:
+        _SET_APPENDED(self, {} if appended is _NEW_DICT else appended)
+        _SET_REPLACED(self, {} if replaced is _NEW_DICT else replaced)
+
     @classmethod
     def full(cls, values: Mapping[str, Any]) -> CheckpointDelta:
         """A delta that sets every key, for savers handed no delta."""
         return cls(replaced=dict(values))
+
+
+_SET_APPENDED, _SET_REPLACED = _setters(CheckpointDelta)
 
 
 class BaseCheckpointSaver(abc.ABC):
