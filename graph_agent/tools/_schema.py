@@ -185,7 +185,8 @@ class ToolInput:
 
     def parse(self, tool_input: str | None) -> dict[str, Any]:
         """The model's raw arguments as a dict: empty, blank or ``null`` is ``{}``."""
-        return parse_arguments(self.tool_name, tool_input, self.parameter_names)
+        # the parameters' names are read only when the input is refused
+        return parse_arguments(self.tool_name, tool_input, self.schema.get("properties", {}))
 
     def bind(
         self, arguments: dict[str, Any], context: ToolContext

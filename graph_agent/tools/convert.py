@@ -4,7 +4,7 @@ errors the model can act on) and its result out (``ToolCallResultConverter``).""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic_core import ErrorDetails, PydanticSerializationError, to_jsonable_python
@@ -113,7 +113,7 @@ def _type_name(value: object) -> str:
 
 
 def parse_arguments(
-    tool_name: str, tool_input: str | None, parameter_names: Sequence[str] = ()
+    tool_name: str, tool_input: str | None, parameter_names: Iterable[str] = ()
 ) -> dict[str, Any]:
     """The model's raw JSON arguments as a dict; empty, blank or ``null`` is ``{}``.
 
@@ -122,14 +122,13 @@ def parse_arguments(
     """
     if tool_input is None or not tool_input.strip():
         return {}
-    names = ", ".join(parameter_names)
-    expected = f" with the tool's parameters ({names})" if names else ", e.g. {}"
     try:
         arguments = json.loads(tool_input)
     except json.JSONDecodeError as exc:
         raise ToolArgumentsError(
             f"arguments for tool '{tool_name}' are not valid JSON ({exc.msg} at position "
-            f"{exc.pos}): {_quote(tool_input)}. Send the arguments as one JSON object{expected}.",
+            f"{exc.pos}): {_quote(tool_input)}. Send the arguments as one JSON "
+            f"object{_expected(parameter_names)}.",
             tool_name=tool_name,
         ) from exc
     if arguments is None:
@@ -138,10 +137,15 @@ def parse_arguments(
         raise ToolArgumentsError(
             f"arguments for tool '{tool_name}' must be a JSON object, got a JSON "
             f"{_json_kind(arguments)}: {_quote(tool_input)}. Send the arguments as one JSON "
-            f"object{expected}.",
+            f"object{_expected(parameter_names)}.",
             tool_name=tool_name,
         )
     return arguments
+
+
+def _expected(parameter_names: Iterable[str]) -> str:
+    names = ", ".join(parameter_names)
+    return f" with the tool's parameters ({names})" if names else ", e.g. {}"
 
 
 def validation_message(tool_name: str, errors: Sequence[ErrorDetails]) -> str:
