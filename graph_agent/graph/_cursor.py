@@ -96,7 +96,7 @@ class Cursor(DeltaTracker):
         if not self.has_saver:
             return None
         names, sends = frontier
-        pending = pending_frame(finished, sends)
+        pending = pending_frame(finished, sends) if finished or sends else {}
         if base is not None:
             pending[BASE_KEY] = list(base)
         checkpoint_id = new_checkpoint_id()
@@ -110,7 +110,7 @@ class Cursor(DeltaTracker):
             created_at=created_at_of(checkpoint_id),
             metadata={"source": source, "nodes": list(nodes)},
             interrupts=tuple(interrupts),
-            resume_values=encode_resume(resume or {}),
+            resume_values=encode_resume(resume) if resume else {},
             pending_writes=pending,
         )
         yield PutEffect(checkpoint, self.take(self.values), self.check_head, updates)

@@ -159,7 +159,7 @@ class RouteEffect(BaseEffect):
         results = []
         for branch in self.branches:
             result = self._call(branch)
-            if inspect.isawaitable(result):
+            if type(result) is not str and inspect.isawaitable(result):  # (a label: not one)
                 if inspect.iscoroutine(result):
                     result.close()
                 raise GraphUsageError(
@@ -176,7 +176,7 @@ class RouteEffect(BaseEffect):
         results = []
         for branch in self.branches:
             result = self._call(branch)
-            if inspect.isawaitable(result):
+            if type(result) is not str and inspect.isawaitable(result):
                 try:
                     result = await result
                 except Exception as exc:

@@ -47,7 +47,14 @@ class OverAllState(Mapping[str, Any]):
         return key in self._data
 
     def get(self, key: str, default: Any = None) -> Any:
-        return _frozen(self._data.get(key, default))
+        # ``_frozen`` inline: the engine, routers, nodes and tools read the state this way
+        value = self._data.get(key, default)
+        kind = type(value)
+        if kind is list:
+            return list(value)
+        if kind is dict:
+            return dict(value)
+        return value
 
     def value(self, key: str, default: Any = None) -> Any:
         """The value of ``key``, or ``default`` when the state has no such key."""
