@@ -135,15 +135,19 @@ class _ModelCall:
     ``model_start``/``model_end`` events. It streams (a ``model_delta`` per chunk) only
     when somebody reads the run's events; otherwise it makes one plain call."""
 
-    def __init__(self, model: ChatModel) -> None:
+    def __init__(self, model: ChatModel, intercepted: bool) -> None:
         self.model = model
         self.name = _model_name(model)
         provider = getattr(model, "provider_name", "")
         self.provider = provider if isinstance(provider, str) else ""
+        # Only interceptors change the request: without, the node knows what reaches the
+        # model (and a sink set around this call, by an agent whose interceptor runs this
+        # one, is not this agent's to fill).
+        self.intercepted = intercepted
 
     def _start(self, request: ModelRequest) -> tuple[TaskScope | None, bool]:
-        sink = offered_sink.get()  # the tools of the request that reached the model
-        if sink is not None:
+        sink = offered_sink.get() if self.intercepted else None
+        if sink is not None:  # the tools of the request that reached the model
             sink.tools = list(request.options.tool_callbacks)
         task = current_task.get()
         if task is None or task.run.bus is None:
@@ -233,7 +237,8 @@ class ModelChain:
     """The model wrapped by the agent's model interceptors (the first is outermost)."""
 
     def __init__(self, model: ChatModel, interceptors: Sequence[ModelInterceptor]) -> None:
-        call = _ModelCall(model)
+        self.intercepted = bool(interceptors)
+        call = _ModelCall(model, self.intercepted)
         handler: Callable[[ModelRequest], ChatResponse] = call
         ahandler: Callable[[ModelRequest], Awaitable[ChatResponse]] = call.acall
         for interceptor in reversed(interceptors):
@@ -289,13 +294,19 @@ def model_logic(
 
     def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
         request = request_for(state, config)
-        sink = OfferedTools()
-        token = offered_sink.set(sink)
-        try:
-            response: ChatResponse = yield _CallModel(chain, request)
-        finally:
-            offered_sink.reset(token)
-        offered = sink.tools if sink.tools is not None else list(request.options.tool_callbacks)
+        response: ChatResponse
+        if chain.intercepted:  # what reached the model is known once it is called
+            sink = OfferedTools()
+            token = offered_sink.set(sink)
+            try:
+                response = yield _CallModel(chain, request)
+            finally:
+                offered_sink.reset(token)
+            reached = sink.tools
+        else:
+            response = yield _CallModel(chain, request)
+            reached = None
+        offered = reached if reached is not None else list(request.options.tool_callbacks)
         message = response.result.output
         usage = response.metadata.usage
         if usage is not None and "usage" not in message.metadata:
@@ -374,10 +385,12 @@ def tool_logic(
                 update[output_key] = direct.text
         if state.get(REJECTED):
             update[REJECTED] = None
-        extras = result.extra_states
-        if not any(JUMP_TO in extra for extra in extras):  # a tool may set the jump itself
+        written = [extra for extra in result.extra_states if extra]  # by the tools, in order
+        if not written:
+            return cleared(state, update)
+        if not any(JUMP_TO in extra for extra in written):  # a tool may set the jump itself
             update = cleared(state, update)
-        return Updates(*extras, update)
+        return Updates(*written, update)
 
     return logic
 
