@@ -179,9 +179,12 @@ class MemorySaver(BaseCheckpointSaver):
         kinds: Kinds,
     ) -> None:
         """Make the thread's kept head values those of ``record``: advanced in place by its
-        ``private`` delta when it extends the old head, so a write costs its delta; rebuilt
-        otherwise."""
-        if record.parent_id != old_head or record.is_base or old_head is None:
+        ``private`` delta when it extends the old head, so a write costs its delta; made from
+        its delta alone when it is a base (its delta holds every value); rebuilt otherwise."""
+        if record.is_base:
+            thread.head_values = HeadValues()
+            thread.head_values.advance(private, kinds)
+        elif record.parent_id != old_head or old_head is None:
             # the ancestors decoded, then the private delta: what cannot change is shared
             older = self._chain(thread, record)[1:]
             deltas = [*(self._delta(r) for r in reversed(older)), private]
