@@ -39,16 +39,22 @@ ConfigLike = RunnableConfig | Mapping[str, Any] | None
 Input = Mapping[str, Any] | Command | None
 
 
-def _snapshot(
-    spec: GraphSpec, checkpoint: Checkpoint, namespace: tuple[str, ...] = ()
-) -> StateSnapshot:
+def _next_nodes(checkpoint: Checkpoint) -> tuple[str, ...]:
+    """The nodes that run when the thread resumes from ``checkpoint``: its next nodes, then
+    those its stopped step still has ``Send``s for."""
     sends = checkpoint.pending_writes.get(SENDS_KEY) or ()
     next_nodes = checkpoint.next_nodes
     if sends:
         next_nodes = (*next_nodes, *dict.fromkeys(node for node, _ in sends))
+    return next_nodes
+
+
+def _snapshot(
+    spec: GraphSpec, checkpoint: Checkpoint, namespace: tuple[str, ...] = ()
+) -> StateSnapshot:
     return StateSnapshot(
         values=OverAllState(spec.public(checkpoint.values)),
-        next=next_nodes,
+        next=_next_nodes(checkpoint),
         checkpoint_id=checkpoint.id,
         parent_id=checkpoint.parent_id,
         created_at=checkpoint.created_at,
@@ -107,8 +113,9 @@ class RunOutcome:
         last = run.last_written
         if last is None:
             return cls(values, (), ())
-        snapshot = _snapshot(run.spec, last)
-        return cls(values, snapshot.next, snapshot.interrupts)
+        # what a snapshot of the last checkpoint would say (without making one)
+        interrupts = tuple(interrupt_of(i) for i in last.interrupts) if last.interrupts else ()
+        return cls(values, _next_nodes(last), interrupts)
 
     def __repr__(self) -> str:
         return f"RunOutcome(next={list(self.next)}, interrupts={list(self.interrupts)})"
