@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._runtime.slots import slot_setters
 from ..messages import (
     AssistantMessage,
     Message,
@@ -201,10 +202,31 @@ class ChatResponse:
         **metadata: Any,
     ) -> ChatResponse:
         """A response with one generation."""
-        return cls(
-            results=(Generation(message, finish_reason),),
-            metadata=ChatResponseMetadata(usage=usage, **metadata),
-        )
+        if cls is not ChatResponse:  # a subclass may have fields of its own
+            return cls(
+                results=(Generation(message, finish_reason),),
+                metadata=ChatResponseMetadata(usage=usage, **metadata),
+            )
+        # Made field by field: every model call makes one (see ``slot_setters``).
+        generation = _new(Generation)
+        set_output, set_finish_reason, set_metadata = _GENERATION_FIELDS
+        set_output(generation, message)
+        set_finish_reason(generation, finish_reason)
+        set_metadata(generation, {})
+        if metadata:
+            about = ChatResponseMetadata(usage=usage, **metadata)
+        else:
+            about = _new(ChatResponseMetadata)
+            set_id, set_model, set_usage, set_extra = _METADATA_FIELDS
+            set_id(about, None)
+            set_model(about, None)
+            set_usage(about, usage)
+            set_extra(about, {})
+        response = _new(cls)
+        set_results, set_metadata = _RESPONSE_FIELDS
+        set_results(response, (generation,))
+        set_metadata(response, about)
+        return response
 
     @property
     def result(self) -> Generation:
@@ -267,6 +289,12 @@ class ChatResponse:
             results=(Generation(message, finish),),
             metadata=ChatResponseMetadata(id=response_id, model=model, usage=usage, extra=extra),
         )
+
+
+_new = object.__new__
+_GENERATION_FIELDS = slot_setters(Generation)
+_METADATA_FIELDS = slot_setters(ChatResponseMetadata)
+_RESPONSE_FIELDS = slot_setters(ChatResponse)
 
 
 def _merge_fragment(

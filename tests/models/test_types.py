@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from graph_agent.messages import AssistantMessage, SystemMessage, ToolCall, UserMessage
@@ -9,6 +11,7 @@ from graph_agent.models import (
     ChatOptions,
     ChatResponse,
     ChatResponseMetadata,
+    Generation,
     Prompt,
     ToolCallingChatOptions,
     Usage,
@@ -83,3 +86,35 @@ def test_an_empty_response_explains_itself():
         ChatResponse().result  # noqa: B018 - the property raises
     assert ChatResponse().text == "" and not ChatResponse().has_tool_calls()
     assert Usage(1, 2, 3) + Usage(1, 1, 2) == Usage(2, 3, 5)
+
+
+def test_of_makes_the_response_the_constructors_make():
+    message = AssistantMessage("hi", tool_calls=[ToolCall(id="c1", name="f", arguments="{}")])
+    usage = Usage(3, 4, 7)
+    made = ChatResponse.of(message, "tool_calls", usage)
+    assert made == ChatResponse(
+        results=(Generation(message, "tool_calls"),),
+        metadata=ChatResponseMetadata(usage=usage),
+    )
+    assert repr(made) == repr(
+        ChatResponse((Generation(message, "tool_calls"),), ChatResponseMetadata(usage=usage))
+    )
+    assert hash(made.metadata.usage) == hash(usage)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.results = ()  # type: ignore[misc]
+    # each response has dicts of its own
+    other = ChatResponse.of(message)
+    assert made.results[0].metadata is not other.results[0].metadata
+    assert made.metadata.extra is not other.metadata.extra
+    assert ChatResponse.of(message, id="r1", model="m").metadata == ChatResponseMetadata(
+        id="r1", model="m"
+    )
+
+
+def test_of_on_a_subclass_makes_the_subclass():
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Tagged(ChatResponse):
+        tag: str = "t"
+
+    made = Tagged.of(AssistantMessage("hi"), "stop")
+    assert type(made) is Tagged and made.tag == "t" and made.result.finish_reason == "stop"
