@@ -235,6 +235,8 @@ _EMPTY_TUPLE = _ext(_TUPLE, b"\x90")
 _FIXARRAYS = [bytes((0x90 | n,)) for n in range(16)]
 _MODEL_BYTE = bytes((_MODEL,))
 _FIXEXT_MODEL = {1: b"\xd4\x0a", 2: b"\xd5\x0a", 4: b"\xd6\x0a", 8: b"\xd7\x0a", 16: b"\xd8\x0a"}
+# The header of a model's ext whose payload has 0-255 bytes: a fixext, else an ext 8.
+_MODEL_HEADS = [_FIXEXT_MODEL.get(n) or bytes((0xC7, n, _MODEL)) for n in range(0x100)]
 
 
 def _encode_datetime(v: _dt.datetime) -> tuple[int, object]:
@@ -428,26 +430,40 @@ class Serializer:
             return None
         by_cls = self.registry._by_cls
         parts = [_FIXARRAYS[len(value)]]
-        for item in value:
-            entry = by_cls.get(type(item))
-            if entry is None or entry.kind != _MODEL:
-                return None
-            attrs = item.__dict__
-            extra = item.__pydantic_extra__
-            if attrs.keys() != entry.field_set:
-                attrs = {f: attrs[f] for f in entry.fields}
-            data = self._pack([entry.name, attrs, extra or None])
-            size = len(data)
-            head = _FIXEXT_MODEL.get(size)
-            if head is None:
+        # ``_pack``, inline: the packer found once for all the items
+        local = self._local.own
+        depth = local.depth
+        packers = local.packers
+        if depth == len(packers):
+            if depth >= MAX_DEPTH:
+                raise ValueError("values nest too deeply")
+            packers.append(_new_packer(self._default))
+        packer = packers[depth]
+        local.depth = depth + 1
+        try:
+            for item in value:
+                entry = by_cls.get(type(item))
+                if entry is None or entry.kind != _MODEL:
+                    return None
+                attrs = item.__dict__
+                extra = item.__pydantic_extra__
+                if attrs.keys() != entry.field_set:
+                    attrs = {f: attrs[f] for f in entry.fields}
+                data = packer.pack([entry.name, attrs, extra or None])
+                size = len(data)
                 if size < 0x100:
-                    head = bytes((0xC7, size, _MODEL))
-                elif size < 0x10000:
-                    head = b"\xc8" + size.to_bytes(2, "big") + _MODEL_BYTE
+                    head = _MODEL_HEADS[size]
                 else:
-                    head = b"\xc9" + size.to_bytes(4, "big") + _MODEL_BYTE
-            parts.append(head)
-            parts.append(data)
+                    if size > _BIG_OUTPUT:  # drop the grown buffer
+                        packers[depth] = packer = _new_packer(self._default)
+                    if size < 0x10000:
+                        head = b"\xc8" + size.to_bytes(2, "big") + _MODEL_BYTE
+                    else:
+                        head = b"\xc9" + size.to_bytes(4, "big") + _MODEL_BYTE
+                parts.append(head)
+                parts.append(data)
+        finally:
+            local.depth = depth
         return b"".join(parts)
 
     def _children_of(self, obj: object) -> Iterable[tuple[str, object]] | None:
