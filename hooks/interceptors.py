@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class ModelRequest:
     """One model call of an agent: the messages sent (system prompt first), the options with
     the tools offered, and the agent's state and config at that point."""
@@ -32,14 +32,33 @@ class ModelRequest:
     state: OverAllState | None = None
     config: RunnableConfig | None = None
 
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        options: ToolCallingChatOptions,
+        state: OverAllState | None = None,
+        config: RunnableConfig | None = None,
+    ) -> None:
+        # The fields set through their slots (one C call each), not object.__setattr__ per
+        # field as a frozen dataclass's generated __init__ does: one request per model call.
+        set_messages, set_options, set_state, set_config = _REQUEST_FIELDS
+        set_messages(self, messages)
+        set_options(self, options)
+        set_state(self, state)
+        set_config(self, config)
+
     @property
     def prompt(self) -> Prompt:
-        return Prompt(list(self.messages), self.options)
+        return Prompt(self.messages, self.options)  # (a Prompt has a list of its own)
 
     def replace(self, **changes: Any) -> ModelRequest:
         """A copy with fields changed, e.g. ``request.replace(messages=shorter)``."""
         return dataclasses.replace(self, **changes)
 
+
+_REQUEST_FIELDS = tuple(
+    ModelRequest.__dict__[f.name].__set__ for f in dataclasses.fields(ModelRequest)
+)
 
 ModelCallHandler = Callable[[ModelRequest], ChatResponse]
 ToolCallHandler = Callable[[ToolCallRequest], str]

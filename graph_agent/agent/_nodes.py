@@ -270,7 +270,9 @@ def model_logic(
         from hooks import ModelRequest
 
         # What the model sees: the system prompt, then the conversation.
-        conversation = list(state.get(MESSAGES) or ())
+        conversation = state.get(MESSAGES) or []  # a list of our own (``get`` copies lists)
+        if type(conversation) is not list:
+            conversation = list(conversation)
         messages = [*system, *conversation] if system else conversation
         # (the agent's tool providers, if any, get a list of their own)
         seen = list(conversation) if tools.providers else conversation

@@ -135,7 +135,9 @@ class Prompt:
     def __init__(
         self, messages: str | Message | Iterable[Message], options: ChatOptions | None = None
     ) -> None:
-        if isinstance(messages, str):
+        if type(messages) is list:  # the usual case first
+            self.messages = list(messages)
+        elif isinstance(messages, str):
             self.messages = [UserMessage(messages)]
         elif isinstance(
             messages, (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage)
