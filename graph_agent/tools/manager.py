@@ -22,7 +22,7 @@ from .execution import (
     ToolExecutionExceptionProcessor,
     UnknownToolStrategy,
 )
-from .request import ToolCallInterceptor, ToolCallRequest, ToolExecutionRecord
+from .request import ToolCallInterceptor, ToolCallRequest, ToolExecutionRecord, _slot_setters
 
 if TYPE_CHECKING:
     from .resolution import ToolCallbackResolver
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class ToolExecutionResult:
     """The conversation after the tool calls (prompt, the assistant's message, one
     ``ToolResponseMessage`` with a response per call, in call order), whether the results go
@@ -49,12 +49,28 @@ class ToolExecutionResult:
     records: tuple[ToolExecutionRecord, ...] = ()
     extra_states: tuple[dict[str, Any], ...] = ()
 
+    def __init__(
+        self,
+        conversation_history: list[Message],
+        return_direct: bool = False,
+        records: tuple[ToolExecutionRecord, ...] = (),
+        extra_states: tuple[dict[str, Any], ...] = (),
+    ) -> None:
+        s_history, s_direct, s_records, s_extra = _RESULT_SETTERS
+        s_history(self, conversation_history)
+        s_direct(self, return_direct)
+        s_records(self, records)
+        s_extra(self, extra_states)
+
     @property
     def tool_response(self) -> ToolResponseMessage:
         """The message with the tools' responses (the last one of the history)."""
         message = self.conversation_history[-1]
         assert isinstance(message, ToolResponseMessage)
         return message
+
+
+_RESULT_SETTERS = _slot_setters(ToolExecutionResult)
 
 
 class ToolExecutionEligibilityPredicate(Protocol):

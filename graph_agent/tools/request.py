@@ -19,7 +19,14 @@ from .context import ToolContext
 __all__ = ["ToolCallInterceptor", "ToolCallRequest", "ToolExecutionRecord", "answered"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+def _slot_setters(cls: type) -> tuple[Any, ...]:
+    """The slot descriptors' setters of a frozen dataclass's fields, in field order: a
+    hand-written ``__init__`` sets its fields with them (one C call each, not the generated
+    ``object.__setattr__`` per field of a frozen dataclass, made once per tool call)."""
+    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class ToolExecutionRecord:
     """One executed tool call: what was asked, what the model got back, how long it took.
 
@@ -35,8 +42,30 @@ class ToolExecutionRecord:
     duration: float
     return_direct: bool
 
+    def __init__(
+        self,
+        tool_call_id: str,
+        name: str,
+        arguments: str,
+        result: str,
+        error: BaseException | None,
+        duration: float,
+        return_direct: bool,
+    ) -> None:
+        s_id, s_name, s_arguments, s_result, s_error, s_duration, s_direct = _RECORD_SETTERS
+        s_id(self, tool_call_id)
+        s_name(self, name)
+        s_arguments(self, arguments)
+        s_result(self, result)
+        s_error(self, error)
+        s_duration(self, duration)
+        s_direct(self, return_direct)
 
-@dataclasses.dataclass(frozen=True, slots=True)
+
+_RECORD_SETTERS = _slot_setters(ToolExecutionRecord)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class ToolCallRequest:
     """One tool call about to run: the model's call, the tool it names (``None`` when there is
     no such tool) and the call's context (``state`` and ``config`` inside an agent)."""
@@ -44,6 +73,14 @@ class ToolCallRequest:
     tool_call: ToolCall
     tool: ToolCallback | None
     tool_context: ToolContext
+
+    def __init__(
+        self, tool_call: ToolCall, tool: ToolCallback | None, tool_context: ToolContext
+    ) -> None:
+        s_call, s_tool, s_context = _REQUEST_SETTERS
+        s_call(self, tool_call)
+        s_tool(self, tool)
+        s_context(self, tool_context)
 
     @property
     def state(self) -> Any:
@@ -56,6 +93,9 @@ class ToolCallRequest:
     def replace(self, **changes: Any) -> ToolCallRequest:
         """A copy with fields changed, e.g. ``request.replace(tool_call=edited_call)``."""
         return dataclasses.replace(self, **changes)
+
+
+_REQUEST_SETTERS = _slot_setters(ToolCallRequest)
 
 
 class ToolCallInterceptor(Protocol):
