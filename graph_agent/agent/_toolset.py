@@ -23,6 +23,8 @@ from ..tools import (
 from ..tools.request import answered
 from ._parts import OFFERED, REJECTED
 
+_NONE_SEEN: Mapping[str, ToolCallback] = {}
+
 
 class OfferedByThread:
     """The tool objects each conversation's model was last offered, by thread id: a tool an
@@ -50,7 +52,15 @@ class AgentTools:
     """The agent's tools, its tool providers, the tools its model interceptors declare, and
     what each conversation's model was offered. Shared by the model and the tool node."""
 
-    __slots__ = ("intercepted", "interceptor_tools", "name", "offered", "providers", "tools")
+    __slots__ = (
+        "intercepted",
+        "interceptor_tools",
+        "name",
+        "offered",
+        "own_by_name",
+        "providers",
+        "tools",
+    )
 
     def __init__(
         self,
@@ -62,6 +72,8 @@ class AgentTools:
     ) -> None:
         self.name = name  # the agent's, for error messages
         self.tools = tuple(tools)
+        # The agent's own tools by name, made once (looked up at each tool step).
+        self.own_by_name = {t.tool_definition.name: t for t in self.tools}
         self.providers = tuple(providers)
         # Tools model interceptors declare they may add (``ModelInterceptor.tools``), by name.
         self.interceptor_tools = interceptor_tools
@@ -95,14 +107,21 @@ class AgentTools:
         (after interceptors; their names are kept with the thread), or, without that record,
         the agent's tools. A name is looked up among the tools this thread was offered in
         this process, then the agent's tools, then the tools interceptors declare."""
-        tools = self.for_messages(earlier, state, config)
         names = state.get(OFFERED)
         if names is None:
-            return tools
-        by_name = {t.tool_definition.name: t for t in tools}
-        seen = self.offered.get(config.thread_id) if self.intercepted else {}
-        found = (seen.get(n) or by_name.get(n) or self.interceptor_tools.get(n) for n in names)
-        return [t for t in found if t is not None]
+            return self.for_messages(earlier, state, config)
+        if self.providers:
+            by_name = {t.tool_definition.name: t for t in self.for_messages(earlier, state, config)}
+        else:  # the agent's own tools: the same dict at every step
+            by_name = self.own_by_name
+        seen = self.offered.get(config.thread_id) if self.intercepted else _NONE_SEEN
+        declared = self.interceptor_tools
+        tools: list[ToolCallback] = []
+        for name in names:
+            tool = seen.get(name) or by_name.get(name) or declared.get(name)
+            if tool is not None:
+                tools.append(tool)
+        return tools
 
     def remember(self, thread_id: str, offered: Sequence[ToolCallback]) -> None:
         """Keep the tools this thread's model was offered (only interceptors change them)."""

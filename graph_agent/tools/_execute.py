@@ -321,14 +321,14 @@ def _outcome(
 ) -> Outcome:
     call, tool = request.tool_call, request.tool
     return_direct = tool is not None and tool.tool_metadata.return_direct
-    record = ToolExecutionRecord(
-        tool_call_id=call.id,
-        name=call.name,
-        arguments=call.arguments,
-        result=text,
-        error=error,
-        duration=time.perf_counter() - started,
-        return_direct=return_direct and error is None,
+    record = ToolExecutionRecord(  # its fields in order, not by keyword
+        call.id,
+        call.name,
+        call.arguments,
+        text,
+        error,
+        time.perf_counter() - started,
+        return_direct and error is None,
     )
     response = tool_response(call.id, call.name, text)
     return Outcome(response, record, request.tool_context.extra_state)

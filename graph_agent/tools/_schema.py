@@ -136,9 +136,13 @@ class ToolInput:
             slots.append(_Slot(param.name, positional, field, always))
         model = _create_model(where, fields)
         schema = _json_schema(where, lambda: model.model_json_schema(), fields)
+        validate: Callable[[dict[str, Any]], Any]
+        if model.__pydantic_complete__:  # its validator is final: called without model_validate
+            validate = model.__pydantic_validator__.validate_python
+        else:
 
-        def validate(arguments: dict[str, Any]) -> Any:
-            return model.model_validate(arguments)
+            def validate(arguments: dict[str, Any]) -> Any:
+                return model.model_validate(arguments)
 
         return cls(
             tool_name=tool_name,
@@ -186,7 +190,7 @@ class ToolInput:
     def parse(self, tool_input: str | None) -> dict[str, Any]:
         """The model's raw arguments as a dict: empty, blank or ``null`` is ``{}``."""
         # the parameters' names are read only when the input is refused
-        return parse_arguments(self.tool_name, tool_input, self.schema.get("properties", {}))
+        return parse_arguments(self.tool_name, tool_input, self.schema.get("properties", ()))
 
     def bind(
         self, arguments: dict[str, Any], context: ToolContext
@@ -197,7 +201,7 @@ class ToolInput:
         except ValidationError as exc:
             message = validation_message(self.tool_name, exc.errors(include_url=False))
             raise ToolArgumentsError(message, tool_name=self.tool_name) from exc
-        given = set() if self._whole_input else validated.model_fields_set
+        given = set() if self._whole_input else validated.__pydantic_fields_set__
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         for slot in self._slots:

@@ -30,8 +30,10 @@ class ToolContext:
     __slots__ = ("context",)
 
     def __init__(self, context: Mapping[str, Any] | None = None) -> None:
-        self.context: dict[str, Any] = dict(context or {})
-        self.context.setdefault(EXTRA_STATE, {})
+        entries = dict(context) if context else {}
+        if EXTRA_STATE not in entries:  # (setdefault would make a dict even when not needed)
+            entries[EXTRA_STATE] = {}
+        self.context: dict[str, Any] = entries
 
     @property
     def state(self) -> OverAllState | None:
@@ -69,7 +71,9 @@ class ToolContext:
         context = dict(self.context)
         context[TOOL_CALL_ID] = tool_call_id
         context[EXTRA_STATE] = {}
-        return ToolContext(context)
+        made = ToolContext.__new__(ToolContext)  # the copy is its own: not copied again
+        made.context = context
+        return made
 
     def __repr__(self) -> str:
         keys = sorted(k for k in self.context if k not in (STATE, CONFIG))

@@ -168,8 +168,10 @@ class ToolCallingManager:
         tool_context: ToolContext | Mapping[str, Any] | None,
         callbacks: Sequence[ToolCallback] | None,
     ) -> tuple[dict[str, ToolCallback], ToolContext]:
-        found = list(callbacks) if callbacks is not None else self.resolve_tool_callbacks(options)
-        by_name = {c.tool_definition.name: c for c in found}
+        found = callbacks if callbacks is not None else self.resolve_tool_callbacks(options)
+        by_name: dict[str, ToolCallback] = {}
+        for callback in found:
+            by_name[callback.tool_definition.name] = callback
         if isinstance(tool_context, ToolContext) and (options is None or not options.tool_context):
             return by_name, tool_context  # each call gets its own copy
         entries: dict[str, Any] = dict(options.tool_context) if options is not None else {}
@@ -178,6 +180,15 @@ class ToolCallingManager:
         elif tool_context is not None:
             entries.update(tool_context)
         return by_name, ToolContext(entries)
+
+    @staticmethod
+    def _one_result(
+        earlier: Sequence[Message], message: AssistantMessage, outcome: Outcome
+    ) -> ToolExecutionResult:
+        """``_result`` of one call's outcome (the common case: no lists to gather in)."""
+        record = outcome.record
+        history: list[Message] = [*earlier, message, tool_response_message((outcome.response,))]
+        return ToolExecutionResult(history, record.return_direct, (record,), (outcome.extra_state,))
 
     @staticmethod
     def _result(
@@ -251,7 +262,7 @@ class ToolCallingManager:
         by_name, context = self._plan(options, tool_context, tool_callbacks)
         if len(message.tool_calls) == 1:  # the common case: no partials, no list of them
             outcome = run_one(self, message.tool_calls[0], by_name, context)  # or it raised
-            return self._result(earlier, message, [outcome])
+            return self._one_result(earlier, message, outcome)
         parallel = self.parallel and len(message.tool_calls) > 1
         if parallel and stores_progress():
             running = Countdown(len(message.tool_calls))
@@ -282,7 +293,7 @@ class ToolCallingManager:
         del options, tool_context, tool_callbacks  # not kept while the tools run
         if len(message.tool_calls) == 1:  # the common case, with nothing more to keep meanwhile
             outcome = await arun_one(self, message.tool_calls[0], by_name, context)  # or it raised
-            return self._result(earlier, message, [outcome])
+            return self._one_result(earlier, message, outcome)
         if self.parallel and stores_progress():
             coroutines = stored_calls_of(self, message.tool_calls, by_name, context)
         else:
