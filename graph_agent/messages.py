@@ -160,7 +160,11 @@ Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolRespon
 # check nothing more, at several times the cost): the same fields, in the same order, and the
 # shared set of given field names, as validating them would make.
 
-_set = object.__setattr__
+# The slots every model has (BaseModel's), set through their descriptors: one C call each.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _shared(given: set[str]) -> set[str]:
@@ -173,10 +177,10 @@ _RESPONSES_GIVEN = _shared({"responses"})
 
 def _made(cls: type[_M], values: dict[str, Any], given: set[str]) -> _M:
     message = cls.__new__(cls)
-    _set(message, "__dict__", values)
-    _set(message, "__pydantic_fields_set__", given)
-    _set(message, "__pydantic_extra__", None)
-    _set(message, "__pydantic_private__", None)
+    _set_dict(message, values)
+    _set_fields_set(message, given)
+    _set_extra(message, None)
+    _set_private(message, None)
     return message
 
 

@@ -20,6 +20,7 @@ from ..tools import (
     ToolProviderRequest,
     as_tool_callbacks,
 )
+from ..tools.context import STATE
 from ..tools.request import answered
 from ._parts import OFFERED, REJECTED
 
@@ -148,7 +149,7 @@ class RejectedToolCalls:
 
     @staticmethod
     def _reason(request: ToolCallRequest) -> str | None:
-        state = request.state
+        state = request.tool_context.context.get(STATE)  # request.state, without two properties
         rejected: Mapping[str, str] | None = state.get(REJECTED) if state is not None else None
         if not rejected or request.tool_call.id not in rejected:
             return None

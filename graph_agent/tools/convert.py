@@ -123,7 +123,7 @@ def parse_arguments(
     if tool_input is None or not tool_input.strip():
         return {}
     try:
-        arguments = json.loads(tool_input)
+        arguments = _loads(tool_input)
     except json.JSONDecodeError as exc:
         raise ToolArgumentsError(
             f"arguments for tool '{tool_name}' are not valid JSON ({exc.msg} at position "
@@ -141,6 +141,24 @@ def parse_arguments(
             tool_name=tool_name,
         )
     return arguments
+
+
+# the scanner json.loads runs, made with the same (default) settings
+_scan: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``; a JSON object alone (no whitespace around it, as models send
+    it) is scanned without ``json.loads``'s layers of calls. Anything else, or anything the
+    scan does not take whole, goes to ``json.loads`` (so its errors are ``json.loads``'s)."""
+    if type(text) is str and text[:1] == "{" and text[-1:] == "}":
+        try:
+            value, end = _scan(text, 0)
+        except StopIteration:
+            return json.loads(text)
+        if end == len(text):
+            return value
+    return json.loads(text)
 
 
 def _expected(parameter_names: Iterable[str]) -> str:
