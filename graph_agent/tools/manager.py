@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._runtime.pool import Countdown, run_all
+from .._runtime.slots import slot_setters
 from ..errors import ToolResolutionError
 from ..messages import AssistantMessage, Message, ToolResponseMessage, tool_response_message
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions
@@ -22,7 +23,7 @@ from .execution import (
     ToolExecutionExceptionProcessor,
     UnknownToolStrategy,
 )
-from .request import ToolCallInterceptor, ToolCallRequest, ToolExecutionRecord, _slot_setters
+from .request import ToolCallInterceptor, ToolCallRequest, ToolExecutionRecord
 
 if TYPE_CHECKING:
     from .resolution import ToolCallbackResolver
@@ -70,7 +71,7 @@ class ToolExecutionResult:
         return message
 
 
-_RESULT_SETTERS = _slot_setters(ToolExecutionResult)
+_RESULT_SETTERS = slot_setters(ToolExecutionResult)
 
 
 class ToolExecutionEligibilityPredicate(Protocol):

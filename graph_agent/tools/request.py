@@ -12,18 +12,12 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from .._runtime.slots import slot_setters
 from ..messages import ToolCall
 from .callback import ToolCallback
 from .context import ToolContext
 
 __all__ = ["ToolCallInterceptor", "ToolCallRequest", "ToolExecutionRecord", "answered"]
-
-
-def _slot_setters(cls: type) -> tuple[Any, ...]:
-    """The slot descriptors' setters of a frozen dataclass's fields, in field order: a
-    hand-written ``__init__`` sets its fields with them (one C call each, not the generated
-    ``object.__setattr__`` per field of a frozen dataclass, made once per tool call)."""
-    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
 
 
 @dataclasses.dataclass(frozen=True, slots=True, init=False)
@@ -62,7 +56,7 @@ class ToolExecutionRecord:
         s_direct(self, return_direct)
 
 
-_RECORD_SETTERS = _slot_setters(ToolExecutionRecord)
+_RECORD_SETTERS = slot_setters(ToolExecutionRecord)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, init=False)
@@ -95,7 +89,7 @@ class ToolCallRequest:
         return dataclasses.replace(self, **changes)
 
 
-_REQUEST_SETTERS = _slot_setters(ToolCallRequest)
+_REQUEST_SETTERS = slot_setters(ToolCallRequest)
 
 
 class ToolCallInterceptor(Protocol):
