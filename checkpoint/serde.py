@@ -356,17 +356,22 @@ class Serializer:
                     raise unserializable_error(v, k, exc, self._children_of) from exc
             raise unserializable_error(data, None, exc, self._children_of) from exc
 
-    def _pack(self, value: object) -> bytes:
-        local = self._local.own
-        depth = local.depth
-        packers = local.packers
+    def _packer_at(self, packers: list[Any], depth: int) -> Any:
+        """This thread's packer for nesting ``depth``, made on first use."""
         if depth == len(packers):
             if depth >= MAX_DEPTH:
                 raise ValueError("values nest too deeply")
             packers.append(_new_packer(self._default))
+        return packers[depth]
+
+    def _pack(self, value: object) -> bytes:
+        local = self._local.own
+        depth = local.depth
+        packers = local.packers
+        packer = self._packer_at(packers, depth)
         local.depth = depth + 1
         try:
-            out: bytes = packers[depth].pack(value)
+            out: bytes = packer.pack(value)
         finally:
             local.depth = depth
         if len(out) > _BIG_OUTPUT:  # drop the grown buffer
@@ -434,11 +439,7 @@ class Serializer:
         local = self._local.own
         depth = local.depth
         packers = local.packers
-        if depth == len(packers):
-            if depth >= MAX_DEPTH:
-                raise ValueError("values nest too deeply")
-            packers.append(_new_packer(self._default))
-        packer = packers[depth]
+        packer = self._packer_at(packers, depth)
         local.depth = depth + 1
         try:
             for item in value:
