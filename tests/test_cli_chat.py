@@ -282,12 +282,31 @@ def test_help_lists_the_commands(fake_openai: FakeOpenAI) -> None:
 # -- Ctrl-C, for real --------------------------------------------------------------------
 
 
+# ``graph-agent chat`` as a terminal starts it: with Python's own SIGINT handler. A process
+# inherits an ignored SIGINT, and tests run from a background job (``make test &``, CI) have
+# it ignored: Python then sets no handler, and the chat, rightly, ignores Ctrl-C at its prompt.
+# (``-X faulthandler``: on a hang, SIGABRT prints where each thread is.)
+CHAT_AS_FROM_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'graph-agent'; runpy.run_module('graph_agent.cli', run_name='__main__')"
+)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
 def test_ctrl_c_cancels_the_answer_not_the_chat(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     fake_openai.replies.append(slowly(words=400, delay=0.05))  # 20 s, unless cancelled
     env = cli_env(tmp_path, OPENAI_BASE_URL=fake_openai.url())
     process = subprocess.Popen(
-        [sys.executable, "-m", "graph_agent.cli", "chat", "--saver", "memory"],
+        [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-c",
+            CHAT_AS_FROM_A_TERMINAL,
+            "chat",
+            "--saver",
+            "memory",
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -309,7 +328,14 @@ def test_ctrl_c_cancels_the_answer_not_the_chat(fake_openai: FakeOpenAI, tmp_pat
         process.stdin.flush()
         at = out.wait_for("you said 'and now?' (2 messages from you)\n> ", at)
         process.send_signal(signal.SIGINT)  # at the empty prompt: the chat ends
-        assert process.wait(timeout=60) == 0
+        try:
+            code = process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            process.wait(timeout=30)
+            err.thread.join(timeout=30)
+            pytest.fail(f"the chat did not end on Ctrl-C at its prompt; it was at:\n{err.text}")
+        assert code == 0
     finally:
         if process.poll() is None:
             process.kill()
