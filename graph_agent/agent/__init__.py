@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from .base import WITHDRAWN, BaseAgent
 from .builder import ReactAgentBuilder
-from .react import WITHDRAWN, ReactAgent
+from .react import ReactAgent
 
-__all__ = ["WITHDRAWN", "ReactAgent", "ReactAgentBuilder"]
+__all__ = ["WITHDRAWN", "BaseAgent", "ReactAgent", "ReactAgentBuilder"]
