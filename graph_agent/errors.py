@@ -120,6 +120,17 @@ class AgentMaxIterationsError(GraphRecursionError):
     """An agent run made ``max_iterations`` model calls without reaching a final answer."""
 
 
+class AgentRoutingError(GraphAgentError, ValueError):
+    """An ``LlmRoutingAgent``'s model named no valid sub-agent, after being told the valid
+    names (``attempts`` times), and the router has no ``fallback_agent``. ``answer`` is the
+    model's last reply."""
+
+    def __init__(self, message: str, *, agent: str, answer: str) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.answer = answer
+
+
 class McpServerError(GraphAgentError, ConnectionError):
     """An MCP server could not be started or reached, did not answer in time, crashed, or
     belongs to a closed provider (``graph_agent.mcp``). ``server`` names it."""

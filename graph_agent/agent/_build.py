@@ -17,6 +17,7 @@ from ..tools import (
     ToolProvider,
     as_tool_callbacks,
 )
+from ._handoff import HandoffTool, check_handoffs, handoff_targets, tool_name_for
 from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, AgentParts
 from ._toolset import RejectedToolCalls
 
@@ -49,6 +50,7 @@ class AgentSettings:
     unknown_tool_strategy: Any
     exception_processor: Any
     listeners: list[Any] = dataclasses.field(default_factory=list)
+    handoffs: list[Any] = dataclasses.field(default_factory=list)
 
 
 def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
@@ -82,6 +84,8 @@ def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
                 problems.append(f"tool name '{name}' cannot be resolved by {s.resolver!r}")
             else:
                 found.append(tool)
+    for name, target in handoff_targets(s.handoffs):
+        found.append(HandoffTool(name, getattr(target, "description", None)))
     unique: dict[str, ToolCallback] = {}
     for tool in found:
         name = tool.tool_definition.name
@@ -259,6 +263,7 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
     interceptor_tools = _interceptor_tools(model_interceptors, tools, problems)
     if not model_interceptors:  # an interceptor may offer tools of its own per request
         _check_hook_tools(s, hooks, tools, problems)
+    check_handoffs(s.handoffs, s.name, problems)
     for listener in s.listeners:
         if not callable(getattr(listener, "on_event", None)):
             problems.append(f"listeners: {listener!r} has no on_event(event) method")
@@ -279,5 +284,6 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
         output_key=s.output_key,
         strategies=strategies,
         interceptor_tools=interceptor_tools,
+        handoffs={tool_name_for(name): name for name, _ in handoff_targets(s.handoffs)},
     )
     return parts, hooks, strategies

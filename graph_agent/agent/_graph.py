@@ -85,7 +85,7 @@ def build_graph(
         chain, tools, parts.system_text, parts.tool_context, parts.output_key
     )
     run_tools = _nodes.tool_logic(
-        parts.manager, tools, parts.tool_context, parts.store, parts.output_key
+        parts.manager, tools, parts.tool_context, parts.store, parts.output_key, parts.handoffs
     )
     graph.add_node(MODEL, *_nodes.both(model))
     graph.add_node(TOOLS, *_nodes.both(run_tools))

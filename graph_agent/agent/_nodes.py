@@ -26,6 +26,7 @@ from ..messages import AssistantMessage, Message, SystemMessage
 from ..models import ChatModel, ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
 from ..tools import ToolCallback, ToolCallingManager, ToolContext
+from ._handoff import handoff_command, to_parent
 from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED
 from ._toolset import AgentTools
 from ._usage import usage_dict
@@ -359,10 +360,13 @@ def tool_logic(
     tool_context: Mapping[str, Any],
     store: Any,
     output_key: str | None,
+    handoffs: Mapping[str, str] | None = None,
 ) -> Logic:
     """The tool node: run the last message's tool calls (only tools the model was offered)
     and keep their responses; what the tools wrote to ``extra_state`` is merged in call
-    order by each key's strategy, as if each call had been a node of its own."""
+    order by each key's strategy, as if each call had been a node of its own. A batch with
+    a handoff (``handoffs``: tool name -> agent) ends with the conversation moving to that
+    agent (``_handoff``)."""
 
     def run_tools(state: OverAllState, config: RunnableConfig, last: AssistantMessage) -> _RunTools:
         # Built here, not in the logic: its locals (the state's copy of the messages, the
@@ -379,6 +383,11 @@ def tool_logic(
         if not isinstance(last, AssistantMessage) or not last.tool_calls:
             return cleared(state, {})
         result = yield run_tools(state, config, last)
+        if handoffs:
+            moved = handoff_command(last.tool_calls, result.tool_response, handoffs)
+            if moved is not None:
+                written = [extra for extra in result.extra_states if extra]
+                return to_parent({**_joined(written), MESSAGES: [moved[0]]}, moved[1])
         update: dict[str, Any] = {MESSAGES: [result.tool_response]}
         if result.return_direct:
             direct = AssistantMessage(result.tool_response.text, metadata={"return_direct": True})
@@ -395,6 +404,15 @@ def tool_logic(
         return Updates(*written, update)
 
     return logic
+
+
+def _joined(extras: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the tools of a batch that handed off wrote to ``extra_state``, later calls'
+    values replacing earlier ones (the conversation moves on; no merge node runs)."""
+    joined: dict[str, Any] = {}
+    for extra in extras:
+        joined.update(extra)
+    return joined
 
 
 # -- hook nodes --------------------------------------------------------------------------------

@@ -39,3 +39,5 @@ class AgentParts:
     strategies: Mapping[str, KeyStrategyLike]
     # Tools model interceptors declare they may add (``ModelInterceptor.tools``), by name.
     interceptor_tools: Mapping[str, ToolCallback] = dataclasses.field(default_factory=dict)
+    # The agent's handoff tools: tool name -> the agent it hands the conversation to.
+    handoffs: Mapping[str, str] = dataclasses.field(default_factory=dict)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from checkpoint import BaseCheckpointSaver, new_run_id
 
@@ -23,8 +23,11 @@ from ..graph import (
     StateSnapshot,
 )
 from ..messages import AssistantMessage, Message
-from ._parts import JUMP_TO, MESSAGES
+from ._parts import MESSAGES
 from ._usage import run_usage
+
+if TYPE_CHECKING:
+    from ._as_tool import AgentTool
 
 __all__ = ["WITHDRAWN", "AgentInput", "BaseAgent", "ConfigLike"]
 
@@ -56,6 +59,9 @@ class BaseAgent:
     output_key: str | None
     saver: BaseCheckpointSaver
     _graph: CompiledGraph
+    # State keys every new input sets (a ReactAgent clears its pending jump), so a turn never
+    # starts with the bookkeeping of the last one.
+    _fresh: Mapping[str, Any] = {}
 
     @property
     def graph(self) -> CompiledGraph:
@@ -66,6 +72,20 @@ class BaseAgent:
         """Raise what a run that hit its step limit raises (``error`` itself here)."""
         raise error
 
+    def as_tool(
+        self, name: str | None = None, description: str | None = None, *, history: bool = False
+    ) -> AgentTool:
+        """This agent as a tool another agent can call (``.tools(agent.as_tool())``): the
+        model gives it ``{"input": "..."}`` and gets its answer back. It runs under the
+        caller's namespace, in the caller's thread: its events are in the caller's
+        ``stream_events``, and an interrupt inside it (a ``HumanInTheLoopHook``) pauses the
+        caller, which resumes it in place. ``name`` defaults to the agent's name,
+        ``description`` to its description; with ``history=True`` it also sees the caller's
+        conversation (without tool traffic) before the request."""
+        from ._as_tool import AgentTool
+
+        return AgentTool(self, name, description, history)
+
     # -- input and output --------------------------------------------------------------------
 
     def _input(self, value: AgentInput) -> Mapping[str, Any] | Command | None:
@@ -74,9 +94,9 @@ class BaseAgent:
         if isinstance(value, str):
             from ..messages import UserMessage
 
-            return {MESSAGES: [UserMessage(value)], JUMP_TO: None}
+            return {MESSAGES: [UserMessage(value)], **self._fresh}
         if hasattr(value, "message_type"):
-            return {MESSAGES: [value], JUMP_TO: None}
+            return {MESSAGES: [value], **self._fresh}
         if isinstance(value, Mapping):
             given = value.get(MESSAGES)
             given = given.value if isinstance(given, Overwrite) else given
@@ -87,9 +107,9 @@ class BaseAgent:
                     f"agent '{self.name}': state['messages'] takes messages (UserMessage(...), "
                     f"...), got {type(bad[0]).__name__} {bad[0]!r}"
                 )
-            return {**value, JUMP_TO: None}
+            return {**value, **self._fresh}
         if isinstance(value, (list, tuple)) and all(hasattr(m, "message_type") for m in value):
-            return {MESSAGES: list(value), JUMP_TO: None}
+            return {MESSAGES: list(value), **self._fresh}
         raise GraphUsageError(
             f"agent '{self.name}' takes a string, a message, a list of messages, a dict of state "
             f"keys, None (resume) or Command(...), got {type(value).__name__}"
@@ -138,7 +158,7 @@ class BaseAgent:
         """Run until the agent answers (or pauses); the thread's state afterwards."""
         config = self._on_thread(input, config)
         try:
-            return self._graph.invoke(self._input(input), config)
+            return self.graph.invoke(self._input(input), config)
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
@@ -146,7 +166,7 @@ class BaseAgent:
         """Run until the agent answers; its final ``AssistantMessage``."""
         config = self._on_thread(input, config)
         try:
-            outcome = self._graph.run(self._input(input), config)
+            outcome = self.graph.run(self._input(input), config)
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
         return self._answer(outcome, RunnableConfig.coerce(config).thread_id)
@@ -155,7 +175,7 @@ class BaseAgent:
         """Each node's output as the run goes (hooks, model, tools)."""
         config = self._on_thread(input, config)
         try:
-            yield from self._graph.stream(self._input(input), config)
+            yield from self.graph.stream(self._input(input), config)
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
@@ -166,7 +186,7 @@ class BaseAgent:
         stream early stops the run at its next step boundary; the thread stays resumable."""
         config = self._on_thread(input, config)
         try:
-            yield from self._graph.stream_events(self._input(input), config)
+            yield from self.graph.stream_events(self._input(input), config)
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
@@ -185,7 +205,7 @@ class BaseAgent:
         config = self._on_thread(input, config)
         # the graph's run itself, not its ainvoke: one coroutine less per waiting run; the
         # run keeps its own input, so the caller's is not held while the run waits
-        run = self._graph.run_coroutine(self._input(input), config)
+        run = self.graph.run_coroutine(self._input(input), config)
         del input
         try:
             return (await run).values
@@ -194,7 +214,7 @@ class BaseAgent:
 
     async def acall(self, input: AgentInput, config: ConfigLike = None) -> AssistantMessage:
         config = self._on_thread(input, config)
-        run = self._graph.arun(self._input(input), config)
+        run = self.graph.arun(self._input(input), config)
         del input  # not held while the run waits (the run keeps its own)
         try:
             outcome = await run
@@ -207,7 +227,7 @@ class BaseAgent:
     ) -> AsyncIterator[NodeOutput]:
         config = self._on_thread(input, config)
         try:
-            async for output in self._graph.astream(self._input(input), config):
+            async for output in self.graph.astream(self._input(input), config):
                 yield output
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
@@ -217,7 +237,7 @@ class BaseAgent:
     ) -> AsyncGenerator[RunEvent, None]:
         """Async ``stream_events`` (the model's ``astream``)."""
         config = self._on_thread(input, config)
-        events = self._graph.astream_events(self._input(input), config)
+        events = self.graph.astream_events(self._input(input), config)
         try:
             async for event in events:
                 yield event
@@ -245,25 +265,25 @@ class BaseAgent:
     def get_state(self, config: ConfigLike) -> StateSnapshot | None:
         """The thread's latest snapshot; ``metadata["usage"]`` totals the tokens of its latest
         run (each model answer keeps its own in ``message.metadata["usage"]``)."""
-        return _with_usage(self._graph.get_state(config))
+        return _with_usage(self.graph.get_state(config))
 
     async def aget_state(self, config: ConfigLike) -> StateSnapshot | None:
-        return _with_usage(await self._graph.aget_state(config))
+        return _with_usage(await self.graph.aget_state(config))
 
     def get_state_history(
         self, config: ConfigLike, *, limit: int | None = None
     ) -> Iterator[StateSnapshot]:
-        return self._graph.get_state_history(config, limit=limit)
+        return self.graph.get_state_history(config, limit=limit)
 
     def update_state(
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
-        return self._graph.update_state(config, values, as_node)
+        return self.graph.update_state(config, values, as_node)
 
     async def aupdate_state(
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
-        return await self._graph.aupdate_state(config, values, as_node)
+        return await self.graph.aupdate_state(config, values, as_node)
 
 
 class _TextView:

@@ -124,5 +124,11 @@ class ReactAgentBuilder(Generic[Agent]):
         every run event of the agent (``graph_agent.events``); one that raises is logged."""
         return self._add("listeners", listeners)
 
+    def handoffs(self, *agents: Any) -> ReactAgentBuilder[Agent]:
+        """Agents (or names of agents given elsewhere in the swarm) this agent may hand the
+        conversation to, each through a ``transfer_to_<name>`` tool. The agent that took over
+        answers the next turns on the thread, until it hands the conversation on or back."""
+        return self._add("handoffs", agents)
+
     def build(self) -> Agent:
         return self._make(**self._options)

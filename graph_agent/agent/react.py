@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from ..errors import AgentMaxIterationsError, GraphRecursionError
-from ..graph import KeyStrategyLike, RunnableConfig
+from ..graph import CompiledGraph, KeyStrategyLike, RunnableConfig
 from ..models import ChatModel
 from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
 from ._build import AgentSettings, assemble
+from ._parts import JUMP_TO
 from .base import WITHDRAWN, BaseAgent, ConfigLike
 from .builder import ReactAgentBuilder
 
@@ -34,6 +35,8 @@ class ReactAgent(BaseAgent):
     text as the model streams it; the ``a``-prefixed methods are the async twins. Sync and
     async runs use the same graph.
     """
+
+    _fresh: Mapping[str, Any] = {JUMP_TO: None}
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class ReactAgent(BaseAgent):
         unknown_tool_strategy: Any = "respond",
         exception_processor: Any = None,
         listeners: Iterable[Any] = (),
+        handoffs: Iterable[BaseAgent | str] = (),
     ) -> None:
         settings = AgentSettings(
             name=name,
@@ -84,6 +88,7 @@ class ReactAgent(BaseAgent):
             unknown_tool_strategy=unknown_tool_strategy,
             exception_processor=exception_processor,
             listeners=list(listeners),
+            handoffs=list(handoffs),
         )
         parts, hooks_in_order, strategies = assemble(settings)
         self.name: str = parts.name
@@ -97,9 +102,31 @@ class ReactAgent(BaseAgent):
         self._parts = parts
         per_round, fixed = _graph.iteration_steps(self.hooks)
         limit = fixed + per_round * max_iterations
+        self.handoffs: tuple[BaseAgent | str, ...] = tuple(settings.handoffs)
+        self._listeners = tuple(settings.listeners)
+        # With handoffs, the agent's own loop is a node of its swarm (made when first run:
+        # an agent named in handoffs may be built after this one), which has the listeners.
         self._graph = _graph.build_graph(
-            parts, self.hooks, strategies, self.saver, limit, tuple(settings.listeners)
+            parts,
+            self.hooks,
+            strategies,
+            self.saver,
+            limit,
+            () if self.handoffs else self._listeners,
         )
+        self._swarm: CompiledGraph | None = None
+
+    @property
+    def graph(self) -> CompiledGraph:
+        """The compiled graph the agent runs (drawable: ``agent.graph.draw_mermaid()``); with
+        handoffs, its swarm: one node per agent it can reach by handoffs."""
+        if not self.handoffs:
+            return self._graph
+        if self._swarm is None:
+            from ._handoff import build_swarm
+
+            self._swarm = build_swarm(self)
+        return self._swarm
 
     @staticmethod
     def builder() -> ReactAgentBuilder[ReactAgent]:

@@ -23,6 +23,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._runtime.ids import derive_id
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import TaskScope, current_task
@@ -133,7 +134,10 @@ class SubgraphNode:
         if task is None:
             raise GraphUsageError(f"subgraph node '{self.name}' ran outside a graph run")
         parent = task.run
-        part = f"{self.name}:{task.task_id}"
+        # A task's own subgraph is named by the task; one run from a part of the task (a
+        # tool call: ``task.key``) by that part too, so parallel calls get threads apart.
+        where = derive_id(task.task_id, task.key) if task.key else task.task_id
+        part = f"{self.name}:{where}"
         values = state.data() if self.input_keys is None else _pick(state, self.input_keys)
         scope = RunScope(
             run_id=parent.run_id,
@@ -194,11 +198,16 @@ class SubgraphNode:
             for output in drive(run.effects(), scope.saver, scope):
                 forward(output)
         except ParentCommand as command:
-            return command.command
+            return self._to_parent(run, handed, command.command)
         except Exception:
             self._keep(run, handed)
             raise
         return self._finish(run, handed)
+
+    def _to_parent(self, run: ChildRun, handed: Mapping[str, Any], command: Command) -> Any:
+        """What the node returns when the child sent ``command`` to this graph
+        (``Command(graph=Command.PARENT)``): the command, as the child gave it."""
+        return command
 
     async def acall(self, state: OverAllState, config: RunnableConfig) -> Any:
         run, scope, handed = self._start(state, config)
@@ -207,7 +216,7 @@ class SubgraphNode:
             async for output in adrive(run.effects(), scope.saver, scope):
                 forward(output)
         except ParentCommand as command:
-            return command.command
+            return self._to_parent(run, handed, command.command)
         except Exception:
             self._keep(run, handed)
             raise

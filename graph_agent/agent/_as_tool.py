@@ -1,0 +1,116 @@
+"""``agent.as_tool()``: an agent that another agent calls like a tool.
+
+Called from a tool node, the agent runs as a subgraph of the calling task: in the caller's
+thread under the namespace ``<tool name>:<id of the call>``, with the caller's saver and
+event bus. So its model deltas and tool calls are in the caller's ``stream_events`` with that
+namespace, an ``interrupt()`` inside it (a ``HumanInTheLoopHook``) pauses the caller, and
+resuming the caller continues it where it stopped; parallel calls run apart. Called outside a
+run, it runs on a fresh thread of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from .._runtime.task_scope import current_task
+from ..errors import ToolArgumentsError
+from ..graph import OverAllState, RunnableConfig
+from ..messages import UserMessage
+from ..tools import ToolContext, ToolDefinition, ToolMetadata
+from ._parts import MESSAGES
+from ._subagent import NAME, Shape, SubAgentNode, final_answer, with_task
+
+if TYPE_CHECKING:
+    from .base import BaseAgent
+
+__all__ = ["AgentTool"]
+
+_SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {"input": {"type": "string", "description": "The request for the agent."}},
+        "required": ["input"],
+        "additionalProperties": False,
+    }
+)
+
+
+class AgentTool:
+    """A ``ToolCallback`` that runs ``agent`` on the model's ``input`` and returns its answer
+    (its text; the JSON of its validated object when it has an ``output_type``). With
+    ``history=True`` the agent also sees the caller's conversation (without tool traffic)
+    before the request."""
+
+    def __init__(
+        self,
+        agent: BaseAgent,
+        name: str | None = None,
+        description: str | None = None,
+        history: bool = False,
+    ) -> None:
+        tool_name = name or agent.name
+        if not NAME.match(tool_name):
+            raise ValueError(
+                f"as_tool: tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-'; "
+                "pass name=..."
+            )
+        text = description or agent.description or f"Ask the agent '{agent.name}'."
+        self.agent = agent
+        self.history = history
+        self.tool_definition = ToolDefinition(tool_name, text, _SCHEMA)
+        self.tool_metadata = ToolMetadata()
+        self._node = SubAgentNode(agent, Shape.ANSWER, node=tool_name)
+
+    def __repr__(self) -> str:
+        return f"AgentTool({self.tool_definition.name!r} -> {self.agent.name!r})"
+
+    def _request(self, tool_input: str) -> str:
+        try:
+            data = json.loads(tool_input) if tool_input.strip() else {}
+        except ValueError as error:
+            raise ToolArgumentsError(
+                f"arguments are not JSON: {error}", tool_name=self.tool_definition.name
+            ) from None
+        request = data.get("input") if isinstance(data, dict) else None
+        if not isinstance(request, str) or not request.strip():
+            raise ToolArgumentsError(
+                'give the request as {"input": "..."} (a non-empty string)',
+                tool_name=self.tool_definition.name,
+            )
+        return request
+
+    def _entry(self, request: str, context: ToolContext | None) -> tuple[OverAllState, Any]:
+        messages: list[Any] = [UserMessage(request)]
+        if self.history and context is not None and context.state is not None:
+            messages = with_task(context.state.get(MESSAGES), request)
+        config = context.config if context is not None else None
+        return OverAllState({MESSAGES: messages}), config
+
+    def _answer(self, update: Any) -> str:
+        if self.agent.output_key and self.agent.output_key in update:
+            value = update[self.agent.output_key]
+            if not isinstance(value, str):
+                return _as_json(value)
+        answer = final_answer(update.get(MESSAGES))
+        return answer.text if answer is not None else ""
+
+    def call(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
+        request = self._request(tool_input)
+        state, config = self._entry(request, tool_context)
+        if current_task.get() is None or not isinstance(config, RunnableConfig):
+            return self._answer(self.agent.invoke(state.data()))
+        return self._answer(self._node(state, config))
+
+    async def acall(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
+        request = self._request(tool_input)
+        state, config = self._entry(request, tool_context)
+        if current_task.get() is None or not isinstance(config, RunnableConfig):
+            return self._answer(await self.agent.ainvoke(state.data()))
+        return self._answer(await self._node.acall(state, config))
+
+
+def _as_json(value: Any) -> str:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(type(value)).dump_json(value).decode()

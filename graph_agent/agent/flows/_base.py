@@ -1,0 +1,257 @@
+"""What every flow shares: its options, their checks, and the graph it compiles to (one
+thread, sub-agents as subgraphs under namespaces, one checkpoint chain)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+from checkpoint import BaseCheckpointSaver, MemorySaver
+
+from ...errors import AgentBuildError
+from ...graph import CompiledGraph, KeyStrategy, KeyStrategyLike, OverAllState, StateGraph
+from ...messages import AssistantMessage
+from .._parts import MESSAGES
+from .._subagent import NAME, RESULTS, Shape, SubAgentNode
+from .._unanswered import answer_unfinished_calls
+from ..base import BaseAgent
+
+__all__ = ["FlowAgent", "FlowAgentBuilder"]
+
+
+def _merge_results(old: Any, new: Any) -> Any:
+    """The ``results`` key: answers by agent name, merged; ``{}`` empties it."""
+    if not new:
+        return {}
+    return {**(old or {}), **new}
+
+
+class FlowAgent(BaseAgent):
+    """A flow of sub-agents (``SequentialAgent``, ``ParallelAgent``, ``LoopAgent``,
+    ``LlmRoutingAgent``, ``SupervisorAgent``): it runs like any agent (``call``, ``invoke``,
+    ``stream_events``, async twins, on a thread, resumable) and is itself a sub-agent of
+    other flows. Its sub-agents run as subgraphs of its graph: their checkpoints live in the
+    flow's thread under their namespace, their events reach the flow's stream with it, and an
+    interrupt in any of them pauses the whole flow, which resumes it in place.
+
+    The flow's conversation (``messages``) holds the user's input and each sub-agent's final
+    answer; a sub-agent's own model calls and tools stay in its checkpoints. A sub-agent's
+    ``output_key`` hands its answer (text, or the validated object of an ``output_type``) on
+    to later sub-agents, whose ``instruction`` may name it (``{plan}``).
+    """
+
+    kind = "flow"
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        sub_agents: Iterable[BaseAgent] = (),
+        description: str | None = None,
+        saver: BaseCheckpointSaver | None = None,
+        listeners: Iterable[Any] = (),
+        output_key: str | None = None,
+        **options: Any,
+    ) -> None:
+        problems: list[str] = []
+        self.name = name or ""
+        self.description = description
+        self.output_key = output_key
+        self.sub_agents: tuple[BaseAgent, ...] = tuple(sub_agents)
+        self.saver = saver if saver is not None else MemorySaver()
+        self._listeners = tuple(listeners)
+        self._check_common(problems)
+        self._configure(options, problems)
+        if options:
+            problems.append(f"unknown option(s) {sorted(options)} for a {type(self).__name__}")
+        if problems:
+            raise AgentBuildError(name, problems)
+        self._graph = self._compile()
+
+    def __repr__(self) -> str:
+        names = [a.name for a in self.sub_agents]
+        return f"{type(self).__name__}(name={self.name!r}, sub_agents={names})"
+
+    # -- what each flow says -----------------------------------------------------------------
+
+    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
+        """Take this flow's own options out of ``options`` and check them."""
+
+    def _compile(self) -> CompiledGraph:
+        """The flow's graph, with its saver and listeners."""
+        graph = StateGraph(self._strategies(), private_keys=self._private_keys())
+        limit = self._build(graph)
+        return graph.compile(
+            saver=self.saver,
+            recursion_limit=limit,
+            listeners=self._listeners,
+            name=self.name,
+            before_input=answer_unfinished_calls,
+        )
+
+    def _build(self, graph: StateGraph) -> int:
+        """Add the flow's nodes and edges; the run's step limit."""
+        raise NotImplementedError
+
+    def _private_keys(self) -> tuple[str, ...]:
+        return (RESULTS,)
+
+    # -- shared ------------------------------------------------------------------------------
+
+    def _check_common(self, problems: list[str]) -> None:
+        if not self.name or not isinstance(self.name, str):
+            problems.append("no name: give the flow one, e.g. .name('research_team')")
+        elif not NAME.match(self.name):
+            problems.append(
+                f"name {self.name!r} must be 1-64 letters, digits, '_' or '-' (it names the "
+                "flow's tools and namespaces)"
+            )
+        if not self.sub_agents:
+            problems.append("no sub-agents: add them with .sub_agents(agent, ...)")
+        seen: set[str] = set()
+        keys: dict[str, str] = {}
+        for agent in self.sub_agents:
+            if not isinstance(agent, BaseAgent):
+                problems.append(
+                    f"sub-agent {agent!r} is not an agent (a ReactAgent or another flow)"
+                )
+                continue
+            if agent.name in seen:
+                problems.append(f"two sub-agents are named '{agent.name}'; names must be unique")
+            seen.add(agent.name)
+            if not NAME.match(agent.name):
+                problems.append(
+                    f"sub-agent name {agent.name!r} must be 1-64 letters, digits, '_' or '-'"
+                )
+            if agent.output_key:
+                if agent.output_key in keys:
+                    problems.append(
+                        f"sub-agents '{keys[agent.output_key]}' and '{agent.name}' both write "
+                        f"output_key '{agent.output_key}'; give each its own"
+                    )
+                keys[agent.output_key] = agent.name
+        if self.output_key in (MESSAGES, RESULTS):
+            problems.append(f"output_key '{self.output_key}' is a key the flow already uses")
+
+    def _strategies(self) -> dict[str, KeyStrategyLike]:
+        """``messages`` appends; a key a sub-agent declares a strategy for merges that way in
+        the flow too (a clash names both)."""
+        strategies: dict[str, KeyStrategyLike] = {
+            MESSAGES: KeyStrategy.APPEND,
+            RESULTS: _merge_results,
+        }
+        for agent in self.sub_agents:
+            spec = agent.graph._spec
+            for key, strategy in spec.strategies.items():
+                if key in spec.private or key in strategies:
+                    continue
+                strategies[key] = strategy
+        return strategies
+
+    def _node(self, agent: BaseAgent, shape: Shape = Shape.ANSWER) -> SubAgentNode:
+        return SubAgentNode(agent, shape, hidden=self._private_keys())
+
+    def _merge_node(
+        self, agents: Sequence[BaseAgent], merge: Callable[[dict[str, Any]], Any] | None = None
+    ) -> Callable[[OverAllState], dict[str, Any]]:
+        """The node after a step that ran ``agents`` at once: their answers, in the order
+        given, as one message (one agent's answer as it is: no second model call repeats
+        it), and ``merge``'s value under the flow's ``output_key``."""
+        names = [a.name for a in agents]
+        output_key = self.output_key
+
+        def merge_answers(state: OverAllState) -> dict[str, Any]:
+            results = state.get(RESULTS) or {}
+            answers = {n: results[n] for n in names if n in results}
+            update: dict[str, Any] = {RESULTS: {}}
+            given = [m for m in answers.values() if m is not None]
+            if len(given) == 1:
+                update[MESSAGES] = [given[0]]
+            elif given:
+                text = "\n\n".join(f"{n}:\n{m.text}" for n, m in answers.items() if m is not None)
+                update[MESSAGES] = [AssistantMessage(text)]
+            if output_key:
+                values = {n: _value_of(state, a, answers.get(n)) for n, a in zip(names, agents)}
+                values = {n: v for n, v in values.items() if n in answers}
+                update[output_key] = merge(values) if merge is not None else values
+            return update
+
+        return merge_answers
+
+
+def _value_of(state: OverAllState, agent: BaseAgent, answer: AssistantMessage | None) -> Any:
+    """A sub-agent's result: what it wrote to its ``output_key``, else its answer's text."""
+    if agent.output_key and agent.output_key in state:
+        return state[agent.output_key]
+    return answer.text if answer is not None else None
+
+
+Flow = TypeVar("Flow", bound=FlowAgent)
+
+
+class FlowAgentBuilder(Generic[Flow]):
+    """Collects a flow's options; ``build()`` makes it (``AgentBuildError`` lists every
+    problem). Every method returns the builder; ``sub_agents`` accumulates."""
+
+    def __init__(self, make: Callable[..., Flow]) -> None:
+        self._make = make
+        self._options: dict[str, Any] = {}
+
+    def _set(self, key: str, value: Any) -> FlowAgentBuilder[Flow]:
+        self._options[key] = value
+        return self
+
+    def name(self, name: str) -> FlowAgentBuilder[Flow]:
+        return self._set("name", name)
+
+    def description(self, text: str) -> FlowAgentBuilder[Flow]:
+        """What the flow does (a router or supervisor above it reads it)."""
+        return self._set("description", text)
+
+    def sub_agents(self, *agents: BaseAgent) -> FlowAgentBuilder[Flow]:
+        self._options.setdefault("sub_agents", []).extend(agents)
+        return self
+
+    def saver(self, saver: BaseCheckpointSaver) -> FlowAgentBuilder[Flow]:
+        return self._set("saver", saver)
+
+    def listeners(self, *listeners: Any) -> FlowAgentBuilder[Flow]:
+        self._options.setdefault("listeners", []).extend(listeners)
+        return self
+
+    def output_key(self, key: str) -> FlowAgentBuilder[Flow]:
+        """A state key that receives the flow's result (for a flow above it)."""
+        return self._set("output_key", key)
+
+    # flow-specific options (a flow that does not take one says so at build())
+
+    def merge_strategy(self, strategy: Any) -> FlowAgentBuilder[Flow]:
+        """ParallelAgent: "dict" (default), "list", "concat" or a function of the results."""
+        return self._set("merge_strategy", strategy)
+
+    def max_concurrency(self, count: int) -> FlowAgentBuilder[Flow]:
+        """ParallelAgent: at most this many sub-agents run at once."""
+        return self._set("max_concurrency", count)
+
+    def max_iterations(self, count: int) -> FlowAgentBuilder[Flow]:
+        """LoopAgent: rounds of its sub-agents (at most, with ``until``)."""
+        return self._set("max_iterations", count)
+
+    def until(self, predicate: Callable[[OverAllState], bool]) -> FlowAgentBuilder[Flow]:
+        """LoopAgent: stop after the round at which ``predicate(state)`` is true."""
+        return self._set("until", predicate)
+
+    def model(self, model: Any) -> FlowAgentBuilder[Flow]:
+        """LlmRoutingAgent and SupervisorAgent: the model that chooses."""
+        return self._set("model", model)
+
+    def instruction(self, text: str) -> FlowAgentBuilder[Flow]:
+        """LlmRoutingAgent and SupervisorAgent: instructions for the choosing model."""
+        return self._set("instruction", text)
+
+    def fallback_agent(self, agent: BaseAgent) -> FlowAgentBuilder[Flow]:
+        """LlmRoutingAgent: the agent that answers when the model names no valid one."""
+        return self._set("fallback_agent", agent)
+
+    def build(self) -> Flow:
+        return self._make(**self._options)

@@ -1,0 +1,184 @@
+"""``LlmRoutingAgent``: a model picks the sub-agent(s) for the request, each with its query."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Mapping
+from typing import Any
+
+from checkpoint.effects import Effect
+
+from ...errors import AgentRoutingError
+from ...graph import END, START, OverAllState, RunnableConfig, Send, StateGraph
+from ...messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ...models import ChatModel, ToolCallingChatOptions
+from .._nodes import ModelChain, _CallModel, both
+from .._parts import MESSAGES
+from .._subagent import RESULTS, Shape, conversation, with_task
+from ..base import BaseAgent
+from ._base import FlowAgent, FlowAgentBuilder
+
+__all__ = ["LlmRoutingAgent"]
+
+ROUTE = "route"  # private: the sub-agents chosen for this turn, with their queries
+RETRIES = 2  # times an answer naming no valid agent goes back to the model
+
+PROMPT = """You route the user's request to the agent(s) best able to answer it.
+
+Agents:
+{agents}
+
+Answer with JSON only, no other text: {{"agents": [{{"agent": "<name>", "query": "<what to \
+ask that agent>"}}]}}. Choose one agent unless the request needs several; give each the \
+part of the request it should answer."""
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+def _read_choice(text: str, names: list[str]) -> tuple[list[tuple[str, str]], str | None]:
+    """The (agent, query) pairs the model chose, and what was wrong with its answer (None
+    when it is fine)."""
+    try:
+        data = json.loads(_FENCE.sub("", text.strip()))
+    except ValueError as error:
+        return [], f"your answer is not JSON ({error})"
+    items = data.get("agents") if isinstance(data, Mapping) else data
+    if isinstance(items, Mapping):
+        items = [items]
+    if not isinstance(items, list) or not items:
+        return [], 'it has no "agents" list with at least one agent'
+    chosen: list[tuple[str, str]] = []
+    unknown: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            name, query = item, ""
+        elif isinstance(item, Mapping):
+            name, query = str(item.get("agent", "")), str(item.get("query") or "")
+        else:
+            return [], f"an entry is {json.dumps(item)}, not an object with agent and query"
+        if name not in names:
+            unknown.append(name)
+        elif name not in (n for n, _ in chosen):
+            chosen.append((name, query))
+    if unknown:
+        return [], f"it names {', '.join(map(repr, unknown))}, which is no agent here"
+    return chosen, None
+
+
+class LlmRoutingAgent(FlowAgent):
+    """A model reads the conversation and the sub-agents' names and descriptions, and picks
+    one or more of them, each with its own query. The chosen ones run (several at once),
+    each seeing the conversation (without tool traffic) and its query as the latest request.
+    One agent's answer is the flow's answer as it is (no second model call repeats it);
+    several answers join in one message, in the model's order, and the flow's
+    ``output_key`` gets their results by name.
+
+    An answer that names no valid agent goes back to the model with the valid names, up to
+    2 times; then ``fallback_agent`` answers the request, or ``AgentRoutingError`` says why.
+    """
+
+    kind = "routing"
+
+    @staticmethod
+    def builder() -> FlowAgentBuilder[LlmRoutingAgent]:
+        """``.name().model(m).sub_agents(...).fallback_agent(a).instruction(...)``."""
+        return FlowAgentBuilder(LlmRoutingAgent)
+
+    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
+        model = options.pop("model", None)
+        if model is None:
+            problems.append("no model: the router needs one to choose, e.g. .model(model)")
+        elif not isinstance(model, ChatModel):
+            problems.append(f"model {model!r} is not a ChatModel (call, stream, acall, astream)")
+        self.model = model
+        self.instruction: str | None = options.pop("instruction", None)
+        fallback = options.pop("fallback_agent", None)
+        if fallback is not None and not isinstance(fallback, BaseAgent):
+            problems.append(f"fallback_agent {fallback!r} is not an agent")
+            fallback = None
+        self.fallback_agent: BaseAgent | None = fallback
+        for agent in self.sub_agents:
+            if isinstance(agent, BaseAgent) and not agent.description:
+                problems.append(
+                    f"sub-agent '{agent.name}' has no description: the router's model chooses "
+                    "by it; add .description('what it answers')"
+                )
+
+    def _private_keys(self) -> tuple[str, ...]:
+        return (*super()._private_keys(), ROUTE)
+
+    def _routable(self) -> list[BaseAgent]:
+        agents = list(self.sub_agents)
+        if self.fallback_agent is not None and all(
+            a.name != self.fallback_agent.name for a in agents
+        ):
+            agents.append(self.fallback_agent)
+        return agents
+
+    def _build(self, graph: StateGraph) -> int:
+        agents = self._routable()
+        names = [a.name for a in self.sub_agents]
+        graph.add_node("router", *both(self._route_logic(names)))
+        for agent in agents:
+            graph.add_node(agent.name, self._node(agent, Shape.RESULT))
+            graph.add_edge(agent.name, "merge")
+        graph.add_node("merge", self._merge_node(agents))
+        graph.add_edge(START, "router")
+        graph.add_conditional_edges("router", _sends, [a.name for a in agents])
+        graph.add_edge("merge", END)
+        return 4
+
+    def _route_logic(self, names: list[str]) -> Any:
+        assert self.model is not None
+        chain = ModelChain(self.model, ())
+        listing = "\n".join(f"- {a.name}: {a.description}" for a in self.sub_agents)
+        system = PROMPT.format(agents=listing)
+        if self.instruction:
+            system = f"{system}\n\n{self.instruction}"
+        options = ToolCallingChatOptions()
+        flow, fallback = self.name, self.fallback_agent
+
+        def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
+            from hooks import ModelRequest
+
+            history = conversation(state.get(MESSAGES))
+            asked: list[Message] = [SystemMessage(system), *history]
+            problem: str | None = ""
+            text = ""
+            for _ in range(RETRIES + 1):
+                response = yield _CallModel(chain, ModelRequest(asked, options, state, config))
+                text = response.result.output.text
+                chosen, problem = _read_choice(text, names)
+                if problem is None:
+                    return {ROUTE: [{"agent": n, "query": q} for n, q in chosen]}
+                asked = [
+                    *asked,
+                    AssistantMessage(text),
+                    UserMessage(
+                        f"That answer cannot be used: {problem}. The agents are: "
+                        f"{', '.join(names)}. Answer again with JSON only."
+                    ),
+                ]
+            if fallback is not None:
+                return {ROUTE: [{"agent": fallback.name, "query": ""}]}
+            raise AgentRoutingError(
+                f"router '{flow}': the model named no valid agent in {RETRIES + 1} answers "
+                f"(last problem: {problem}); valid agents: {', '.join(names)}. Add "
+                ".fallback_agent(agent) to answer such requests anyway, or make the agents' "
+                "descriptions clearer",
+                agent=flow,
+                answer=text,
+            )
+
+        return logic
+
+
+def _sends(state: OverAllState) -> list[Send]:
+    """One ``Send`` per chosen agent: the state with its query as the latest request."""
+    values = {k: v for k, v in state.data().items() if k not in (ROUTE, RESULTS)}
+    messages = state.get(MESSAGES)
+    return [
+        Send(choice["agent"], {**values, MESSAGES: with_task(messages, choice["query"])})
+        for choice in state.get(ROUTE) or ()
+    ]

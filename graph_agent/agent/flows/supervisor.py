@@ -1,0 +1,83 @@
+"""``SupervisorAgent``: a model that delegates to its sub-agents, in turn, until it answers."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from ...errors import GraphRecursionError
+from ...graph import CompiledGraph
+from ...models import ChatModel
+from ..base import ConfigLike
+from ..react import ReactAgent
+from ._base import FlowAgent, FlowAgentBuilder
+
+__all__ = ["SupervisorAgent"]
+
+PROMPT = """You supervise a team of agents and answer the user with their help.
+
+Agents (each is a tool: call it with {{"input": "<the task>"}} and it answers you):
+{agents}
+
+Delegate each part of the work to the agent suited to it; call several at once when their \
+tasks do not depend on each other. When you have what the user asked for, answer the user \
+yourself."""
+
+
+class SupervisorAgent(FlowAgent):
+    """A model (the supervisor) that delegates: each sub-agent is one of its tools (named
+    after the agent, described by its description), called with a task; the sub-agent runs
+    (seeing the conversation without tool traffic, then its task) and its answer comes back
+    as the tool's result. The supervisor delegates in turn, several sub-agents at once when
+    it calls several tools in one answer (they run in parallel), until it answers the user.
+    Every delegation is answered in its history, so each request is valid for any provider.
+
+    It is a ``ReactAgent`` underneath (``agent.supervisor``): its graph, hooks and events
+    are an agent's, and each sub-agent runs under the namespace of its call.
+    ``max_iterations`` caps the supervisor's model calls in one run (default 10).
+    """
+
+    kind = "supervisor"
+
+    @staticmethod
+    def builder() -> FlowAgentBuilder[SupervisorAgent]:
+        """``.name().model(m).sub_agents(...).instruction(...)`` (+ saver, listeners, ...)."""
+        return FlowAgentBuilder(SupervisorAgent)
+
+    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
+        model = options.pop("model", None)
+        if model is None:
+            problems.append("no model: the supervisor needs one, e.g. .model(model)")
+        elif not isinstance(model, ChatModel):
+            problems.append(f"model {model!r} is not a ChatModel (call, stream, acall, astream)")
+        self.model = model
+        self.instruction: str | None = options.pop("instruction", None)
+        count = options.pop("max_iterations", 10)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            problems.append(f"max_iterations must be a positive int, got {count!r}")
+            count = 10
+        self.max_iterations: int = count
+        for agent in self.sub_agents:
+            if getattr(agent, "description", None) is None:
+                problems.append(
+                    f"sub-agent '{agent.name}' has no description: the supervisor's model "
+                    "delegates by it; add .description('what it does')"
+                )
+
+    def _compile(self) -> CompiledGraph:
+        listing = "\n".join(f"- {a.name}: {a.description}" for a in self.sub_agents)
+        self.supervisor = ReactAgent(
+            name=self.name,
+            model=self.model,
+            system_prompt=PROMPT.format(agents=listing),
+            instruction=self.instruction,
+            tools=[agent.as_tool(history=True) for agent in self.sub_agents],
+            saver=self.saver,
+            listeners=self._listeners,
+            max_iterations=self.max_iterations,
+            output_key=self.output_key,
+        )
+        self._fresh = self.supervisor._fresh
+        return self.supervisor.graph
+
+    def _raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn:
+        self.supervisor._raise_limit_error(error, config)
