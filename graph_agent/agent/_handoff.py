@@ -29,7 +29,14 @@ from ._unanswered import answer_unfinished_calls
 if TYPE_CHECKING:
     from .base import BaseAgent
 
-__all__ = ["ACTIVE_AGENT", "HandoffTool", "build_swarm", "handoff_command", "tool_name_for"]
+__all__ = [
+    "ACTIVE_AGENT",
+    "HandoffTool",
+    "build_swarm",
+    "handoff_command",
+    "members",
+    "tool_name_for",
+]
 
 ACTIVE_AGENT = "active_agent"
 PREFIX = "transfer_to_"
@@ -120,7 +127,7 @@ def to_parent(update: dict[str, Any], target: str) -> Command:
     return Command(update={**update, ACTIVE_AGENT: target}, goto=target, graph=Command.PARENT)
 
 
-def _members(entry: BaseAgent) -> dict[str, BaseAgent]:
+def members(entry: BaseAgent) -> dict[str, BaseAgent]:
     """The agents reachable from ``entry`` by handoffs, by name; a target given by name is
     one of those given as agents somewhere in the swarm."""
     members: dict[str, BaseAgent] = {entry.name: entry}
@@ -153,16 +160,16 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     """``entry``'s graph when it has handoffs: one node per agent of its swarm (each its own
     loop, as a subgraph handing back every message it added), a start that goes to the
     thread's active agent (``entry`` on a new thread), and each agent's answer ends the turn."""
-    members = _members(entry)
+    members_ = members(entry)
     strategies: dict[str, Any] = {MESSAGES: KeyStrategy.APPEND}
-    for agent in members.values():
+    for agent in members_.values():
         spec = agent._graph._spec
         for key, strategy in spec.strategies.items():
             if key not in spec.private and key not in strategies:
                 strategies[key] = strategy
     graph = StateGraph(strategies)
-    names = list(members)
-    for name, agent in members.items():
+    names = list(members_)
+    for name, agent in members_.items():
         node = SubAgentNode(agent, Shape.HISTORY, graph=agent._graph)
         others = [n for n in names if n != name]
         graph.add_node(name, node, destinations=others)
@@ -170,7 +177,7 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
 
     def active(state: OverAllState) -> str:
         current = state.get(ACTIVE_AGENT)
-        return current if current in members else entry.name
+        return current if current in members_ else entry.name
 
     graph.add_conditional_edges(START, active, names)
     return graph.compile(

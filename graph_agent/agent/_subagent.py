@@ -25,9 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GraphRecursionError
-from ..graph import Command, CompiledGraph, OverAllState, RunnableConfig, Updates
-from ..graph._merge import combined
-from ..graph._subgraph import ChildRun, SubgraphNode, written
+from ..graph import Command, CompiledGraph, OverAllState, RunnableConfig, SubgraphNode
 from ..messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
 from ._parts import MESSAGES
 
@@ -127,16 +125,15 @@ class SubAgentNode(SubgraphNode):
             kept[MESSAGES] = [answer]
         return kept
 
-    def _finish(self, run: ChildRun, handed: Mapping[str, Any]) -> dict[str, Any]:
+    def _finish(self, run: Any, handed: Mapping[str, Any]) -> dict[str, Any]:
         return self.handed_back(super()._finish(run, handed))
 
-    def _to_parent(self, run: ChildRun, handed: Mapping[str, Any], command: Command) -> Any:
+    def _to_parent(self, run: Any, handed: Mapping[str, Any], command: Command) -> Any:
         """A handoff from inside: what the sub-agent wrote up to it (the message that asked
         for the handoff) comes first, then the command's own update (the handoff's answer),
         so the conversation the next agent sees holds both."""
-        before = written(handed, run.values, self.spec.rules)
-        merged = dict(combined(Updates(before, dict(command.update or {})), self.spec.rules))
-        return Command(update=self.handed_back(merged), goto=command.goto)
+        moved = self.with_writes(run, handed, command)
+        return Command(update=self.handed_back(moved.update or {}), goto=moved.goto)
 
     def __call__(self, state: OverAllState, config: RunnableConfig) -> Any:
         try:

@@ -5,7 +5,7 @@ twins) and reading or editing the thread, over the one graph the agent compiles 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from checkpoint import BaseCheckpointSaver, new_run_id
@@ -62,6 +62,9 @@ class BaseAgent:
     # State keys every new input sets (a ReactAgent clears its pending jump), so a turn never
     # starts with the bookkeeping of the last one.
     _fresh: Mapping[str, Any] = {}
+    # Whether the answer is composed of sub-agents' answers (stream_messages then adds the
+    # final answer only when none of them streamed).
+    _composed = False
 
     @property
     def graph(self) -> CompiledGraph:
@@ -179,22 +182,33 @@ class BaseAgent:
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
-    def stream_events(self, input: AgentInput, config: ConfigLike = None) -> Iterator[RunEvent]:
+    def stream_events(
+        self, input: AgentInput, config: ConfigLike = None, *, agent: str | None = None
+    ) -> Iterator[RunEvent]:
         """Every event of the run in order (``graph_agent.events``): nodes, the model's
         deltas as it streams, each tool call's start and end, checkpoints, interrupts;
-        agents and graphs called from its tools with their ``namespace``. Closing the
-        stream early stops the run at its next step boundary; the thread stays resumable."""
+        sub-agents, and agents and graphs called from its tools, with their ``namespace``.
+        ``agent="writer"`` narrows the stream to the events of that sub-agent (at any depth)
+        and what runs inside it. Closing the stream early stops the run at its next step
+        boundary; the thread stays resumable."""
+        keep = self._narrowed(agent) if agent is not None else None
         config = self._on_thread(input, config)
         try:
-            yield from self.graph.stream_events(self._input(input), config)
+            for event in self.graph.stream_events(self._input(input), config):
+                if keep is None or keep(event):
+                    yield event
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
-    def stream_messages(self, input: AgentInput, config: ConfigLike = None) -> Iterator[str]:
+    def stream_messages(
+        self, input: AgentInput, config: ConfigLike = None, *, agent: str | None = None
+    ) -> Iterator[str]:
         """The answer's text as the model streams it, across every model call of the run
-        (a view of ``stream_events``: this agent's own ``model_delta`` texts, then the final
-        answer when the model did not write it, e.g. a return-direct tool's result)."""
-        text = _TextView()
+        (a view of ``stream_events``). For a ``ReactAgent``: its own ``model_delta`` texts,
+        then the final answer when the model did not write it (a return-direct tool's
+        result). For a flow: the texts of the sub-agents whose answers join its
+        conversation. ``agent="writer"`` narrows it to that sub-agent's answer."""
+        text = self._text_view(agent)
         for event in self.stream_events(input, config):
             piece = text.see(event)
             if piece:
@@ -233,24 +247,26 @@ class BaseAgent:
             self._raise_limit_error(error, config)
 
     async def astream_events(
-        self, input: AgentInput, config: ConfigLike = None
+        self, input: AgentInput, config: ConfigLike = None, *, agent: str | None = None
     ) -> AsyncGenerator[RunEvent, None]:
         """Async ``stream_events`` (the model's ``astream``)."""
+        keep = self._narrowed(agent) if agent is not None else None
         config = self._on_thread(input, config)
         events = self.graph.astream_events(self._input(input), config)
         try:
             async for event in events:
-                yield event
+                if keep is None or keep(event):
+                    yield event
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
         finally:  # closed early, the graph's stream stops its run now, not when collected
             await events.aclose()  # type: ignore[attr-defined]
 
     async def astream_messages(
-        self, input: AgentInput, config: ConfigLike = None
+        self, input: AgentInput, config: ConfigLike = None, *, agent: str | None = None
     ) -> AsyncIterator[str]:
         """Async ``stream_messages``."""
-        text = _TextView()
+        text = self._text_view(agent)
         events = self.astream_events(input, config)
         try:
             async for event in events:
@@ -259,6 +275,54 @@ class BaseAgent:
                     yield piece
         finally:
             await events.aclose()
+
+    # -- who speaks: the sub-agents, and whose text is the answer --------------------------
+
+    def _agents(self) -> Mapping[str, BaseAgent]:
+        """The agents this one runs, by the name their namespace part carries."""
+        return {}
+
+    def _speaks(self, path: tuple[str, ...]) -> bool:
+        """Whether a model call at ``path`` (namespace parts' names, relative to this
+        agent's graph) writes text of the agent's answer."""
+        return not path
+
+    def _loop_speaks(self, path: tuple[str, ...]) -> bool:
+        """``_speaks`` for the agent's own loop (a swarm runs its members' loops)."""
+        return self._speaks(path)
+
+    def _find(self, name: str) -> BaseAgent:
+        seen: dict[str, BaseAgent] = {}
+        todo = [self]
+        while todo:
+            agent = todo.pop(0)
+            for key, sub in agent._agents().items():
+                if key == name:
+                    return sub
+                if key not in seen:
+                    seen[key] = sub
+                    todo.append(sub)
+        raise GraphUsageError(
+            f"agent '{self.name}' runs no agent named '{name}' (it runs: "
+            f"{', '.join(sorted(seen)) or 'none'})"
+        )
+
+    def _narrowed(self, name: str) -> Callable[[RunEvent], bool]:
+        self._find(name)
+        return lambda event: name in _path(event.namespace)
+
+    def _text_view(self, name: str | None) -> _TextView:
+        if name is None:
+            return _TextView(self._speaks, whole_answer=True, if_silent=self._composed)
+        found = self._find(name)
+
+        def speaks(path: tuple[str, ...]) -> bool:
+            if name not in path:
+                return False
+            rest = path[path.index(name) + 1 :]
+            return found._speaks(rest) or found._loop_speaks(rest)
+
+        return _TextView(speaks, whole_answer=False)
 
     # -- threads -----------------------------------------------------------------------------
 
@@ -286,32 +350,63 @@ class BaseAgent:
         return await self.graph.aupdate_state(config, values, as_node)
 
 
+def _path(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """The names in a namespace (each part is ``"<node or tool>:<id>"``)."""
+    return tuple(part.partition(":")[0] for part in namespace)
+
+
 class _TextView:
-    """Turns run events into the answer's text: the deltas of this agent's own model calls
-    (namespace ``()``; an agent called from a tool streams into its own events only), and
-    the final answer when no model call streamed it."""
+    """Turns run events into the answer's text: the deltas of the model calls whose
+    namespace ``speaks`` (an agent's own; an agent called from a tool streams into the
+    events only), and, with ``whole_answer``, the run's final answer when no model call
+    streamed it (a return-direct tool's result)."""
 
-    __slots__ = ("streamed",)
+    __slots__ = ("if_silent", "latest", "speaker", "speaks", "spoke", "streamed", "whole_answer")
 
-    def __init__(self) -> None:
-        self.streamed = ""  # the text of the latest model call
+    def __init__(
+        self,
+        speaks: Callable[[tuple[str, ...]], bool],
+        whole_answer: bool,
+        if_silent: bool = False,
+    ) -> None:
+        self.speaks = speaks
+        self.whole_answer = whole_answer
+        self.if_silent = if_silent  # the final answer only when no model call spoke
+        self.spoke = False
+        self.speaker: tuple[str, ...] = ()  # the namespace of the latest text
+        self.streamed: dict[tuple[str, ...], str] = {}  # the latest model call's, by namespace
+        self.latest = ""  # the text of the latest model call that spoke
 
     def see(self, event: RunEvent) -> str:
-        if event.namespace:
-            return ""
-        if isinstance(event, ModelStart):
-            self.streamed = ""
-        elif isinstance(event, ModelDelta):
-            self.streamed += event.text
-            return event.text
-        elif isinstance(event, ModelEnd) and event.error is not None and self.streamed:
-            self.streamed = ""
-            return WITHDRAWN  # what this failed call streamed is not part of the answer
-        elif isinstance(event, RunEnd) and not event.interrupts:
+        namespace = event.namespace
+        if isinstance(event, RunEnd):
+            if namespace or not self.whole_answer or event.interrupts:
+                return ""
+            if self.if_silent and self.spoke:
+                return ""
             messages = event.values.get(MESSAGES) or ()
             last = messages[-1] if messages else None
-            if isinstance(last, AssistantMessage) and last.answer and last.answer != self.streamed:
+            if isinstance(last, AssistantMessage) and last.answer and last.answer != self.latest:
                 return last.answer
+            return ""
+        if not isinstance(event, (ModelStart, ModelDelta, ModelEnd)):
+            return ""
+        if not self.speaks(_path(namespace) if namespace else ()):
+            return ""
+        if isinstance(event, ModelStart):
+            self.streamed[namespace] = self.latest = ""
+        elif isinstance(event, ModelDelta):
+            text = event.text
+            if not text:
+                return ""
+            self.latest = self.streamed[namespace] = self.streamed.get(namespace, "") + text
+            if self.spoke and namespace != self.speaker:
+                text = "\n\n" + text  # another agent's answer: a paragraph of its own
+            self.spoke, self.speaker = True, namespace
+            return text
+        elif event.error is not None and self.streamed.get(namespace):
+            self.streamed[namespace] = self.latest = ""
+            return WITHDRAWN  # what this failed call streamed is not part of the answer
         return ""
 
 

@@ -128,6 +128,30 @@ class ReactAgent(BaseAgent):
             self._swarm = build_swarm(self)
         return self._swarm
 
+    def _agents(self) -> Mapping[str, BaseAgent]:
+        from ._as_tool import AgentTool
+
+        agents: dict[str, BaseAgent] = {
+            t.tool_definition.name: t.agent for t in self.tools if isinstance(t, AgentTool)
+        }
+        if self.handoffs:
+            from ._handoff import members
+
+            agents.update(members(self))
+        return agents
+
+    def _speaks(self, path: tuple[str, ...]) -> bool:
+        """Its own model calls; with handoffs, those of the swarm's agents."""
+        if not self.handoffs:
+            return not path
+        from ._handoff import members
+
+        agent = members(self).get(path[0]) if path else None
+        return agent is not None and agent._loop_speaks(path[1:])
+
+    def _loop_speaks(self, path: tuple[str, ...]) -> bool:
+        return not path
+
     @staticmethod
     def builder() -> ReactAgentBuilder[ReactAgent]:
         """A builder with one method per option; ``build()`` makes the agent."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._runtime.run_loop import run_coroutine_sync
 from ._constants import END, START
+from ._subgraph import SubgraphNode
 from .compiled import CompiledGraph, RunOutcome
 from .config import RunnableConfig
 from .interrupt import interrupt
@@ -30,6 +31,7 @@ __all__ = [
     "Send",
     "StateGraph",
     "StateSnapshot",
+    "SubgraphNode",
     "Updates",
     "interrupt",
     "run_coroutine_sync",

@@ -100,7 +100,11 @@ class ChildRun(GraphRun):
 
 
 class SubgraphNode:
-    """The node function of a subgraph: sync ``__call__`` and async ``acall``."""
+    """The node function of a subgraph: sync ``__call__`` and async ``acall``
+    (``add_node(name, graph)`` makes one). Public for code that composes graphs (the
+    agents' flows subclass it to shape what a sub-agent hands back): ``_finish`` gives what
+    a finished child wrote, ``_to_parent`` what a ``Command(graph=Command.PARENT)`` from the
+    child becomes, ``with_writes`` that command with the child's writes before it."""
 
     def __init__(
         self,
@@ -208,6 +212,15 @@ class SubgraphNode:
         """What the node returns when the child sent ``command`` to this graph
         (``Command(graph=Command.PARENT)``): the command, as the child gave it."""
         return command
+
+    def with_writes(self, run: ChildRun, handed: Mapping[str, Any], command: Command) -> Command:
+        """``command`` with what the child wrote up to it first in its update (merged by the
+        child's key strategies): for a node that must not lose the child's work when the
+        child moves the parent on (a handoff)."""
+        rules = self.spec.rules
+        before = written(handed, run.values, rules)
+        update = dict(combined(Updates(before, dict(command.update or {})), rules))
+        return Command(update=update, goto=command.goto)
 
     async def acall(self, state: OverAllState, config: RunnableConfig) -> Any:
         run, scope, handed = self._start(state, config)

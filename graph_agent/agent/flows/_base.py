@@ -3,7 +3,7 @@ thread, sub-agents as subgraphs under namespaces, one checkpoint chain)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
@@ -41,6 +41,7 @@ class FlowAgent(BaseAgent):
     """
 
     kind = "flow"
+    _composed = True
 
     def __init__(
         self,
@@ -95,6 +96,16 @@ class FlowAgent(BaseAgent):
 
     def _private_keys(self) -> tuple[str, ...]:
         return (RESULTS,)
+
+    def _agents(self) -> Mapping[str, BaseAgent]:
+        return {a.name: a for a in self.sub_agents}
+
+    def _speaks(self, path: tuple[str, ...]) -> bool:
+        """Its sub-agents' answers make its conversation."""
+        if not path:
+            return False
+        agent = self._agents().get(path[0])
+        return agent is not None and agent._speaks(path[1:])
 
     # -- shared ------------------------------------------------------------------------------
 

@@ -105,6 +105,9 @@ class LlmRoutingAgent(FlowAgent):
                     "by it; add .description('what it answers')"
                 )
 
+    def _agents(self) -> Mapping[str, BaseAgent]:
+        return {a.name: a for a in self._routable()}
+
     def _private_keys(self) -> tuple[str, ...]:
         return (*super()._private_keys(), ROUTE)
 

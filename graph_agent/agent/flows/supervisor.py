@@ -37,6 +37,7 @@ class SupervisorAgent(FlowAgent):
     """
 
     kind = "supervisor"
+    _composed = False
 
     @staticmethod
     def builder() -> FlowAgentBuilder[SupervisorAgent]:
@@ -78,6 +79,10 @@ class SupervisorAgent(FlowAgent):
         )
         self._fresh = self.supervisor._fresh
         return self.supervisor.graph
+
+    def _speaks(self, path: tuple[str, ...]) -> bool:
+        """The supervisor answers; its sub-agents answer it, not the user."""
+        return not path
 
     def _raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn:
         self.supervisor._raise_limit_error(error, config)
