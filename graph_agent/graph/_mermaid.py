@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import networkx as nx
 
@@ -38,28 +40,74 @@ def _text(label: str) -> str:
 _LOOKALIKES = str.maketrans({'"': "\u201d", "<": "\u2039", ">": "\u203a", "`": "'"})
 
 
-def draw_mermaid(graph: nx.DiGraph, *, direction: str = "TD") -> str:
+@dataclass(frozen=True)
+class Inside:
+    """A graph drawn inside one of its parent's nodes (a subgraph, a sub-agent): its title,
+    its graph, and what is drawn inside its own nodes."""
+
+    title: str
+    graph: nx.DiGraph
+    inside: Mapping[str, Sequence[Inside]]
+
+
+def draw_mermaid(
+    graph: nx.DiGraph,
+    *,
+    direction: str = "TD",
+    inside: Mapping[str, Sequence[Inside]] | None = None,
+) -> str:
     """``flowchart`` text: START and END as rounded terminals, static edges solid, conditional
-    edges dotted and labelled with the router's labels."""
+    edges dotted and labelled with the router's labels. A node with graphs ``inside`` it is
+    drawn as a Mermaid ``subgraph`` box holding their nodes and edges (their own START and
+    END left out: the box's incoming and outgoing edges say where it starts and ends)."""
     if direction not in DIRECTIONS:
         raise ValueError(
             f"Mermaid direction must be one of {sorted(DIRECTIONS)}, got {direction!r}"
         )
     ids: dict[str, str] = {}
     lines = [f"flowchart {direction}"]
-    for name in graph.nodes:
-        node_id = _node_id(name, ids)
+    _draw(graph, inside or {}, "", ids, lines, "    ", top=True)
+    return "\n".join(lines) + "\n"
+
+
+def _draw(
+    graph: nx.DiGraph,
+    inside: Mapping[str, Sequence[Inside]],
+    prefix: str,
+    ids: dict[str, str],
+    lines: list[str],
+    indent: str,
+    top: bool,
+) -> None:
+    shown = [n for n in graph.nodes if top or n not in (START, END)]
+    for name in shown:
+        node_id = _node_id(prefix + name, ids)
         if name == START:
-            lines.append(f'    {node_id}(["start"])')
+            lines.append(f'{indent}{node_id}(["start"])')
         elif name == END:
-            lines.append(f'    {node_id}(["end"])')
+            lines.append(f'{indent}{node_id}(["end"])')
+        elif inside.get(name):
+            lines.append(f"{indent}subgraph {node_id}[{_text(name)}]")
+            for child in inside[name]:
+                inner = f"{prefix}{name}/{child.title}/"
+                if len(inside[name]) > 1 or child.title != name:
+                    child_id = _node_id(inner, ids)
+                    lines.append(f"{indent}    subgraph {child_id}[{_text(child.title)}]")
+                    _draw(child.graph, child.inside, inner, ids, lines, indent + "        ", False)
+                    lines.append(f"{indent}    end")
+                else:
+                    _draw(child.graph, child.inside, inner, ids, lines, indent + "    ", False)
+            lines.append(f"{indent}end")
         else:
-            lines.append(f"    {node_id}[{_text(name)}]")
+            lines.append(f"{indent}{node_id}[{_text(name)}]")
     for src, dst, data in graph.edges(data=True):
-        a, b = ids[src], ids[dst]
+        if src not in shown or dst not in shown:
+            continue
+        a, b = ids[prefix + src], ids[prefix + dst]
         if data.get("conditional"):
             label = data.get("label")
-            lines.append(f"    {a} -.->|{_text(label)}| {b}" if label else f"    {a} -.-> {b}")
+            lines.append(
+                f"{indent}{a} -.->|{_text(label)}| {b}" if label else f"{indent}{a} -.-> {b}"
+            )
         else:
-            lines.append(f"    {a} --> {b}")
-    return "\n".join(lines) + "\n"
+            lines.append(f"{indent}{a} --> {b}")

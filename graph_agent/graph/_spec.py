@@ -204,6 +204,7 @@ class GraphSpec:
         "before_input",
         "branches",
         "default_recursion_limit",
+        "drawn_inside",
         "edges",
         "has_async",
         "interrupt_after",
@@ -236,6 +237,9 @@ class GraphSpec:
         self.name = name  # compile(name=...): what run events, logs and traces call the graph
         self.is_agent = False  # compile(agent=True): its runs are agent runs (invoke_agent spans)
         self.before_input: BeforeInput | None = None  # compile(before_input=...)
+        # Graphs ``draw_mermaid`` draws inside a node besides a subgraph's (an owner sets it:
+        # a supervisor's agents inside its tool node), as (title, spec) pairs.
+        self.drawn_inside: dict[str, list[tuple[str, GraphSpec]]] = {}
         self.nodes = dict(nodes)
         self.edges = list(edges)
         self.branches = dict(branches)

@@ -22,13 +22,14 @@ from ..events.listeners import run_listeners
 from ._core import GraphRun
 from ._drivers import adrive, drive
 from ._effects import LoadEffect, SaverOnly
-from ._mermaid import draw_mermaid
+from ._mermaid import Inside, draw_mermaid
 from ._pauses import interrupt_of
 from ._spec import GraphSpec
 from ._streams import async_event_stream, sync_event_stream
 from ._subgraph import NS_SEP, SubgraphNode
 from ._tasks import SENDS_KEY
 from ._update import StateUpdate
+from ._validate import build_digraph
 from .config import RunnableConfig
 from .state import OverAllState
 from .types import Command, Interrupt, NodeOutput, StateSnapshot
@@ -92,6 +93,24 @@ def _with_children(
             (yield from _with_children(sub.spec, child, checkpoint.thread_id, child.namespace))
         )
     return dataclasses.replace(snapshot, subgraphs=tuple(children))
+
+
+def _drawn_inside(spec: GraphSpec) -> dict[str, list[Inside]]:
+    """What ``draw_mermaid`` draws inside each node: a subgraph node's graph, and the graphs
+    an owner declared for a node (``GraphSpec.drawn_inside``: a supervisor's agents, called
+    from its tool node)."""
+    drawn: dict[str, list[Inside]] = {}
+    for name, node in spec.nodes.items():
+        if isinstance(node.fn, SubgraphNode):
+            drawn.setdefault(name, []).append(_inside(name, node.fn.spec))
+    for name, children in spec.drawn_inside.items():
+        drawn.setdefault(name, []).extend(_inside(title, child) for title, child in children)
+    return drawn
+
+
+def _inside(title: str, spec: GraphSpec) -> Inside:
+    graph = build_digraph(spec.nodes, spec.edges, spec.branches)
+    return Inside(title, graph, _drawn_inside(spec))
 
 
 class RunOutcome:
@@ -385,6 +404,9 @@ class CompiledGraph:
         carry ``conditional`` and ``label``)."""
         return self._digraph.copy()
 
-    def draw_mermaid(self, direction: str = "TD") -> str:
-        """Mermaid ``flowchart`` text of the graph, conditional edges dotted and labelled."""
-        return draw_mermaid(self._digraph, direction=direction)
+    def draw_mermaid(self, direction: str = "TD", *, subgraphs: bool = True) -> str:
+        """Mermaid ``flowchart`` text of the graph, conditional edges dotted and labelled;
+        a subgraph node (a flow's sub-agent) is drawn as a box holding its graph, unless
+        ``subgraphs=False``."""
+        inside = _drawn_inside(self._spec) if subgraphs else None
+        return draw_mermaid(self._digraph, direction=direction, inside=inside)

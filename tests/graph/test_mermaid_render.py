@@ -37,10 +37,32 @@ def _awkward_graph() -> str:
     return graph.compile().draw_mermaid("LR")
 
 
+def _flows_of_agents() -> list[str]:
+    """Sub-agents drawn as boxes, one nested in another, and a supervisor's agents inside
+    its tool node."""
+    from graph_agent import (
+        ParallelAgent,
+        ReactAgent,
+        ScriptedChatModel,
+        SequentialAgent,
+        SupervisorAgent,
+    )
+
+    def agent(name: str) -> ReactAgent:
+        return ReactAgent(name=name, model=ScriptedChatModel([]), description=name)
+
+    research = ParallelAgent(name="research", sub_agents=[agent("web"), agent("papers")])
+    team = SequentialAgent(name="team", sub_agents=[agent("planner"), research, agent("writer")])
+    boss = SupervisorAgent(
+        name="boss", model=ScriptedChatModel([]), sub_agents=[agent("a"), agent("b")]
+    )
+    return [team.graph.draw_mermaid(), boss.graph.draw_mermaid("LR")]
+
+
 def test_mermaid_renders_every_diagram(tmp_path: Path) -> None:
     from examples.approval_workflow import graph as example
 
-    diagrams = [example.draw_mermaid(), _awkward_graph()]
+    diagrams = [example.draw_mermaid(), _awkward_graph(), *_flows_of_agents()]
     shutil.copy(MERMAID_JS, tmp_path / "mermaid.min.js")
     blocks = "".join(f'<pre class="mermaid">{html.escape(d)}</pre>' for d in diagrams)
     (tmp_path / "page.html").write_text(

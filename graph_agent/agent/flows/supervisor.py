@@ -78,7 +78,10 @@ class SupervisorAgent(FlowAgent):
             output_key=self.output_key,
         )
         self._fresh = self.supervisor._fresh
-        return self.supervisor.graph
+        graph = self.supervisor.graph
+        # drawn inside the tool node that calls them
+        graph._spec.drawn_inside["tools"] = [(a.name, a.graph._spec) for a in self.sub_agents]
+        return graph
 
     def _speaks(self, path: tuple[str, ...]) -> bool:
         """The supervisor answers; its sub-agents answer it, not the user."""
