@@ -20,6 +20,7 @@ from ..messages import UserMessage
 from ..tools import ToolContext, ToolDefinition, ToolMetadata
 from ._parts import MESSAGES
 from ._subagent import NAME, Shape, SubAgentNode, final_answer, with_task
+from ._usage import SUBAGENT_USAGE
 
 if TYPE_CHECKING:
     from .base import BaseAgent
@@ -95,19 +96,28 @@ class AgentTool:
         answer = final_answer(update.get(MESSAGES))
         return answer.text if answer is not None else ""
 
+    def _counted(self, update: Any, context: ToolContext | None) -> str:
+        """The answer; the run's usage goes to the call's ``extra_state``, which the tool
+        node moves onto the tool response (the caller's usage counts it)."""
+        answer = final_answer(update.get(MESSAGES))
+        usage = answer.metadata.get("usage") if answer is not None else None
+        if context is not None and usage:
+            context.extra_state[SUBAGENT_USAGE] = usage
+        return self._answer(update)
+
     def call(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         request = self._request(tool_input)
         state, config = self._entry(request, tool_context)
         if current_task.get() is None or not isinstance(config, RunnableConfig):
             return self._answer(self.agent.invoke(state.data()))
-        return self._answer(self._node(state, config))
+        return self._counted(self._node(state, config), tool_context)
 
     async def acall(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         request = self._request(tool_input)
         state, config = self._entry(request, tool_context)
         if current_task.get() is None or not isinstance(config, RunnableConfig):
             return self._answer(await self.agent.ainvoke(state.data()))
-        return self._answer(await self._node.acall(state, config))
+        return self._counted(await self._node.acall(state, config), tool_context)
 
 
 def _as_json(value: Any) -> str:

@@ -29,7 +29,7 @@ from ..tools import ToolCallback, ToolCallingManager, ToolContext
 from ._handoff import handoff_command, to_parent
 from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED
 from ._toolset import AgentTools
-from ._usage import usage_dict
+from ._usage import moved_to_response, usage_dict
 
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition, ModelInterceptor, ModelRequest
@@ -383,20 +383,23 @@ def tool_logic(
         if not isinstance(last, AssistantMessage) or not last.tool_calls:
             return cleared(state, {})
         result = yield run_tools(state, config, last)
+        # what the tools wrote to ``extra_state``, in call order
+        written = [extra for extra in result.extra_states if extra]
+        response = result.tool_response
+        if written:
+            response, written = moved_to_response(response, written)
         if handoffs:
-            moved = handoff_command(last.tool_calls, result.tool_response, handoffs)
+            moved = handoff_command(last.tool_calls, response, handoffs)
             if moved is not None:
-                written = [extra for extra in result.extra_states if extra]
                 return to_parent({**_joined(written), MESSAGES: [moved[0]]}, moved[1])
-        update: dict[str, Any] = {MESSAGES: [result.tool_response]}
+        update: dict[str, Any] = {MESSAGES: [response]}
         if result.return_direct:
-            direct = AssistantMessage(result.tool_response.text, metadata={"return_direct": True})
+            direct = AssistantMessage(response.text, metadata={"return_direct": True})
             update[MESSAGES].append(direct)
             if output_key:
                 update[output_key] = direct.text
         if state.get(REJECTED):
             update[REJECTED] = None
-        written = [extra for extra in result.extra_states if extra]  # by the tools, in order
         if not written:
             return cleared(state, update)
         if not any(JUMP_TO in extra for extra in written):  # a tool may set the jump itself

@@ -28,6 +28,7 @@ from ..errors import GraphRecursionError
 from ..graph import Command, CompiledGraph, OverAllState, RunnableConfig, SubgraphNode
 from ..messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
 from ._parts import MESSAGES
+from ._usage import add_usage, run_usage
 
 if TYPE_CHECKING:
     from .base import BaseAgent
@@ -77,6 +78,20 @@ def with_task(messages: Sequence[Message] | None, task: str | None) -> list[Mess
     return kept
 
 
+def with_usage(
+    answer: AssistantMessage | None, messages: Sequence[Message], extra: Any = None
+) -> AssistantMessage | None:
+    """``answer`` carrying in ``metadata["usage"]`` the tokens of every model call of
+    ``messages`` (a sub-agent's run: the flow's usage totals count them all), plus ``extra``
+    (a usage dict of calls that left no message: a router's)."""
+    if answer is None:
+        return None
+    total = add_usage(run_usage(messages), extra)
+    if not any(total.values()) or answer.metadata.get("usage") == total:
+        return answer
+    return answer.model_copy(update={"metadata": {**answer.metadata, "usage": total}})
+
+
 class SubAgentNode(SubgraphNode):
     """The node that runs ``agent`` (its whole graph: a ReactAgent's loop, a flow, a swarm)
     as a subgraph, handing back what ``shape`` says."""
@@ -118,7 +133,7 @@ class SubAgentNode(SubgraphNode):
             if added:
                 kept[MESSAGES] = added
             return kept
-        answer = final_answer(added)
+        answer = with_usage(final_answer(added), added)
         if self.shape is Shape.RESULT:
             kept[RESULTS] = {self.name: answer}
         elif answer is not None:

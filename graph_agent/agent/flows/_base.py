@@ -12,7 +12,7 @@ from ...errors import AgentBuildError
 from ...graph import CompiledGraph, KeyStrategy, KeyStrategyLike, OverAllState, StateGraph
 from ...messages import AssistantMessage
 from .._parts import MESSAGES
-from .._subagent import NAME, RESULTS, Shape, SubAgentNode
+from .._subagent import NAME, RESULTS, Shape, SubAgentNode, with_usage
 from .._unanswered import answer_unfinished_calls
 from ..base import BaseAgent
 
@@ -163,11 +163,15 @@ class FlowAgent(BaseAgent):
         return SubAgentNode(agent, shape, hidden=self._private_keys())
 
     def _merge_node(
-        self, agents: Sequence[BaseAgent], merge: Callable[[dict[str, Any]], Any] | None = None
+        self,
+        agents: Sequence[BaseAgent],
+        merge: Callable[[dict[str, Any]], Any] | None = None,
+        usage_of: Callable[[OverAllState], Any] | None = None,
     ) -> Callable[[OverAllState], dict[str, Any]]:
         """The node after a step that ran ``agents`` at once: their answers, in the order
         given, as one message (one agent's answer as it is: no second model call repeats
-        it), and ``merge``'s value under the flow's ``output_key``."""
+        it) carrying the usage of them all (and ``usage_of(state)``: a router's), and
+        ``merge``'s value under the flow's ``output_key``."""
         names = [a.name for a in agents]
         output_key = self.output_key
 
@@ -176,11 +180,12 @@ class FlowAgent(BaseAgent):
             answers = {n: results[n] for n in names if n in results}
             update: dict[str, Any] = {RESULTS: {}}
             given = [m for m in answers.values() if m is not None]
+            extra = usage_of(state) if usage_of is not None else None
             if len(given) == 1:
-                update[MESSAGES] = [given[0]]
+                update[MESSAGES] = [with_usage(given[0], given, extra)]
             elif given:
                 text = "\n\n".join(f"{n}:\n{m.text}" for n, m in answers.items() if m is not None)
-                update[MESSAGES] = [AssistantMessage(text)]
+                update[MESSAGES] = [with_usage(AssistantMessage(text), given, extra)]
             if output_key:
                 values = {n: _value_of(state, a, answers.get(n)) for n, a in zip(names, agents)}
                 values = {n: v for n, v in values.items() if n in answers}

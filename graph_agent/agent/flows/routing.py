@@ -16,6 +16,7 @@ from ...models import ChatModel, ToolCallingChatOptions
 from .._nodes import ModelChain, _CallModel, both
 from .._parts import MESSAGES
 from .._subagent import RESULTS, Shape, conversation, with_task
+from .._usage import add_usage, usage_dict
 from ..base import BaseAgent
 from ._base import FlowAgent, FlowAgentBuilder
 
@@ -126,7 +127,7 @@ class LlmRoutingAgent(FlowAgent):
         for agent in agents:
             graph.add_node(agent.name, self._node(agent, Shape.RESULT))
             graph.add_edge(agent.name, "merge")
-        graph.add_node("merge", self._merge_node(agents))
+        graph.add_node("merge", self._merge_node(agents, usage_of=_route_usage))
         graph.add_edge(START, "router")
         graph.add_conditional_edges("router", _sends, [a.name for a in agents])
         graph.add_edge("merge", END)
@@ -149,12 +150,16 @@ class LlmRoutingAgent(FlowAgent):
             asked: list[Message] = [SystemMessage(system), *history]
             problem: str | None = ""
             text = ""
+            usage: dict[str, int] = {}
             for _ in range(RETRIES + 1):
                 response = yield _CallModel(chain, ModelRequest(asked, options, state, config))
+                if response.metadata.usage is not None:
+                    usage = add_usage(usage, usage_dict(response.metadata.usage))
                 text = response.result.output.text
                 chosen, problem = _read_choice(text, names)
                 if problem is None:
-                    return {ROUTE: [{"agent": n, "query": q} for n, q in chosen]}
+                    picked = [{"agent": n, "query": q} for n, q in chosen]
+                    return {ROUTE: {"agents": picked, "usage": usage}}
                 asked = [
                     *asked,
                     AssistantMessage(text),
@@ -164,7 +169,7 @@ class LlmRoutingAgent(FlowAgent):
                     ),
                 ]
             if fallback is not None:
-                return {ROUTE: [{"agent": fallback.name, "query": ""}]}
+                return {ROUTE: {"agents": [{"agent": fallback.name, "query": ""}], "usage": usage}}
             raise AgentRoutingError(
                 f"router '{flow}': the model named no valid agent in {RETRIES + 1} answers "
                 f"(last problem: {problem}); valid agents: {', '.join(names)}. Add "
@@ -183,5 +188,10 @@ def _sends(state: OverAllState) -> list[Send]:
     messages = state.get(MESSAGES)
     return [
         Send(choice["agent"], {**values, MESSAGES: with_task(messages, choice["query"])})
-        for choice in state.get(ROUTE) or ()
+        for choice in (state.get(ROUTE) or {}).get("agents", ())
     ]
+
+
+def _route_usage(state: OverAllState) -> Any:
+    """The tokens of the router's own model calls (they leave no message)."""
+    return (state.get(ROUTE) or {}).get("usage")
