@@ -167,7 +167,9 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
         for key, strategy in spec.strategies.items():
             if key not in spec.private and key not in strategies:
                 strategies[key] = strategy
-    graph = StateGraph(strategies)
+    # the members' bookkeeping (a turn's input clears their jump) stays out of sight
+    private = {key for agent in members_.values() for key in agent._graph._spec.private}
+    graph = StateGraph(strategies, private_keys=private)
     names = list(members_)
     for name, agent in members_.items():
         node = SubAgentNode(agent, Shape.HISTORY, graph=agent._graph)
