@@ -78,8 +78,8 @@ def handoff_targets(handoffs: Iterable[Any]) -> list[tuple[str, BaseAgent | None
     for target in handoffs:
         if isinstance(target, str):
             found.append((target, None))
-        else:
-            found.append((target.name, target))
+        else:  # not an agent (``check_handoffs`` says so): named by what it is
+            found.append((str(getattr(target, "name", target)), target))
     return found
 
 
