@@ -47,6 +47,12 @@ def tool_name_for(target: str) -> str:
     return f"{PREFIX}{target}"
 
 
+def transferred(target: str) -> str:
+    """The handoff tool's answer: only a call answered so (the tool ran: not rejected by a
+    person, not refused by an interceptor) moves the conversation."""
+    return f"Transferred to {target}."
+
+
 class HandoffTool:
     """The ``transfer_to_<name>`` tool: calling it hands the conversation to ``target``
     (the agent's tool node does the moving; the call itself only answers)."""
@@ -66,7 +72,7 @@ class HandoffTool:
         return f"HandoffTool({self.target!r})"
 
     def call(self, tool_input: str, tool_context: Any = None) -> str:
-        return f"Transferred to {self.target}."
+        return transferred(self.target)
 
     async def acall(self, tool_input: str, tool_context: Any = None) -> str:
         return self.call(tool_input, tool_context)
@@ -99,9 +105,15 @@ def check_handoffs(handoffs: Sequence[Any], own: str | None, problems: list[str]
 def handoff_command(
     message_calls: Sequence[Any], response: ToolResponseMessage, targets: Mapping[str, str]
 ) -> tuple[ToolResponseMessage, str] | None:
-    """When the batch holds handoffs: the tool responses (later handoffs told they did not
-    move the conversation) and the agent the first one hands it to; else ``None``."""
-    moving = [c for c in message_calls if c.name in targets]
+    """When the batch holds handoffs that ran: the tool responses (later handoffs told they
+    did not move the conversation) and the agent the first one hands it to; else ``None``
+    (a handoff a person rejected, or that was not run, leaves the conversation where it is)."""
+    answered = {r.id: r.response_data for r in response.responses}
+    moving = [
+        c
+        for c in message_calls
+        if c.name in targets and answered.get(c.id) == transferred(targets[c.name])
+    ]
     if not moving:
         return None
     first = moving[0]
