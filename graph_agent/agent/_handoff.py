@@ -183,6 +183,8 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     names = list(members_)
     for name, agent in members_.items():
         node = SubAgentNode(agent, Shape.HISTORY, graph=agent._graph)
+        if agent is not entry:  # a member with handoffs keeps its listeners off its loop
+            node.listeners = tuple(getattr(agent, "_listeners", node.listeners))
         others = [n for n in names if n != name]
         graph.add_node(name, node, destinations=others)
         graph.add_edge(name, END)
@@ -195,7 +197,7 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     return graph.compile(
         saver=entry.saver,
         recursion_limit=4 * len(names) + 4,
-        listeners=entry._graph.listeners,
+        listeners=tuple(getattr(entry, "_listeners", entry._graph.listeners)),
         name=entry.name,
         before_input=answer_unfinished_calls,
         agent=True,
