@@ -139,9 +139,12 @@ def to_parent(update: dict[str, Any], target: str) -> Command:
     return Command(update={**update, ACTIVE_AGENT: target}, goto=target, graph=Command.PARENT)
 
 
-def members(entry: BaseAgent) -> dict[str, BaseAgent]:
+def members(entry: BaseAgent, *, strict: bool = False) -> dict[str, BaseAgent]:
     """The agents reachable from ``entry`` by handoffs, by name; a target given by name is
-    one of those given as agents somewhere in the swarm."""
+    one of those given as agents somewhere in the swarm. ``strict`` (building the swarm):
+    a name no agent of the swarm has is an error; else it is left out (a member seen on its
+    own, as when an event filter looks for a name through the swarm, names agents that only
+    its entry's swarm has)."""
     members: dict[str, BaseAgent] = {entry.name: entry}
     named: list[tuple[str, str]] = []  # (who, target name)
     todo = [entry]
@@ -159,7 +162,7 @@ def members(entry: BaseAgent) -> dict[str, BaseAgent]:
                     f"'{entry.name}'; names must be unique"
                 )
     for who, name in named:
-        if name not in members:
+        if strict and name not in members:
             raise GraphUsageError(
                 f"agent '{who}' hands off to '{name}', but no agent of that name is in the swarm "
                 f"of '{entry.name}' (its agents: {', '.join(sorted(members))}); pass the agent "
@@ -172,7 +175,7 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     """``entry``'s graph when it has handoffs: one node per agent of its swarm (each its own
     loop, as a subgraph handing back every message it added), a start that goes to the
     thread's active agent (``entry`` on a new thread), and each agent's answer ends the turn."""
-    members_ = members(entry)
+    members_ = members(entry, strict=True)
     strategies: dict[str, Any] = {MESSAGES: KeyStrategy.APPEND}
     for agent in members_.values():
         spec = agent._graph._spec
