@@ -23,7 +23,7 @@ from ..graph import END, START, Command, CompiledGraph, KeyStrategy, OverAllStat
 from ..messages import ToolResponse, ToolResponseMessage
 from ..tools import ToolDefinition, ToolMetadata
 from ._parts import MESSAGES
-from ._subagent import NAME, Shape, SubAgentNode
+from ._subagent import ACTIVE_AGENT, NAME, Shape, SubAgentNode
 from ._unanswered import answer_unfinished_calls
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ __all__ = [
     "tool_name_for",
 ]
 
-ACTIVE_AGENT = "active_agent"
 PREFIX = "transfer_to_"
 _EMPTY_SCHEMA = json.dumps({"type": "object", "properties": {}, "additionalProperties": False})
 
