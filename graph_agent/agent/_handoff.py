@@ -99,6 +99,12 @@ def check_handoffs(handoffs: Sequence[Any], own: str | None, problems: list[str]
             problems.append(f"handoffs: {name!r} must be 1-64 letters, digits, '_' or '-'")
         elif name == own:
             problems.append(f"handoffs: agent '{own}' cannot hand off to itself")
+        elif not NAME.match(tool_name_for(name)):
+            problems.append(
+                f"handoffs: the tool '{tool_name_for(name)}' for '{name}' would be longer than "
+                f"the 64 characters providers accept: name the agent at most "
+                f"{64 - len(PREFIX)} characters"
+            )
 
 
 def handoff_command(
