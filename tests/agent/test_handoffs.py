@@ -292,6 +292,7 @@ def test_two_different_agents_of_one_name_in_a_swarm_are_refused(run: Runner) ->
         ("bad name", "must be 1-64 letters"),
         ("", "must be 1-64 letters"),
         ("x" * 65, "must be 1-64 letters"),
+        ("x" * 53, "longer than the 64 characters providers accept"),
         (42, "is neither an agent nor an agent's name"),
     ],
 )
@@ -456,3 +457,11 @@ def test_two_swarms_in_one_flow_each_keep_their_own_active_agent(run: Runner, ki
     assert len(x_entry.prompts) == len(y_entry.prompts) == 1  # entries not asked again
     assert len(x_target.prompts) == len(y_target.prompts) == 2
     assert_prompts_valid(x_entry, x_target, y_entry, y_target)
+
+
+def test_the_longest_target_name_gives_a_tool_name_providers_accept() -> None:
+    name = "x" * 52
+    target = ReactAgent(name=name, model=ScriptedChatModel([]))
+    agent = ReactAgent(name="triage", model=ScriptedChatModel([]), handoffs=[target])
+    names = [t.tool_definition.name for t in agent.tools]
+    assert names == [f"transfer_to_{name}"] and len(names[0]) == 64
