@@ -455,3 +455,29 @@ def test_called_outside_a_run_an_agent_that_pauses_says_so(run: Runner) -> None:
     # the thread it names is the one to resume
     answer = run.call(payments.agent, Command(resume=ToolFeedback.approve()), {"thread_id": thread})
     assert answer.text == "Refund done." and payments.refunded == [5]
+
+
+def test_an_approval_two_levels_down_in_a_swarm_pauses_and_resumes_in_place(
+    run: Runner,
+) -> None:
+    """The agent that took over calls an agent tool, inside which a refund waits."""
+    payments = Payments()
+    billing_model = ScriptedChatModel([ask(("payments", "refund 5")), "Billing: done."])
+    billing = ReactAgent(
+        name="billing",
+        model=billing_model,
+        tools=[payments.agent.as_tool()],
+        description="Bills",
+    )
+    triage_model = ScriptedChatModel([tool_calls(("transfer_to_billing", {}))])
+    triage = ReactAgent(name="triage", model=triage_model, handoffs=[billing])
+    config = {"thread_id": "t"}
+    run.invoke(triage, "refund me", config)
+    (pause,) = triage.get_state(config).interrupts
+    assert [part.partition(":")[0] for part in pause.namespace] == ["billing", "payments"]
+    answer = run.call(triage, Command(resume=ToolFeedback.approve()), config)
+    assert answer.text == "Billing: done."
+    assert payments.refunded == [5]
+    assert [len(m.prompts) for m in (triage_model, billing_model, payments.model)] == [1, 2, 2]
+    assert_prompts_valid(triage_model, billing_model, payments.model)
+    assert_valid(triage.get_state(config).values["messages"])

@@ -465,3 +465,22 @@ def test_the_longest_target_name_gives_a_tool_name_providers_accept() -> None:
     agent = ReactAgent(name="triage", model=ScriptedChatModel([]), handoffs=[target])
     names = [t.tool_definition.name for t in agent.tools]
     assert names == [f"transfer_to_{name}"] and len(names[0]) == 64
+
+
+def test_a_swarm_under_a_router_starts_the_next_turn_with_the_agent_that_took_over(
+    run: Runner,
+) -> None:
+    from graph_agent import LlmRoutingAgent
+
+    x, x_entry, x_target = _swarm("x")
+    choose = '{"agents": [{"agent": "xa", "query": ""}]}'
+    other = ReactAgent(name="other", model=ScriptedChatModel([]), description="unused")
+    flow = LlmRoutingAgent(
+        name="router", model=ScriptedChatModel([choose, choose]), sub_agents=[x, other]
+    )
+    config = {"thread_id": "t"}
+    assert run.call(flow, "hi", config).text == "xb 0"
+    assert run.call(flow, "again", config).text == "xb 1"
+    assert len(x_entry.prompts) == 1 and len(x_target.prompts) == 2
+    assert flow.get_state(config).values["active_agents"] == {"xa": "xb"}
+    assert_prompts_valid(x_entry, x_target)
