@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ._cli import FakeOpenAI
-from .redis_servers import redis_server
+from .redis_servers import redis_cluster, redis_server
 
 
 @pytest.fixture(scope="session")
@@ -16,6 +16,19 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis server for the whole session (see tests/redis_servers.py)."""
     with redis_server(tmp_path_factory.mktemp("redis")) as port:
         yield f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture(scope="session")
+def cluster_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
+    """A real three-node Redis Cluster for the session; its nodes' ports (the checkpoint
+    tests and the agents' flow tests share it)."""
+    with redis_cluster(tmp_path_factory.mktemp("redis-cluster"), nodes=3) as ports:
+        yield ports
+
+
+@pytest.fixture
+def cluster_url(cluster_ports: list[int]) -> str:
+    return f"redis://127.0.0.1:{cluster_ports[0]}"
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis-fake"])

@@ -14,8 +14,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .._runtime.task_scope import current_task
-from ..errors import ToolArgumentsError
-from ..graph import OverAllState, RunnableConfig
+from ..errors import GraphRecursionError, ToolArgumentsError
+from ..graph import OverAllState, RunnableConfig, RunOutcome
 from ..messages import UserMessage
 from ..tools import ToolContext, ToolDefinition, ToolMetadata
 from ._parts import MESSAGES
@@ -105,18 +105,36 @@ class AgentTool:
             context.extra_state[SUBAGENT_USAGE] = usage
         return self._answer(update)
 
+    def _alone(self, outcome: RunOutcome, config: Any) -> OverAllState:
+        """The state a run on a thread of its own ended with; a paused one raises (the
+        caller, outside a run, cannot resume it: no answer is not an empty answer)."""
+        self.agent._answer(outcome, RunnableConfig.coerce(config).thread_id)
+        return outcome.values
+
     def call(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         request = self._request(tool_input)
         state, config = self._entry(request, tool_context)
         if current_task.get() is None or not isinstance(config, RunnableConfig):
-            return self._answer(self.agent.invoke(state.data()))
+            agent = self.agent
+            fresh = agent._on_thread(state.data(), None)
+            try:
+                outcome = agent.graph.run(agent._input(state.data()), fresh)
+            except GraphRecursionError as error:
+                agent._raise_limit_error(error, fresh)
+            return self._answer(self._alone(outcome, fresh))
         return self._counted(self._node(state, config), tool_context)
 
     async def acall(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         request = self._request(tool_input)
         state, config = self._entry(request, tool_context)
         if current_task.get() is None or not isinstance(config, RunnableConfig):
-            return self._answer(await self.agent.ainvoke(state.data()))
+            agent = self.agent
+            fresh = agent._on_thread(state.data(), None)
+            try:
+                outcome = await agent.graph.arun(agent._input(state.data()), fresh)
+            except GraphRecursionError as error:
+                agent._raise_limit_error(error, fresh)
+            return self._answer(self._alone(outcome, fresh))
         return self._counted(await self._node.acall(state, config), tool_context)
 
 

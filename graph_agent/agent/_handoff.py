@@ -23,7 +23,7 @@ from ..graph import END, START, Command, CompiledGraph, KeyStrategy, OverAllStat
 from ..messages import ToolResponse, ToolResponseMessage
 from ..tools import ToolDefinition, ToolMetadata
 from ._parts import MESSAGES
-from ._subagent import NAME, Shape, SubAgentNode
+from ._subagent import ACTIVE_AGENT, NAME, Shape, SubAgentNode
 from ._unanswered import answer_unfinished_calls
 
 if TYPE_CHECKING:
@@ -38,13 +38,18 @@ __all__ = [
     "tool_name_for",
 ]
 
-ACTIVE_AGENT = "active_agent"
 PREFIX = "transfer_to_"
 _EMPTY_SCHEMA = json.dumps({"type": "object", "properties": {}, "additionalProperties": False})
 
 
 def tool_name_for(target: str) -> str:
     return f"{PREFIX}{target}"
+
+
+def transferred(target: str) -> str:
+    """The handoff tool's answer: only a call answered so (the tool ran: not rejected by a
+    person, not refused by an interceptor) moves the conversation."""
+    return f"Transferred to {target}."
 
 
 class HandoffTool:
@@ -66,7 +71,7 @@ class HandoffTool:
         return f"HandoffTool({self.target!r})"
 
     def call(self, tool_input: str, tool_context: Any = None) -> str:
-        return f"Transferred to {self.target}."
+        return transferred(self.target)
 
     async def acall(self, tool_input: str, tool_context: Any = None) -> str:
         return self.call(tool_input, tool_context)
@@ -78,8 +83,8 @@ def handoff_targets(handoffs: Iterable[Any]) -> list[tuple[str, BaseAgent | None
     for target in handoffs:
         if isinstance(target, str):
             found.append((target, None))
-        else:
-            found.append((target.name, target))
+        else:  # not an agent (``check_handoffs`` says so): named by what it is
+            found.append((str(getattr(target, "name", target)), target))
     return found
 
 
@@ -94,14 +99,26 @@ def check_handoffs(handoffs: Sequence[Any], own: str | None, problems: list[str]
             problems.append(f"handoffs: {name!r} must be 1-64 letters, digits, '_' or '-'")
         elif name == own:
             problems.append(f"handoffs: agent '{own}' cannot hand off to itself")
+        elif not NAME.match(tool_name_for(name)):
+            problems.append(
+                f"handoffs: the tool '{tool_name_for(name)}' for '{name}' would be longer than "
+                f"the 64 characters providers accept: name the agent at most "
+                f"{64 - len(PREFIX)} characters"
+            )
 
 
 def handoff_command(
     message_calls: Sequence[Any], response: ToolResponseMessage, targets: Mapping[str, str]
 ) -> tuple[ToolResponseMessage, str] | None:
-    """When the batch holds handoffs: the tool responses (later handoffs told they did not
-    move the conversation) and the agent the first one hands it to; else ``None``."""
-    moving = [c for c in message_calls if c.name in targets]
+    """When the batch holds handoffs that ran: the tool responses (later handoffs told they
+    did not move the conversation) and the agent the first one hands it to; else ``None``
+    (a handoff a person rejected, or that was not run, leaves the conversation where it is)."""
+    answered = {r.id: r.response_data for r in response.responses}
+    moving = [
+        c
+        for c in message_calls
+        if c.name in targets and answered.get(c.id) == transferred(targets[c.name])
+    ]
     if not moving:
         return None
     first = moving[0]
@@ -127,9 +144,12 @@ def to_parent(update: dict[str, Any], target: str) -> Command:
     return Command(update={**update, ACTIVE_AGENT: target}, goto=target, graph=Command.PARENT)
 
 
-def members(entry: BaseAgent) -> dict[str, BaseAgent]:
+def members(entry: BaseAgent, *, strict: bool = False) -> dict[str, BaseAgent]:
     """The agents reachable from ``entry`` by handoffs, by name; a target given by name is
-    one of those given as agents somewhere in the swarm."""
+    one of those given as agents somewhere in the swarm. ``strict`` (building the swarm):
+    a name no agent of the swarm has is an error; else it is left out (a member seen on its
+    own, as when an event filter looks for a name through the swarm, names agents that only
+    its entry's swarm has)."""
     members: dict[str, BaseAgent] = {entry.name: entry}
     named: list[tuple[str, str]] = []  # (who, target name)
     todo = [entry]
@@ -147,7 +167,7 @@ def members(entry: BaseAgent) -> dict[str, BaseAgent]:
                     f"'{entry.name}'; names must be unique"
                 )
     for who, name in named:
-        if name not in members:
+        if strict and name not in members:
             raise GraphUsageError(
                 f"agent '{who}' hands off to '{name}', but no agent of that name is in the swarm "
                 f"of '{entry.name}' (its agents: {', '.join(sorted(members))}); pass the agent "
@@ -160,7 +180,7 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     """``entry``'s graph when it has handoffs: one node per agent of its swarm (each its own
     loop, as a subgraph handing back every message it added), a start that goes to the
     thread's active agent (``entry`` on a new thread), and each agent's answer ends the turn."""
-    members_ = members(entry)
+    members_ = members(entry, strict=True)
     strategies: dict[str, Any] = {MESSAGES: KeyStrategy.APPEND}
     for agent in members_.values():
         spec = agent._graph._spec
@@ -173,6 +193,8 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     names = list(members_)
     for name, agent in members_.items():
         node = SubAgentNode(agent, Shape.HISTORY, graph=agent._graph)
+        if agent is not entry:  # a member with handoffs keeps its listeners off its loop
+            node.listeners = tuple(getattr(agent, "_listeners", node.listeners))
         others = [n for n in names if n != name]
         graph.add_node(name, node, destinations=others)
         graph.add_edge(name, END)
@@ -185,7 +207,7 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     return graph.compile(
         saver=entry.saver,
         recursion_limit=4 * len(names) + 4,
-        listeners=entry._graph.listeners,
+        listeners=tuple(getattr(entry, "_listeners", entry._graph.listeners)),
         name=entry.name,
         before_input=answer_unfinished_calls,
         agent=True,

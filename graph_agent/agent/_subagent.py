@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 STRUCTURED = "structured_response"
 RESULTS = "subagent_results"  # private key of a flow: {agent name: its answer}, to merge
+ACTIVE_AGENT = "active_agent"  # a swarm's: the agent that has the conversation
+# A flow's: {swarm's name: its active agent}: each swarm of a flow keeps its own (two
+# swarms of one flow never write one key, nor take over each other's agent).
+ACTIVE_AGENTS = "active_agents"
 
 
 class Shape(enum.Enum):
@@ -111,8 +115,16 @@ class SubAgentNode(SubgraphNode):
         self.private = frozenset(graph._spec.private)
         # The parent's own bookkeeping (its private keys): not the sub-agent's to see.
         self.hidden = frozenset(hidden)
+        # A swarm run by a flow (or a tool): its active agent is kept under its name.
+        self.swarm = shape is not Shape.HISTORY and bool(getattr(agent, "handoffs", ()))
 
     def _seen(self, state: OverAllState) -> OverAllState:
+        if self.swarm:
+            data = {
+                k: v for k, v in state.data().items() if k not in self.hidden and k != ACTIVE_AGENTS
+            }
+            data[ACTIVE_AGENT] = (state.get(ACTIVE_AGENTS) or {}).get(self.agent.name)
+            return OverAllState(data)
         if not self.hidden or not any(k in state for k in self.hidden):
             return state
         return OverAllState({k: v for k, v in state.data().items() if k not in self.hidden})
@@ -127,6 +139,8 @@ class SubAgentNode(SubgraphNode):
             for k, v in update.items()
             if k not in self.private and k != STRUCTURED and k != MESSAGES
         }
+        if self.swarm and ACTIVE_AGENT in kept:
+            kept[ACTIVE_AGENTS] = {self.agent.name: kept.pop(ACTIVE_AGENT)}
         added = update.get(MESSAGES)
         added = list(added) if isinstance(added, (list, tuple)) else []
         if self.shape is Shape.HISTORY:
@@ -163,4 +177,14 @@ class SubAgentNode(SubgraphNode):
             self.agent._raise_limit_error(error, config)
 
 
-__all__ = ["NAME", "RESULTS", "STRUCTURED", "Shape", "SubAgentNode", "conversation", "final_answer"]
+__all__ = [
+    "ACTIVE_AGENT",
+    "ACTIVE_AGENTS",
+    "NAME",
+    "RESULTS",
+    "STRUCTURED",
+    "Shape",
+    "SubAgentNode",
+    "conversation",
+    "final_answer",
+]

@@ -16,8 +16,6 @@ import redis
 
 from checkpoint import BaseCheckpointSaver, MemorySaver, RedisSaver, SqliteSaver
 
-from ..redis_servers import redis_cluster
-
 Factory = Callable[[pytest.FixtureRequest], BaseCheckpointSaver]
 
 
@@ -64,15 +62,3 @@ def real_redis(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
-
-
-@pytest.fixture(scope="session")
-def cluster_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
-    """A real three-node Redis Cluster for the session; its nodes' ports."""
-    with redis_cluster(tmp_path_factory.mktemp("redis-cluster"), nodes=3) as ports:
-        yield ports
-
-
-@pytest.fixture
-def cluster_url(cluster_ports: list[int]) -> str:
-    return f"redis://127.0.0.1:{cluster_ports[0]}"

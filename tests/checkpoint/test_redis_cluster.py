@@ -1,6 +1,6 @@
 """RedisSaver and RedisStore on a real three-node Redis Cluster (``tests/redis_servers.py``).
 
-The session fixture ``cluster_ports`` (tests/checkpoint/conftest.py) starts three ``redis-server --cluster-enabled yes`` nodes on free loopback
+The session fixture ``cluster_ports`` (tests/conftest.py) starts three ``redis-server --cluster-enabled yes`` nodes on free loopback
 ports, joins them with ``redis-cli --cluster create ... --cluster-yes`` and waits for
 ``cluster_state:ok`` on every node. Without a server binary or redis-cli the tests are skipped
 with the reason; on CI (``CI`` set) that is a failure instead.

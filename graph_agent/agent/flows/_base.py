@@ -12,7 +12,7 @@ from ...errors import AgentBuildError
 from ...graph import CompiledGraph, KeyStrategy, KeyStrategyLike, OverAllState, StateGraph
 from ...messages import AssistantMessage
 from .._parts import MESSAGES
-from .._subagent import NAME, RESULTS, Shape, SubAgentNode, with_usage
+from .._subagent import ACTIVE_AGENTS, NAME, RESULTS, Shape, SubAgentNode, with_usage
 from .._unanswered import answer_unfinished_calls
 from ..base import BaseAgent
 
@@ -24,6 +24,11 @@ def _merge_results(old: Any, new: Any) -> Any:
     if not new:
         return {}
     return {**(old or {}), **new}
+
+
+def _merge_active(old: Any, new: Any) -> Any:
+    """The ``active_agents`` key: each swarm's active agent, by the swarm's name."""
+    return {**(old or {}), **(new or {})}
 
 
 class FlowAgent(BaseAgent):
@@ -150,6 +155,7 @@ class FlowAgent(BaseAgent):
         strategies: dict[str, KeyStrategyLike] = {
             MESSAGES: KeyStrategy.APPEND,
             RESULTS: _merge_results,
+            ACTIVE_AGENTS: _merge_active,
         }
         for agent in self.sub_agents:
             spec = agent.graph._spec
