@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from checkpoint import BaseCheckpointSaver, MemorySaver, new_run_id
 
 from ..errors import AgentMaxIterationsError, GraphRecursionError, GraphUsageError
-from ..events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent
+from ..events import ModelDelta, ModelEnd, ModelStart, NodeEnd, RunEnd, RunEvent
 from ..graph import (
     Command,
     CompiledGraph,
@@ -26,6 +26,7 @@ from ..models import ChatModel
 from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
 from ._build import AgentSettings, assemble
+from ._output import OutputSpec, rejected, structured_answer, structured_run
 from ._parts import JUMP_TO, MESSAGES
 from ._usage import run_usage
 from .builder import ReactAgentBuilder
@@ -81,6 +82,10 @@ class ReactAgent:
         unknown_tool_strategy: Any = "respond",
         exception_processor: Any = None,
         listeners: Iterable[Any] = (),
+        output_type: Any = None,
+        output_strategy: str = "auto",
+        output_retries: int = 2,
+        output_validators: Iterable[Any] = (),
     ) -> None:
         settings = AgentSettings(
             name=name,
@@ -104,6 +109,11 @@ class ReactAgent:
             unknown_tool_strategy=unknown_tool_strategy,
             exception_processor=exception_processor,
             listeners=list(listeners),
+            output_type=output_type,
+            output_strategy=output_strategy,
+            output_retries=output_retries,
+            output_validators=list(output_validators),
+            saver=saver,
         )
         parts, hooks_in_order, strategies = assemble(settings)
         self.name: str = parts.name
@@ -114,6 +124,8 @@ class ReactAgent:
         self.max_iterations = max_iterations
         self.saver: BaseCheckpointSaver = saver if saver is not None else MemorySaver()
         self._parts = parts
+        self.output_spec: OutputSpec | None = parts.output
+        """What ``output_type`` became (strategy, schema, strictness), ``None`` without one."""
         per_round, fixed = _graph.iteration_steps(self.hooks)
         limit = fixed + per_round * max_iterations
         self._graph = _graph.build_graph(
@@ -284,6 +296,33 @@ class ReactAgent:
             self._raise_limit_error(error, config)
         return self._answer(outcome, RunnableConfig.coerce(config).thread_id)
 
+    def call_structured(self, input: AgentInput, config: ConfigLike = None) -> Any:
+        """Run until the agent answers; the validated ``output_type`` value (also in
+        ``state["structured_response"]``). ``OutputValidationError`` when no valid answer came
+        within ``output_retries``; ``GraphUsageError`` without an ``output_type`` or when the
+        run paused."""
+        structured_run(self.name, self.output_spec)
+        config = self._on_thread(input, config)
+        try:
+            outcome = self._graph.run(self._input(input), config)
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+        thread_id = RunnableConfig.coerce(config).thread_id
+        return structured_answer(self.name, outcome, self._answer(outcome, thread_id), thread_id)
+
+    async def acall_structured(self, input: AgentInput, config: ConfigLike = None) -> Any:
+        """Async ``call_structured``."""
+        structured_run(self.name, self.output_spec)
+        config = self._on_thread(input, config)
+        run = self._graph.arun(self._input(input), config)
+        del input
+        try:
+            outcome = await run
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+        thread_id = RunnableConfig.coerce(config).thread_id
+        return structured_answer(self.name, outcome, self._answer(outcome, thread_id), thread_id)
+
     async def astream(
         self, input: AgentInput, config: ConfigLike = None
     ) -> AsyncIterator[NodeOutput]:
@@ -369,6 +408,9 @@ class _TextView:
         elif isinstance(event, ModelEnd) and event.error is not None and self.streamed:
             self.streamed = ""
             return WITHDRAWN  # what this failed call streamed is not part of the answer
+        elif isinstance(event, NodeEnd) and self.streamed and rejected(event.update):
+            self.streamed = ""
+            return WITHDRAWN  # an answer the output_type sent back is not the answer
         elif isinstance(event, RunEnd) and not event.interrupts:
             messages = event.values.get(MESSAGES) or ()
             last = messages[-1] if messages else None
