@@ -62,9 +62,11 @@ class PromptTemplate:
                 if isinstance(message, UserMessage) and not message.metadata.get(_FEEDBACK):
                     return message.text
         keys = sorted(k for k in state if k not in PRIVATE_KEYS)
-        where = "an 'input' key or a user message" if name == "input" else f"a '{name}' key"
+        where = (
+            "neither an 'input' key nor a user message" if name == "input" else f"no '{name}' key"
+        )
         raise GraphUsageError(
-            f"agent '{self.agent}': its prompt names {{{name}}}, but the state has no {where} "
+            f"agent '{self.agent}': its prompt names {{{name}}}, but the state has {where} "
             f"(its keys: {', '.join(keys) or 'none'}); an earlier agent's output_key or the "
             f"input must set it (e.g. agent.call({{'messages': [...], '{name}': ...}})), or "
             f"write {{{{{name}}}}} for literal braces"
