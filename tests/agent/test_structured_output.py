@@ -38,7 +38,7 @@ from graph_agent import (
 )
 from graph_agent.agent import WITHDRAWN
 from graph_agent.agent._unanswered import unanswered_calls
-from hooks import ModelHook
+from hooks import JumpTo, ModelHook
 
 from .conftest import Runner, tool_calls
 
@@ -250,6 +250,16 @@ def test_spent_retries_raise_with_the_last_raw_output_and_keep_the_thread_valid(
     # the next turn starts afresh, on a thread the provider accepts
     assert run.call(agent, "Try again", config).metadata["structured_output"] == "Invoice"
     assert_thread_valid(model.prompts[3].messages)
+
+
+def test_retries_are_counted_per_run(run: Runner) -> None:
+    bad, good = final({"number": "A"}), final({"number": "A", "total": 1})
+    model = ScriptedChatModel([bad, good, bad, good])
+    agent = ReactAgent(name="a", model=model, output_type=Invoice, output_retries=1)
+    config = RunnableConfig(thread_id="per-run")
+    assert call_structured(run, agent, "first", config) == Invoice(number="A", total=1)
+    assert call_structured(run, agent, "second", config) == Invoice(number="A", total=1)
+    assert len(model.prompts) == 4
 
 
 def test_output_retries_zero_fails_at_the_first_invalid_answer(run: Runner) -> None:
@@ -593,6 +603,20 @@ def test_call_structured_needs_an_output_type_and_a_finished_run(run: Runner) ->
     assert call_structured(run, agent, Command(resume="yes"), config) == Invoice(
         number="A", total=1
     )
+
+
+def test_call_structured_refuses_a_run_a_hook_ended_without_the_answer(run: Runner) -> None:
+    class Closed(ModelHook):
+        can_jump_to = (JumpTo.END,)
+
+        def before_model(self, state: Any, config: Any) -> dict[str, Any]:
+            return {"messages": [AssistantMessage("We are closed.")], "jump_to": JumpTo.END}
+
+    agent = ReactAgent(
+        name="shop", model=ScriptedChatModel([]), output_type=Invoice, hooks=[Closed()]
+    )
+    with pytest.raises(GraphUsageError, match="ended without a structured answer"):
+        call_structured(run, agent, "bill", {"thread_id": "closed"})
 
 
 @pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
