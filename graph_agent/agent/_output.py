@@ -23,17 +23,14 @@ same update, so the thread stays valid for a provider whatever happens next.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import inspect
 import json
 import logging
 import re
-import types
-import typing
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
+from pydantic import TypeAdapter, ValidationError, create_model
 from typing_extensions import is_typeddict
 
 from checkpoint.effects import Effect
@@ -47,6 +44,7 @@ from ..messages import (
     UserMessage,
 )
 from ..tools import ToolContext, ToolDefinition, ToolMetadata
+from ._output_types import register_classes, snake_case, supported, type_name, variants_of
 from ._parts import MESSAGES, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, STRUCTURED
 from ._strict import strict_schema
 
@@ -67,73 +65,6 @@ SECOND = "Not used: another final-answer call of this message was accepted."
 Validator = Callable[[Any], Any]
 
 
-def _variants(output_type: Any) -> tuple[Any, ...]:
-    origin = typing.get_origin(output_type)
-    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
-        return typing.get_args(output_type)
-    return (output_type,)
-
-
-def _supported(variant: Any) -> bool:
-    return isinstance(variant, type) and (
-        issubclass(variant, BaseModel) or dataclasses.is_dataclass(variant) or is_typeddict(variant)
-    )
-
-
-def _name_of(variant: Any) -> str:
-    return str(getattr(variant, "__name__", repr(variant)))
-
-
-def _snake(name: str) -> str:
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
-    return re.sub(r"[^a-z0-9_]+", "_", spaced.lower()).strip("_") or "answer"
-
-
-def _classes(hint: Any, found: dict[type, None]) -> None:
-    """The pydantic models, dataclasses and enums ``hint`` is made of (for the checkpoint
-    registry: a stored answer holds them), in order, each once."""
-    if isinstance(hint, type) and hint not in found:
-        if issubclass(hint, BaseModel):
-            found[hint] = None
-            for field in hint.model_fields.values():
-                _classes(field.annotation, found)
-            return
-        if dataclasses.is_dataclass(hint) or is_typeddict(hint):
-            if not is_typeddict(hint):
-                found[hint] = None
-            try:
-                hints = typing.get_type_hints(hint)
-            except Exception:  # an unresolvable forward reference: pydantic reports it
-                return
-            for inner in hints.values():
-                _classes(inner, found)
-            return
-        if issubclass(hint, enum.Enum):
-            found[hint] = None
-            return
-    for inner in typing.get_args(hint):
-        _classes(inner, found)
-
-
-def _register(output_type: Any, registry: Any, problems: list[str]) -> None:
-    """Make the answer's classes storable by the agent's saver (``structured_response`` is
-    checkpointed): each one not registered yet is registered under ``module.QualName``."""
-    from checkpoint import register_type
-
-    found: dict[type, None] = {}
-    _classes(output_type, found)
-    for cls in found:
-        if registry is not None and registry.is_registered(cls):
-            continue
-        try:
-            register_type(cls, registry=registry)
-        except (TypeError, ValueError) as error:
-            problems.append(
-                f"output_type: {_name_of(cls)} cannot be registered for checkpointing ({error}); "
-                "register it yourself with checkpoint.register_type(cls, name=...)"
-            )
-
-
 class FinalAnswerTool:
     """The final-answer tool of one variant (strategy ``tool``). Offered to the model, never
     run by the tool node: the model node validates its calls."""
@@ -141,11 +72,11 @@ class FinalAnswerTool:
     def __init__(self, name: str, variant: Any, schema: dict[str, Any]) -> None:
         about = schema.get("description")
         description = (
-            f"Give your final answer ({_name_of(variant)}) as this tool's arguments: call it "
+            f"Give your final answer ({type_name(variant)}) as this tool's arguments: call it "
             "once you have everything you need (after any other tools you need), by itself."
         )
         if isinstance(about, str) and about.strip():
-            description = f"{description} {_name_of(variant)}: {about.strip()}"
+            description = f"{description} {type_name(variant)}: {about.strip()}"
         self._definition = ToolDefinition(name, description, json.dumps(schema))
 
     @property
@@ -189,7 +120,7 @@ class _RunValidators(Effect):
                 if inspect.iscoroutine(result):
                     result.close()
                 raise GraphUsageError(
-                    f"agent '{self.agent}': the output validator {_name_of(validator)} is async; "
+                    f"agent '{self.agent}': the output validator {type_name(validator)} is async; "
                     "run the agent with acall/ainvoke/astream/acall_structured, or make it sync"
                 )
             value = value if result is None else result
@@ -261,11 +192,11 @@ class OutputSpec:
         self.strategy = strategy
         self.retries = retries
         self.validators = tuple(validators)
-        self.variants = _variants(output_type)
+        self.variants = variants_of(output_type)
         self.union = len(self.variants) > 1
-        names = [_name_of(v) for v in self.variants]
+        names = [type_name(v) for v in self.variants]
         self._variants = tuple(
-            _Variant(name, f"final_answer_{_snake(name)}"[:64], TypeAdapter(variant))
+            _Variant(name, f"final_answer_{snake_case(name)}"[:64], TypeAdapter(variant))
             for name, variant in zip(names, self.variants)
         )
         self._by_tool = {v.tool: v for v in self._variants}
@@ -552,11 +483,11 @@ def output_spec(
             problems.append("output_validators need an output_type: add .output_type(T)")
         return None
     start = len(problems)
-    variants = _variants(output_type)
-    bad = [v for v in variants if not _supported(v)]
+    variants = variants_of(output_type)
+    bad = [v for v in variants if not supported(v)]
     if bad:
         problems.append(
-            f"output_type {_name_of(bad[0])} is not supported: give a pydantic model, a "
+            f"output_type {type_name(bad[0])} is not supported: give a pydantic model, a "
             "dataclass, a TypedDict, or a union of them (Invoice | Refund)"
         )
     if strategy not in STRATEGIES:
@@ -576,7 +507,7 @@ def output_spec(
             "(OpenAIChatModel declares it unless supports_native_output=False)"
         )
     resolved = ("native" if native else "tool") if strategy == "auto" else strategy
-    names = [_name_of(v) for v in variants]
+    names = [type_name(v) for v in variants]
     if len(set(names)) < len(names):
         problems.append(f"output_type: two variants have one name ({', '.join(names)})")
     if len(problems) > start or agent is None:
@@ -592,7 +523,7 @@ def output_spec(
             f"output_type's final-answer tool {clash[0]} has the name of one of the agent's "
             "tools; rename that tool"
         )
-    _register(output_type, registry, problems)
+    register_classes(output_type, registry, problems)
     return spec
 
 

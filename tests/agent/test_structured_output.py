@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import json
 import logging
 import typing
@@ -17,7 +18,7 @@ import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from checkpoint import MemorySaver, SqliteSaver
+from checkpoint import MemorySaver, SqliteSaver, default_registry, register_type
 from graph_agent import (
     AgentBuildError,
     AssistantMessage,
@@ -75,6 +76,31 @@ class Priced(BaseModel):
     amount: float
     currency: str = "EUR"
     tags: dict[str, str] = Field(default_factory=dict)
+
+
+class Status(enum.Enum):
+    OPEN = "open"
+    PAID = "paid"
+
+
+class Line(BaseModel):
+    sku: str
+    quantity: int
+
+
+@dataclasses.dataclass
+class Ledger:
+    """A dataclass holding models and an enum: every class of it is stored."""
+
+    status: Status
+    lines: list[Line]
+
+
+@register_type(name="tests.ledger-entry")
+class Entry(BaseModel):
+    """Registered by its author under a name of their own, which the agent keeps."""
+
+    text: str
 
 
 ORDERS = {"A-1": 12.5, "B-2": 30.0}
@@ -626,14 +652,17 @@ def test_call_structured_refuses_a_run_a_hook_ended_without_the_answer(run: Runn
         (Invoice, {"number": "A", "total": 2.5, "note": "paid"}),
         (Shipment, {"carrier": "DHL", "days": 3}),
         (Contact, {"name": "Ada", "email": "ada@example.com"}),
+        (Ledger, {"status": "paid", "lines": [{"sku": "s", "quantity": 2}]}),
+        (Entry, {"text": "kept"}),
     ],
-    ids=["pydantic", "dataclass", "TypedDict"],
+    ids=["pydantic", "dataclass", "TypedDict", "nested", "registered"],
 )
 def test_the_answer_round_trips_with_the_thread(
     tmp_path: Path, saver_kind: str, output_type: Any, arguments: dict[str, Any]
 ) -> None:
     name = f"final_answer_{output_type.__name__.lower()}"
     path = tmp_path / "threads.sqlite"
+    assert default_registry.name_of(Entry) == "tests.ledger-entry"
     saver = MemorySaver() if saver_kind == "memory" else SqliteSaver(path)
     try:
         agent = ReactAgent(
@@ -653,6 +682,7 @@ def test_the_answer_round_trips_with_the_thread(
         assert snapshot is not None
         stored = snapshot.values["structured_response"]
         assert stored == value and type(stored) is type(value)
+        assert default_registry.name_of(Entry) == "tests.ledger-entry"  # not registered again
     finally:
         if isinstance(saver, SqliteSaver):
             saver.close()
