@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class GraphAgentError(Exception):
@@ -129,6 +130,43 @@ class AgentRoutingError(GraphAgentError, ValueError):
         super().__init__(message)
         self.agent = agent
         self.answer = answer
+
+
+class OutputValidationError(GraphAgentError, ValueError):
+    """An agent with an ``output_type`` got no valid structured answer: the model's answers
+    failed validation (or its ``output_validators``) on every attempt its ``output_retries``
+    allowed, or the model refused (``refusal``: its reason, else ``None``).
+
+    ``raw_output`` is the last answer as the model gave it (its text, or the arguments of its
+    final-answer tool call); ``errors`` the last validation errors (pydantic's, each a dict
+    with ``type``, ``loc`` and ``msg``; a validator's message as ``{"type": "output_retry",
+    "msg": ...}``); ``agent`` names the agent.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str,
+        raw_output: str,
+        errors: Sequence[Mapping[str, Any]] = (),
+        refusal: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.raw_output = raw_output
+        self.errors = [dict(error) for error in errors]
+        self.refusal = refusal
+
+
+class OutputRetry(GraphAgentError):
+    """Raised by an agent's ``output_validator`` to send ``message`` back to the model as a
+    validation error: the model tries again (an attempt of the agent's ``output_retries``).
+    Any other exception a validator raises propagates out of the run."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class McpServerError(GraphAgentError, ConnectionError):

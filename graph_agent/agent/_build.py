@@ -18,13 +18,24 @@ from ..tools import (
     as_tool_callbacks,
 )
 from ._handoff import HandoffTool, check_handoffs, handoff_targets, tool_name_for
-from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, AgentParts
+from ._output import output_spec
+from ._parts import (
+    JUMP_TO,
+    MESSAGES,
+    OFFERED,
+    OUTPUT_ATTEMPTS,
+    OUTPUT_FAILURE,
+    REJECTED,
+    STRUCTURED,
+    AgentParts,
+)
+from ._prompt import system_prompt as make_system_prompt
 from ._toolset import RejectedToolCalls
 
 if TYPE_CHECKING:
     from hooks import Hook
 
-RESERVED_KEYS = (JUMP_TO, REJECTED, OFFERED)
+RESERVED_KEYS = (JUMP_TO, REJECTED, OFFERED, OUTPUT_ATTEMPTS, OUTPUT_FAILURE)
 
 
 @dataclasses.dataclass
@@ -51,6 +62,11 @@ class AgentSettings:
     exception_processor: Any
     listeners: list[Any] = dataclasses.field(default_factory=list)
     handoffs: list[Any] = dataclasses.field(default_factory=list)
+    output_type: Any = None
+    output_strategy: Any = "auto"
+    output_retries: Any = 2
+    output_validators: list[Any] = dataclasses.field(default_factory=list)
+    saver: Any = None  # the agent's saver, if given: its registry stores structured answers
 
 
 def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
@@ -194,6 +210,9 @@ def _strategies(
 ) -> dict[str, KeyStrategyLike]:
     strategies: dict[str, KeyStrategyLike] = {MESSAGES: KeyStrategy.APPEND}
     sources: dict[str, str] = {MESSAGES: "the agent"}
+    if s.output_type is not None:  # one value per run, written by the model node only
+        strategies[STRUCTURED] = KeyStrategy.REPLACE
+        sources[STRUCTURED] = "the agent's output_type"
     declared: list[tuple[str, Mapping[str, KeyStrategyLike]]] = [
         *((f"hook '{h.hook_name}'", h.key_strategies) for h in hooks),
         ("key_strategies", s.key_strategies),
@@ -267,6 +286,18 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
     for listener in s.listeners:
         if not callable(getattr(listener, "on_event", None)):
             problems.append(f"listeners: {listener!r} has no on_event(event) method")
+    serializer = getattr(s.saver, "serializer", None)
+    output = output_spec(
+        s.name if isinstance(s.name, str) and s.name else None,
+        s.output_type,
+        s.output_strategy,
+        s.output_retries,
+        s.output_validators,
+        s.model,
+        [t.tool_definition.name for t in tools],
+        getattr(serializer, "registry", None),
+        problems,
+    )
     if problems:
         raise AgentBuildError(s.name, problems)
     assert s.name is not None and s.model is not None and manager is not None
@@ -274,7 +305,7 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
     parts = AgentParts(
         name=s.name,
         model=s.model,
-        system_text=system_text,
+        system=make_system_prompt(s.name, system_text, output.instructions if output else None),
         tools=tuple(tools),
         tool_providers=tuple(_providers(s)),
         manager=manager,
@@ -285,5 +316,6 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
         strategies=strategies,
         interceptor_tools=interceptor_tools,
         handoffs={tool_name_for(name): name for name, _ in handoff_targets(s.handoffs)},
+        output=output,
     )
     return parts, hooks, strategies

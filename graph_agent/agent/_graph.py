@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checkpoint import BaseCheckpointSaver
+from checkpoint.effects import Effect
 
-from ..graph import END, START, CompiledGraph, KeyStrategyLike, OverAllState, StateGraph
+from ..graph import (
+    END,
+    START,
+    CompiledGraph,
+    KeyStrategyLike,
+    OverAllState,
+    RunnableConfig,
+    StateGraph,
+)
+from ..messages import AssistantMessage
 from . import _nodes
-from ._parts import JUMP_TO, PRIVATE_KEYS, AgentParts
+from ._parts import JUMP_TO, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, PRIVATE_KEYS, AgentParts
 from ._toolset import AgentTools
 from ._unanswered import answer_unfinished_calls
 
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition
 
+    from ._output import OutputSpec
+
 MODEL = "model"
 TOOLS = "tools"
+OUTPUT_FAILED = "output_failed"  # raises OutputValidationError (an agent with output_type)
 
 
 def hook_chains(hooks: Sequence[Hook]) -> dict[HookPosition, list[Hook]]:
@@ -81,11 +94,18 @@ def build_graph(
         intercepted=bool(parts.model_interceptors),
     )
     chain = _nodes.ModelChain(parts.model, parts.model_interceptors)
+    output = parts.output
     model = _nodes.model_logic(
-        chain, tools, parts.system_text, parts.tool_context, parts.output_key
+        chain, tools, parts.system, parts.tool_context, parts.output_key, output
     )
     run_tools = _nodes.tool_logic(
-        parts.manager, tools, parts.tool_context, parts.store, parts.output_key, parts.handoffs
+        parts.manager,
+        tools,
+        parts.tool_context,
+        parts.store,
+        parts.output_key,
+        output,
+        parts.handoffs,
     )
     graph.add_node(MODEL, *_nodes.both(model))
     graph.add_node(TOOLS, *_nodes.both(run_tools))
@@ -93,6 +113,15 @@ def build_graph(
     # Each hop is either a fixed next node or a route (a router and its labels -> nodes).
     Route = tuple[Callable[[OverAllState], str], dict[str, str]]
     after_model_route: Route = (_nodes.after_model_route, {"tools": TOOLS, "end": end_entry})
+    before_input: Callable[..., Any] = answer_unfinished_calls
+    if output is not None:  # a rejected answer goes back to the model; spent retries fail
+        graph.add_node(OUTPUT_FAILED, *_nodes.both(_output_failed(output)))
+        graph.add_edge(OUTPUT_FAILED, END)
+        after_model_route = (
+            _output_route,
+            {"tools": TOOLS, "end": end_entry, "retry": model_entry, "failed": OUTPUT_FAILED},
+        )
+        before_input = _new_run
     after_tools_route: Route = (_nodes.after_tools_route, {"model": model_entry, "end": end_entry})
 
     def link(source: str, hook: Hook | None, then: str | Route) -> None:
@@ -138,9 +167,43 @@ def build_graph(
         recursion_limit=recursion_limit,
         listeners=listeners,
         name=parts.name,
-        before_input=answer_unfinished_calls,
+        before_input=before_input,
         agent=True,
     )
+
+
+def _output_route(state: OverAllState) -> str:
+    """After the model of an agent with an ``output_type``: ``_nodes.after_model_route``, or
+    back to the model when the model node sent the answer back (its update ends with the
+    feedback), or to ``output_failed`` when the retries are spent."""
+    if state.get(OUTPUT_FAILURE) is not None:
+        return "failed"
+    message = _nodes.last_message(state)
+    if isinstance(message, AssistantMessage):
+        return "tools" if message.tool_calls else "end"
+    return "retry"
+
+
+def _output_failed(output: OutputSpec) -> _nodes.Logic:
+    """The node a run with no valid structured answer ends in: it raises, after the model
+    node's step kept the last attempt (its final-answer calls answered)."""
+
+    def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
+        raise output.error(state)
+        yield  # a generator, as every node's logic is
+
+    return logic
+
+
+def _new_run(
+    values: Mapping[str, Any], update: Mapping[str, Any], kept: Mapping[str, Any] | None = None
+) -> Mapping[str, Any]:
+    """New input to a thread of an agent with an ``output_type``: unanswered calls answered
+    (``answer_unfinished_calls``), and the count of rejected answers starts again."""
+    update = answer_unfinished_calls(values, update, kept)
+    if values.get(OUTPUT_ATTEMPTS) is not None or values.get(OUTPUT_FAILURE) is not None:
+        update = {**update, OUTPUT_ATTEMPTS: None, OUTPUT_FAILURE: None}
+    return update
 
 
 def iteration_steps(hooks: Sequence[Hook]) -> tuple[int, int]:

@@ -27,12 +27,15 @@ from ..models import ChatModel, ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
 from ..tools import ToolCallback, ToolCallingManager, ToolContext
 from ._handoff import handoff_command, to_parent
-from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED
+from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, STRUCTURED
+from ._prompt import PromptTemplate
 from ._toolset import AgentTools
 from ._usage import moved_to_response, usage_dict
 
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition, ModelInterceptor, ModelRequest
+
+    from ._output import OutputSpec
 
 Node = Callable[[OverAllState, RunnableConfig], Any]
 
@@ -76,20 +79,30 @@ def last_message(state: OverAllState) -> Message | None:
 
 
 def options(
-    tools: Sequence[ToolCallback], tool_context: Mapping[str, Any]
+    tools: Sequence[ToolCallback],
+    tool_context: Mapping[str, Any],
+    response_format: Mapping[str, Any] | None = None,
 ) -> ToolCallingChatOptions:
-    return ToolCallingChatOptions(tool_callbacks=tuple(tools), tool_context=dict(tool_context))
+    return ToolCallingChatOptions(
+        tool_callbacks=tuple(tools),
+        tool_context=dict(tool_context),
+        response_format=response_format,
+    )
 
 
 class RequestOptions:
     """The options of a model node's requests: the last one's again while the tools offered
     are the same objects and its ``tool_context`` still holds the agent's entries. (Options are
-    frozen; making one, 16 fields checked, costs more than the rest of a request.)"""
+    frozen; making one, 17 fields checked, costs more than the rest of a request.)
+    ``response_format``: the structured-output format of every request (``native``)."""
 
-    __slots__ = ("last", "tool_context")
+    __slots__ = ("last", "response_format", "tool_context")
 
-    def __init__(self, tool_context: Mapping[str, Any]) -> None:
+    def __init__(
+        self, tool_context: Mapping[str, Any], response_format: Mapping[str, Any] | None = None
+    ) -> None:
         self.tool_context = tool_context
+        self.response_format = response_format
         self.last: ToolCallingChatOptions | None = None
 
     def offering(self, tools: Sequence[ToolCallback]) -> ToolCallingChatOptions:
@@ -101,7 +114,7 @@ class RequestOptions:
             and last.tool_context == self.tool_context
         ):
             return last
-        self.last = made = options(tools, self.tool_context)
+        self.last = made = options(tools, self.tool_context, self.response_format)
         return made
 
 
@@ -256,16 +269,21 @@ def _wrap(method: Callable[[Any, Any], Any], handler: Any) -> Any:
 def model_logic(
     chain: ModelChain,
     tools: AgentTools,
-    system_text: str | None,
+    system_prompt: str | PromptTemplate | None,
     tool_context: Mapping[str, Any],
     output_key: str | None,
+    output: OutputSpec | None = None,
 ) -> Logic:
     """The model node: build the request, call the model through the interceptors, and
-    keep its answer (and, when it asks for tools, the names of the tools it was offered)."""
+    keep its answer (and, when it asks for tools, the names of the tools it was offered).
+    With an ``output`` spec, an answer is judged by it (``OutputSpec.decide``)."""
 
-    # The system prompt (never stored) is a frozen message: made once, in every request.
-    system = [SystemMessage(system_text)] if system_text else []
-    request_options = RequestOptions(tool_context)
+    # The system prompt (never stored) is a frozen message: made once, in every request;
+    # a prompt with placeholders is filled from the state at each call instead.
+    template = system_prompt if isinstance(system_prompt, PromptTemplate) else None
+    system = [SystemMessage(system_prompt)] if isinstance(system_prompt, str) else []
+    request_options = RequestOptions(tool_context, output.response_format if output else None)
+    final_tools = output.final_tools if output is not None else ()
 
     def request_for(state: OverAllState, config: RunnableConfig) -> ModelRequest:
         from hooks import ModelRequest
@@ -274,10 +292,13 @@ def model_logic(
         conversation = state.get(MESSAGES) or []  # a list of our own (``get`` copies lists)
         if type(conversation) is not list:
             conversation = list(conversation)
-        messages = [*system, *conversation] if system else conversation
+        head = system if template is None else template.render(state)
+        messages = [*head, *conversation] if head else conversation
         # (the agent's tool providers, if any, get a list of their own)
         seen = list(conversation) if tools.providers else conversation
         offered = tools.for_messages(seen, state, config)
+        if final_tools:  # beside the agent's own tools, never instead of them
+            offered.extend(final_tools)
         return ModelRequest(messages, request_options.offering(offered), state, config)
 
     def answer_update(
@@ -315,6 +336,12 @@ def model_logic(
         if usage is not None and "usage" not in message.metadata:
             counted = {**message.metadata, "usage": usage_dict(usage)}
             message = message.model_copy(update={"metadata": counted})
+        if output is not None:
+            decided = yield from output.decide(state, message)
+            if decided is not None:
+                if output_key and STRUCTURED in decided:
+                    decided[output_key] = decided[STRUCTURED]
+                return cleared(state, decided)
         if message.tool_calls:
             tools.remember(config.thread_id, offered)
         return answer_update(state, message, offered)
@@ -360,13 +387,16 @@ def tool_logic(
     tool_context: Mapping[str, Any],
     store: Any,
     output_key: str | None,
+    output: OutputSpec | None = None,
     handoffs: Mapping[str, str] | None = None,
 ) -> Logic:
     """The tool node: run the last message's tool calls (only tools the model was offered)
     and keep their responses; what the tools wrote to ``extra_state`` is merged in call
-    order by each key's strategy, as if each call had been a node of its own. A batch with
-    a handoff (``handoffs``: tool name -> agent) ends with the conversation moving to that
-    agent (``_handoff``)."""
+    order by each key's strategy, as if each call had been a node of its own. With an
+    ``output`` spec, a final-answer call beside other calls is not run but answered (call
+    it again alone), and a return-direct batch goes back to the model, which answers in the
+    schema. A batch with a handoff (``handoffs``: tool name -> agent) ends with the
+    conversation moving to that agent (``_handoff``)."""
 
     def run_tools(state: OverAllState, config: RunnableConfig, last: AssistantMessage) -> _RunTools:
         # Built here, not in the logic: its locals (the state's copy of the messages, the
@@ -382,19 +412,26 @@ def tool_logic(
         last = last_message(state)
         if not isinstance(last, AssistantMessage) or not last.tool_calls:
             return cleared(state, {})
-        result = yield run_tools(state, config, last)
+        calls = last
+        if output is not None:
+            calls, finals = output.split(last)
+            if finals and not calls.tool_calls:  # only final-answer calls: the model node's
+                return cleared(state, {MESSAGES: [output.answered(last, None, finals)]})
+        result = yield run_tools(state, config, calls)
         # what the tools wrote to ``extra_state``, in call order
         written = [extra for extra in result.extra_states if extra]
-        response = result.tool_response
+        responses = result.tool_response
         if written:
-            response, written = moved_to_response(response, written)
+            responses, written = moved_to_response(responses, written)
+        if output is not None and calls is not last:
+            responses = output.answered(last, responses, finals)
         if handoffs:
-            moved = handoff_command(last.tool_calls, response, handoffs)
+            moved = handoff_command(last.tool_calls, responses, handoffs)
             if moved is not None:
                 return to_parent({**_joined(written), MESSAGES: [moved[0]]}, moved[1])
-        update: dict[str, Any] = {MESSAGES: [response]}
-        if result.return_direct:
-            direct = AssistantMessage(response.text, metadata={"return_direct": True})
+        update: dict[str, Any] = {MESSAGES: [responses]}
+        if result.return_direct and output is None:
+            direct = AssistantMessage(responses.text, metadata={"return_direct": True})
             update[MESSAGES].append(direct)
             if output_key:
                 update[output_key] = direct.text

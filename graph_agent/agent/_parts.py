@@ -15,11 +15,18 @@ from ..tools import ToolCallback, ToolCallingManager, ToolProvider
 if TYPE_CHECKING:
     from hooks import ModelInterceptor
 
+    from ._output import OutputSpec
+    from ._prompt import PromptTemplate
+
 MESSAGES = "messages"
 JUMP_TO = "jump_to"
 REJECTED = "rejected_tool_calls"
 OFFERED = "offered_tools"  # state key: the tools the model was offered for its tool calls
-PRIVATE_KEYS = (JUMP_TO, OFFERED, REJECTED)  # the agent's bookkeeping, kept from callers
+STRUCTURED = "structured_response"  # state key: the validated answer (with an output_type)
+OUTPUT_ATTEMPTS = "output_attempts"  # state key: this run's rejected structured answers
+OUTPUT_FAILURE = "output_failure"  # state key: why the run ends in OutputValidationError
+# the agent's bookkeeping, kept from callers
+PRIVATE_KEYS = (JUMP_TO, OFFERED, REJECTED, OUTPUT_ATTEMPTS, OUTPUT_FAILURE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +35,7 @@ class AgentParts:
 
     name: str
     model: ChatModel
-    system_text: str | None
+    system: str | PromptTemplate | None  # the system prompt: fixed, or filled per model call
     tools: tuple[ToolCallback, ...]
     tool_providers: tuple[ToolProvider, ...]
     manager: ToolCallingManager
@@ -41,3 +48,4 @@ class AgentParts:
     interceptor_tools: Mapping[str, ToolCallback] = dataclasses.field(default_factory=dict)
     # The agent's handoff tools: tool name -> the agent it hands the conversation to.
     handoffs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    output: OutputSpec | None = None  # the output_type, when there is one

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from checkpoint import BaseCheckpointSaver, new_run_id
 
 from ..errors import GraphRecursionError, GraphUsageError
-from ..events import ModelDelta, ModelEnd, ModelStart, RunEnd, RunEvent
+from ..events import ModelDelta, ModelEnd, ModelStart, NodeEnd, RunEnd, RunEvent
 from ..graph import (
     Command,
     CompiledGraph,
@@ -23,6 +23,7 @@ from ..graph import (
     StateSnapshot,
 )
 from ..messages import AssistantMessage, Message
+from ._output import rejected
 from ._parts import MESSAGES
 from ._usage import run_usage
 
@@ -389,9 +390,14 @@ class _TextView:
             if isinstance(last, AssistantMessage) and last.answer and last.answer != self.latest:
                 return last.answer
             return ""
-        if not isinstance(event, (ModelStart, ModelDelta, ModelEnd)):
+        if not isinstance(event, (ModelStart, ModelDelta, ModelEnd, NodeEnd)):
             return ""
         if not self.speaks(_path(namespace) if namespace else ()):
+            return ""
+        if isinstance(event, NodeEnd):
+            if self.streamed.get(namespace) and rejected(event.update):
+                self.streamed[namespace] = self.latest = ""
+                return WITHDRAWN  # an answer the output_type sent back is not the answer
             return ""
         if isinstance(event, ModelStart):
             self.streamed[namespace] = self.latest = ""

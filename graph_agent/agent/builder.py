@@ -105,8 +105,39 @@ class ReactAgentBuilder(Generic[Agent]):
         return self._set("parallel_tool_execution", enabled)
 
     def output_key(self, key: str) -> ReactAgentBuilder[Agent]:
-        """A state key that receives the final answer's text."""
+        """A state key that receives the final answer's text (with an ``output_type``: the
+        validated answer)."""
         return self._set("output_key", key)
+
+    def output_type(self, output_type: Any, strategy: str = "auto") -> ReactAgentBuilder[Agent]:
+        """The type the final answer must validate as: a pydantic model, a dataclass, a
+        TypedDict, or a union of them. ``strategy``: ``"tool"`` (a final-answer tool per
+        variant), ``"native"`` (the provider's json_schema ``response_format``),
+        ``"prompted"`` (format instructions, parsed from the text) or ``"auto"`` (``native``
+        when the model declares ``supports_native_output``, else ``tool``). The answer is
+        ``state["structured_response"]``; ``agent.call_structured(...)`` returns it."""
+        self._set("output_type", output_type)
+        return self._set("output_strategy", strategy)
+
+    def output_strategy(self, strategy: str) -> ReactAgentBuilder[Agent]:
+        """How the answer is asked for: ``"auto"``, ``"tool"``, ``"native"`` or
+        ``"prompted"`` (see ``output_type``)."""
+        return self._set("output_strategy", strategy)
+
+    def output_retries(self, count: int) -> ReactAgentBuilder[Agent]:
+        """How many times an invalid structured answer goes back to the model with its
+        errors before ``OutputValidationError`` (default 2)."""
+        return self._set("output_retries", count)
+
+    def output_validator(self, validator: Callable[[Any], Any]) -> ReactAgentBuilder[Agent]:
+        """A check of your own on the validated answer, sync or async: ``fn(value)`` returns
+        the value (changed or not; ``None`` keeps it) or raises ``OutputRetry("why")`` to
+        send the error back to the model; any other exception propagates. Accumulates."""
+        return self._add("output_validators", (validator,))
+
+    def output_validators(self, *validators: Callable[[Any], Any]) -> ReactAgentBuilder[Agent]:
+        """``output_validator`` for several at once, run in order."""
+        return self._add("output_validators", validators)
 
     def key_strategies(self, strategies: Mapping[str, KeyStrategyLike]) -> ReactAgentBuilder[Agent]:
         self._options.setdefault("key_strategies", {}).update(strategies)

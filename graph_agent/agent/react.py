@@ -13,8 +13,9 @@ from ..models import ChatModel
 from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
 from ._build import AgentSettings, assemble
+from ._output import OutputSpec, structured_answer, structured_run
 from ._parts import JUMP_TO
-from .base import WITHDRAWN, BaseAgent, ConfigLike
+from .base import WITHDRAWN, AgentInput, BaseAgent, ConfigLike
 from .builder import ReactAgentBuilder
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ class ReactAgent(BaseAgent):
         exception_processor: Any = None,
         listeners: Iterable[Any] = (),
         handoffs: Iterable[BaseAgent | str] = (),
+        output_type: Any = None,
+        output_strategy: str = "auto",
+        output_retries: int = 2,
+        output_validators: Iterable[Any] = (),
     ) -> None:
         settings = AgentSettings(
             name=name,
@@ -89,6 +94,11 @@ class ReactAgent(BaseAgent):
             exception_processor=exception_processor,
             listeners=list(listeners),
             handoffs=list(handoffs),
+            output_type=output_type,
+            output_strategy=output_strategy,
+            output_retries=output_retries,
+            output_validators=list(output_validators),
+            saver=saver,
         )
         parts, hooks_in_order, strategies = assemble(settings)
         self.name: str = parts.name
@@ -100,6 +110,8 @@ class ReactAgent(BaseAgent):
         self.max_iterations = max_iterations
         self.saver: BaseCheckpointSaver = saver if saver is not None else MemorySaver()
         self._parts = parts
+        self.output_spec: OutputSpec | None = parts.output
+        """What ``output_type`` became (strategy, schema, strictness), ``None`` without one."""
         per_round, fixed = _graph.iteration_steps(self.hooks)
         limit = fixed + per_round * max_iterations
         self.handoffs: tuple[BaseAgent | str, ...] = tuple(settings.handoffs)
@@ -174,3 +186,30 @@ class ReactAgent(BaseAgent):
             "max_iterations or check why the model keeps calling tools. The thread is kept at "
             "its last step: agent.invoke(None, config) continues it"
         ) from error
+
+    def call_structured(self, input: AgentInput, config: ConfigLike = None) -> Any:
+        """Run until the agent answers; the validated ``output_type`` value (also in
+        ``state["structured_response"]``). ``OutputValidationError`` when no valid answer came
+        within ``output_retries``; ``GraphUsageError`` without an ``output_type`` or when the
+        run paused."""
+        structured_run(self.name, self.output_spec)
+        config = self._on_thread(input, config)
+        try:
+            outcome = self.graph.run(self._input(input), config)
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+        thread_id = RunnableConfig.coerce(config).thread_id
+        return structured_answer(self.name, outcome, self._answer(outcome, thread_id), thread_id)
+
+    async def acall_structured(self, input: AgentInput, config: ConfigLike = None) -> Any:
+        """Async ``call_structured``."""
+        structured_run(self.name, self.output_spec)
+        config = self._on_thread(input, config)
+        run = self.graph.arun(self._input(input), config)
+        del input
+        try:
+            outcome = await run
+        except GraphRecursionError as error:
+            self._raise_limit_error(error, config)
+        thread_id = RunnableConfig.coerce(config).thread_id
+        return structured_answer(self.name, outcome, self._answer(outcome, thread_id), thread_id)

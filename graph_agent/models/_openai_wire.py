@@ -115,6 +115,17 @@ def _tool_to_wire(callback: Any) -> dict[str, Any]:
     }
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON containers (mappings as dicts, sequences as lists), a copy the
+    body owns: a caller's mapping proxy or tuple is not JSON, and the body is the caller's
+    to change."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _pick(name: str, *sources: ChatOptions | None) -> Any:
     for options in sources:
         value = getattr(options, name, None) if options is not None else None
@@ -151,7 +162,8 @@ def build_body(
 
     Each option comes from the prompt's options, else from ``default_options``; unset
     options are left out so the server's defaults apply. ``max_completion_tokens``, when
-    set, is sent instead of ``max_tokens``. Tools come from
+    set, is sent instead of ``max_tokens``. ``response_format`` is sent as given (structured
+    output: OpenAI's ``json_schema`` format), with or without tools. Tools come from
     ``ToolCallingChatOptions.tool_callbacks`` (``tool_names`` are for a resolver, not the
     model); ``tool_choice`` and ``parallel_tool_calls`` are sent only together with tools
     (OpenAI refuses them alone). The model's ``extra_body`` entries are added first, so they
@@ -177,6 +189,9 @@ def build_body(
     stop = _pick("stop", *sources)
     if stop:
         body["stop"] = [stop] if isinstance(stop, str) else list(stop)
+    response_format = _pick("response_format", *sources)
+    if response_format is not None:
+        body["response_format"] = _plain(response_format)
     tool_sources = tuple(o for o in sources if isinstance(o, ToolCallingChatOptions))
     callbacks: Sequence[Any] = _pick("tool_callbacks", *tool_sources) or ()
     if callbacks:

@@ -106,6 +106,11 @@ class OpenAIChatModel:
     ``default_options`` fill in what a prompt's options leave unset; ``extra_headers`` go
     with every request and ``extra_body`` into every request body (provider-specific fields).
     ``sleep`` / ``async_sleep`` are how retries wait (tests pass a recorder).
+
+    ``supports_native_output`` (default ``True``) tells a ``ReactAgent`` with an
+    ``output_type`` that this endpoint takes OpenAI's ``response_format`` json_schema, so its
+    ``"auto"`` output strategy is ``"native"``; set it to ``False`` for a compatible server
+    without json_schema support (the agent then offers a final-answer tool instead).
     """
 
     provider_name = "openai"  # gen_ai.provider.name in traces (an OpenAI-compatible API)
@@ -129,6 +134,7 @@ class OpenAIChatModel:
         max_backoff: float = 30.0,
         sleep: Callable[[float], None] | None = None,
         async_sleep: Callable[[float], Awaitable[None]] | None = None,
+        supports_native_output: bool = True,
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
@@ -152,6 +158,7 @@ class OpenAIChatModel:
         if not isinstance(stream_idle_timeout, _UpToTimeout):
             self.stream_idle_timeout = stream_idle_timeout
         self.max_retries = max_retries
+        self.supports_native_output = supports_native_output
         self.default_options = default_options
         self.extra_headers = dict(extra_headers or {})
         self.extra_body = dict(extra_body or {})

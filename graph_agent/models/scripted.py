@@ -54,11 +54,16 @@ class ScriptedChatModel:
     an exception instance (raised by that call, to script a failure). When the script runs
     out the call raises ``ModelError`` naming how many responses were scripted. Streaming
     yields the same response in chunks. Thread-safe.
+
+    ``supports_native_output`` (default ``False``) is what the model declares to a
+    ``ReactAgent`` with an ``output_type``: ``True`` scripts a model that takes a
+    ``response_format`` json_schema (the agent's ``"auto"`` strategy is then ``"native"``).
     """
 
     provider_name = "scripted"  # gen_ai.provider.name in traces
 
-    def __init__(self, responses: Iterable[Reply]) -> None:
+    def __init__(self, responses: Iterable[Reply], *, supports_native_output: bool = False) -> None:
+        self.supports_native_output = supports_native_output
         self.responses: list[Reply] = list(responses)
         self.prompts: list[Prompt] = []
         self._next = 0
@@ -106,14 +111,18 @@ ReplyFunction: TypeAlias = Callable[[Prompt], AssistantMessage | str | ChatRespo
 
 class FunctionChatModel:
     """A model whose answer is ``fn(prompt)``: an ``AssistantMessage``, a string or a
-    ``ChatResponse`` (an async ``fn`` works with ``acall``/``astream``). Records prompts."""
+    ``ChatResponse`` (an async ``fn`` works with ``acall``/``astream``). Records prompts.
+    ``supports_native_output`` as for ``ScriptedChatModel``."""
 
     provider_name = "function"  # gen_ai.provider.name in traces
 
     def __init__(
         self,
         fn: ReplyFunction | Callable[[Prompt], Awaitable[AssistantMessage | str | ChatResponse]],
+        *,
+        supports_native_output: bool = False,
     ) -> None:
+        self.supports_native_output = supports_native_output
         self.fn = fn
         self.prompts: list[Prompt] = []
 

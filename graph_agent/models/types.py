@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,13 @@ class ChatOptions:
     or the name of one offered tool; it and ``parallel_tool_calls`` are sent only with tools.
     ``extra_body`` is merged into the request body last, so it can set any field a provider
     offers (and replace one this class sets); it cannot set ``messages`` or ``stream``.
+
+    ``response_format`` is sent as OpenAI's ``response_format``, as given:
+    ``{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": True}}``
+    (structured output; a ``ReactAgent`` with ``output_type`` and the ``native`` strategy
+    sets it), ``{"type": "json_object"}`` or ``{"type": "text"}``. It is checked where it is
+    made: the type, and for ``json_schema`` a ``name`` of at most 64 letters, digits, ``_`` or
+    ``-``, a ``schema`` that is a mapping, a ``strict`` that is a bool or None.
     """
 
     model: str | None = None
@@ -58,6 +66,7 @@ class ChatOptions:
     reasoning_effort: str | None = None
     seed: int | None = None
     user: str | None = None
+    response_format: Mapping[str, Any] | None = None
     extra_body: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -101,6 +110,8 @@ def _check_options(options: ChatOptions) -> None:
         if not isinstance(stop, Sequence) or not all(isinstance(s, str) for s in stop):
             _refuse("stop", stop, "a str, a sequence of str, or None")
         object.__setattr__(options, "stop", tuple(stop))
+    if options.response_format is not None:
+        _check_response_format(options.response_format)
     extra = options.extra_body
     if extra is not None:
         if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
@@ -108,6 +119,36 @@ def _check_options(options: ChatOptions) -> None:
         for key, why in _BODY_KEYS_OWNED.items():
             if key in extra:
                 raise ValueError(f"ChatOptions.extra_body cannot set {key!r}: {why}")
+
+
+_RESPONSE_FORMAT_TYPES = ("json_schema", "json_object", "text")
+_SCHEMA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _check_response_format(value: Any) -> None:
+    """``response_format`` as OpenAI takes it (see ``ChatOptions``)."""
+    expected = (
+        '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}, '
+        '{"type": "json_object"}, {"type": "text"} or None'
+    )
+    if not isinstance(value, Mapping) or value.get("type") not in _RESPONSE_FORMAT_TYPES:
+        _refuse("response_format", value, expected)
+    if value["type"] != "json_schema":
+        return
+    spec = value.get("json_schema")
+    if not isinstance(spec, Mapping):
+        _refuse("response_format", value, f"{expected} (json_schema is missing)")
+    name = spec.get("name")
+    if not isinstance(name, str) or not _SCHEMA_NAME.fullmatch(name):
+        _refuse(
+            "response_format",
+            value,
+            "a json_schema whose name is 1-64 letters, digits, '_' or '-'",
+        )
+    if "schema" in spec and not isinstance(spec["schema"], Mapping):
+        _refuse("response_format", value, "a json_schema whose schema is a mapping")
+    if spec.get("strict") is not None and not isinstance(spec["strict"], bool):
+        _refuse("response_format", value, "a json_schema whose strict is True, False or None")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

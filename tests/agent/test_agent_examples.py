@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
-from .._examples import run_example
+import pytest
+
+from .._examples import example_process, run_example
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,11 +67,102 @@ def test_return_direct_answers_with_the_tool_result_and_one_model_call() -> None
     ]
 
 
+def test_structured_output_answers_with_a_validated_invoice_after_a_tool_call() -> None:
+    assert run("structured_output.py").splitlines() == [
+        "strategy: tool (final_answer_invoice beside order_details)",
+        "user: Make the invoice for order A-1001.",
+        '  tool order_details -> {"customer": "Ada Lovelace", "items": [{"sku": "NB-01", '
+        '"name": "Notebook", "quantity": 2, "unit_price": 4.5}, {"sku": "PN-07", "name": "Pen", '
+        '"quantity": 1, "unit_price": 2.0}]}',
+        "Invoice A-1001 for Ada Lovelace:",
+        "  2 x Notebook @ 4.50 = 9.00",
+        "  1 x Pen @ 2.00 = 2.00",
+        "  total: 11.00 EUR",
+    ]
+
+
+INVOICE = {
+    "order_id": "A-1001",
+    "customer": "Ada Lovelace",
+    "lines": [{"sku": "NB-01", "description": "Notebook", "quantity": 2, "unit_price": 4.5}],
+    "total": 10.0,  # wrong: the example's validator sends it back
+}
+
+
+class _OpenAIStandIn(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server: a tool call, a wrong total, then the right one."""
+
+    bodies: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        self.bodies.append(body)
+        turn = len(self.bodies)
+        if turn == 1:
+            call = {"name": "order_details", "arguments": '{"order_id": "A-1001"}'}
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": call}],
+            }
+        else:
+            invoice = {**INVOICE, "total": 10.0 if turn == 2 else 9.0}
+            message = {"role": "assistant", "content": json.dumps(invoice)}
+        reply = json.dumps(
+            {
+                "id": f"chatcmpl-{turn}",
+                "object": "chat.completion",
+                "created": 1,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def openai_stand_in() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    bodies: list[dict[str, Any]] = []
+    handler = type("Handler", (_OpenAIStandIn,), {"bodies": bodies})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_structured_output_live_uses_the_json_schema_format(
+    openai_stand_in: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, bodies = openai_stand_in
+    done = example_process("structured_output.py", "--live", OPENAI_BASE_URL=url)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "strategy: native (json_schema response_format, strict: True)"
+    assert lines[-1] == "  total: 9.00 EUR"  # the wrong total went back and was fixed
+    assert len(bodies) == 3
+    for body in bodies:
+        assert body["response_format"]["json_schema"]["name"] == "Invoice"
+        assert [t["function"]["name"] for t in body["tools"]] == ["order_details"]
+    assert "the lines add up to 9.0" in bodies[2]["messages"][-1]["content"]
+
+
 def test_examples_take_live_flag_help() -> None:
     for name in (
         "financial_assistant.py",
         "conversation_summary.py",
         "state_hook.py",
         "return_direct.py",
+        "structured_output.py",
     ):
         assert "--live" in run(name, "--help")
