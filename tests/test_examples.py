@@ -15,6 +15,8 @@ import pytest
 
 from graph_agent import Command, CompiledGraph, RunnableConfig
 
+from ._examples import run_example as example_output
+
 ROOT = Path(__file__).resolve().parents[1]
 APPROVAL = ROOT / "examples" / "approval_workflow.py"
 
@@ -198,3 +200,129 @@ def test_research_subgraph_says_which_half_to_run(tmp_path: Path) -> None:
     assert again.returncode == 2
     assert "waits for the editor: add --resume ANSWER" in again.stderr
     assert "REPORT (yes):" in _run_research("--db", db, "--resume", "yes")
+
+
+# -- the multi-agent examples (docs/multi-agent.md) ------------------------------------------
+
+
+def test_research_team_streams_only_the_writer_and_keeps_each_step(tmp_path: Path) -> None:
+    out = example_output("research_team.py", "--db", str(tmp_path / "team.sqlite"))
+    lines = out.splitlines()
+    assert "    planner --> researchers" in lines and "    researchers --> writer" in lines
+    assert "    __start__ --> history" in lines and "    market --> merge" in lines
+    brief = (
+        "Green tea in brief. Green tea was first drunk in China, some 4,000 years ago. A cup "
+        "holds about 30 mg of caffeine. China grows most of the world's green tea."
+    )
+    # the streamed text is the writer's answer only: no plan, no notes before it
+    assert f"writer (streamed): {brief}" in lines
+    assert (
+        "plan:  Plan for green tea: 1. where it comes from; 2. what is in a cup; 3. who grows it."
+        in lines
+    )
+    assert "notes['history']: Green tea was first drunk in China, some 4,000 years ago." in lines
+    assert "notes['science']: A cup holds about 30 mg of caffeine." in lines
+    assert "notes['market']: China grows most of the world's green tea." in lines
+    assert "brief: the writer's answer, as streamed: True" in lines
+    conversation = lines[
+        lines.index("== the conversation: the request, then one answer per sub-agent") + 1 :
+    ]
+    assert conversation[:3] == [
+        "  [user] Write a brief on green tea.",
+        "  [planner] Plan for green tea: 1. where it comes from; 2. what is in a cup; 3. who grows it.",
+        "  [researchers] history:",
+    ]
+    assert f"  [writer] {brief}" in conversation
+    assert conversation[-1] == "thread 'research-team' kept in team.sqlite: 4 messages"
+    # the thread is on disk: a second run continues it
+    again = example_output("research_team.py", "--db", str(tmp_path / "team.sqlite"))
+    assert again.splitlines()[-1] == "thread 'research-team' kept in team.sqlite: 8 messages"
+
+
+def test_support_handoffs_keeps_the_agent_that_took_over_until_it_hands_back() -> None:
+    out = example_output("support_handoffs.py")
+    turns = out.split("== turn ")[1:]
+    assert [t.splitlines()[0] for t in turns] == [
+        "1: starts with triage",
+        "2: starts with billing",  # the next turn stays with the agent that took over
+        "3: starts with billing",
+        "4: starts with tech",
+    ]
+    assert turns[0].splitlines()[2:] == [
+        "  [triage] hands the conversation to billing",
+        "  [billing] list_charges -> C-1: 42.00 EUR on May 3; C-2: 42.00 EUR on May 3",
+        "  [billing] refund -> refund R-1 issued for C-2",
+        "billing: You were charged twice on May 3; I refunded C-2 (R-1).",
+        "active agent now: billing",
+    ]
+    assert turns[1].splitlines()[2:] == [
+        "billing: Refunds reach your card within 3 to 5 business days.",
+        "active agent now: billing",
+    ]
+    assert turns[2].splitlines()[2:4] == [
+        "  [billing] hands the conversation to triage",
+        "  [triage] hands the conversation to tech",
+    ]
+    assert "active agent now: tech" in turns[2]
+    assert turns[3].splitlines()[2:] == [
+        "  [tech] hands the conversation to triage",
+        "triage: Glad it's sorted! Anything else I can help you with?",
+        "active agent now: triage",
+        "== one thread, 24 messages: 8 tool calls (handoffs included), 8 answered",
+    ]
+
+
+def test_agent_as_tool_shows_nested_events_and_resumes_the_approval_in_place() -> None:
+    out = example_output("agent_as_tool.py")
+    first, paused, resumed = (
+        out.split("== 1. ", 1)[1].split("== 2. ", 1)[0],
+        out.split("== 2. ", 1)[1].split("== 3. ", 1)[0],
+        out.split("== 3. ", 1)[1],
+    )
+
+    def of(part: str, agent: str) -> list[str]:
+        """One agent's lines, in order (the two sub-agents run at once: their lines may
+        interleave)."""
+        return [
+            " ".join(line.split()[1:])
+            for line in part.splitlines()
+            if line.split() and line.split()[0] == agent
+        ]
+
+    assert of(first, "trip_planner/flights") == [
+        "run_start",
+        "model_end asks for find_flights",
+        'tool_start find_flights({"destination": "Lisbon", "date": "2025-06-12"})',
+        "tool_end find_flights -> TP 1351 to Lisbon on 2025-06-12, 08:10, 129 EUR",
+        "model_end answers 'Best flight: TP 1351 to Lisbon on 2025-06-12, 08:10, 129 EUR.'",
+        "run_end",
+    ]
+    assert of(first, "trip_planner/hotels") == [
+        "run_start",
+        "model_end asks for book_hotel",
+        "interrupt paused: tool_approval",
+        "run_end",
+    ]
+    root = of(first, "trip_planner")
+    assert root[:2] == ["run_start", "model_end asks for flights, hotels"]
+    assert root[-2:] == ["interrupt paused: tool_approval", "run_end"]
+    assert not any(line.startswith("tool_end hotels") for line in root)  # still waiting
+    assert paused.splitlines()[1:] == [
+        '  trip_planner/hotels asks to run book_hotel({"city": "Lisbon", "nights": 3})',
+        "  booked so far: []",
+    ]
+    assert "paused: the orchestrator waits in ['tools']" in paused
+    # resumed in place: the hotels agent continues, flights does not run again
+    assert "trip_planner/flights" not in resumed
+    assert of(resumed, "trip_planner/hotels") == [
+        "run_start",
+        'tool_start book_hotel({"city": "Lisbon", "nights": 3})',
+        "tool_end book_hotel -> booked Casa do Rio, Lisbon, 3 nights, booking H-77",
+        "model_end answers 'Hotel: booked Casa do Rio, Lisbon, 3 nights, booking H-77.'",
+        "run_end",
+    ]
+    assert "  booked: ['3 nights in Lisbon']" in resumed
+    assert resumed.splitlines()[-1] == (
+        "trip_planner: Your trip is ready. Best flight: TP 1351 to Lisbon on 2025-06-12, "
+        "08:10, 129 EUR. Hotel: booked Casa do Rio, Lisbon, 3 nights, booking H-77."
+    )
