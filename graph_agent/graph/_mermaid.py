@@ -89,8 +89,9 @@ def _draw(
         elif inside.get(name):
             lines.append(f"{indent}subgraph {node_id}[{_text(name)}]")
             for child in inside[name]:
-                inner = f"{prefix}{name}/{child.title}/"
-                if len(inside[name]) > 1 or child.title != name:
+                boxed = len(inside[name]) > 1 or child.title != name
+                inner = f"{prefix}{name}/{child.title}/" if boxed else f"{prefix}{name}/"
+                if boxed:
                     child_id = _node_id(inner, ids)
                     lines.append(f"{indent}    subgraph {child_id}[{_text(child.title)}]")
                     _draw(child.graph, child.inside, inner, ids, lines, indent + "        ", False)
