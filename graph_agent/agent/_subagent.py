@@ -88,6 +88,7 @@ class SubAgentNode(SubgraphNode):
         node: str | None = None,
         hidden: Iterable[str] = (),
         graph: CompiledGraph | None = None,
+        result_key: str | None = None,
     ) -> None:
         graph = graph if graph is not None else agent.graph
         super().__init__(node or agent.name, graph._spec, None, None, graph.listeners)
@@ -96,6 +97,9 @@ class SubAgentNode(SubgraphNode):
         self.private = frozenset(graph._spec.private)
         # The parent's own bookkeeping (its private keys): not the sub-agent's to see.
         self.hidden = frozenset(hidden)
+        # The parent flow's output_key, when this sub-agent's result is the flow's result
+        # (the last step of a sequential flow or of a loop's round).
+        self.result_key = result_key
 
     def _seen(self, state: OverAllState) -> OverAllState:
         if not self.hidden or not any(k in state for k in self.hidden):
@@ -119,6 +123,12 @@ class SubAgentNode(SubgraphNode):
                 kept[MESSAGES] = added
             return kept
         answer = final_answer(added)
+        if self.result_key is not None:
+            own = self.agent.output_key
+            if own and own in kept:
+                kept[self.result_key] = kept[own]
+            elif answer is not None:
+                kept[self.result_key] = answer.text
         if self.shape is Shape.RESULT:
             kept[RESULTS] = {self.name: answer}
         elif answer is not None:

@@ -159,8 +159,12 @@ class FlowAgent(BaseAgent):
                 strategies[key] = strategy
         return strategies
 
-    def _node(self, agent: BaseAgent, shape: Shape = Shape.ANSWER) -> SubAgentNode:
-        return SubAgentNode(agent, shape, hidden=self._private_keys())
+    def _node(
+        self, agent: BaseAgent, shape: Shape = Shape.ANSWER, *, last: bool = False
+    ) -> SubAgentNode:
+        """``last``: the sub-agent whose result is the flow's (its ``output_key``)."""
+        key = self.output_key if last else None
+        return SubAgentNode(agent, shape, hidden=self._private_keys(), result_key=key)
 
     def _merge_node(
         self, agents: Sequence[BaseAgent], merge: Callable[[dict[str, Any]], Any] | None = None
