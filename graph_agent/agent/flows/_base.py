@@ -167,17 +167,24 @@ class FlowAgent(BaseAgent):
         return SubAgentNode(agent, shape, hidden=self._private_keys(), result_key=key)
 
     def _merge_node(
-        self, agents: Sequence[BaseAgent], merge: Callable[[dict[str, Any]], Any] | None = None
+        self,
+        agents: Sequence[BaseAgent],
+        merge: Callable[[dict[str, Any]], Any] | None = None,
+        order: Callable[[OverAllState], Sequence[str]] | None = None,
     ) -> Callable[[OverAllState], dict[str, Any]]:
         """The node after a step that ran ``agents`` at once: their answers, in the order
-        given, as one message (one agent's answer as it is: no second model call repeats
-        it), and ``merge``'s value under the flow's ``output_key``."""
+        given (or the names ``order(state)`` gives first), as one message (one agent's answer
+        as it is: no second model call repeats it), and ``merge``'s value under the flow's
+        ``output_key``."""
         names = [a.name for a in agents]
+        by_name = {a.name: a for a in agents}
         output_key = self.output_key
 
         def merge_answers(state: OverAllState) -> dict[str, Any]:
             results = state.get(RESULTS) or {}
-            answers = {n: results[n] for n in names if n in results}
+            first = [n for n in order(state) if n in by_name] if order is not None else []
+            ranked = list(dict.fromkeys([*first, *names]))
+            answers = {n: results[n] for n in ranked if n in results}
             update: dict[str, Any] = {RESULTS: {}}
             given = [m for m in answers.values() if m is not None]
             if len(given) == 1:
@@ -186,8 +193,7 @@ class FlowAgent(BaseAgent):
                 text = "\n\n".join(f"{n}:\n{m.text}" for n, m in answers.items() if m is not None)
                 update[MESSAGES] = [AssistantMessage(text)]
             if output_key:
-                values = {n: _value_of(state, a, answers.get(n)) for n, a in zip(names, agents)}
-                values = {n: v for n, v in values.items() if n in answers}
+                values = {n: _value_of(state, by_name[n], answers[n]) for n in answers}
                 update[output_key] = merge(values) if merge is not None else values
             return update
 

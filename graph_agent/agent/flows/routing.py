@@ -126,7 +126,7 @@ class LlmRoutingAgent(FlowAgent):
         for agent in agents:
             graph.add_node(agent.name, self._node(agent, Shape.RESULT))
             graph.add_edge(agent.name, "merge")
-        graph.add_node("merge", self._merge_node(agents))
+        graph.add_node("merge", self._merge_node(agents, order=_chosen))
         graph.add_edge(START, "router")
         graph.add_conditional_edges("router", _sends, [a.name for a in agents])
         graph.add_edge("merge", END)
@@ -175,6 +175,11 @@ class LlmRoutingAgent(FlowAgent):
             )
 
         return logic
+
+
+def _chosen(state: OverAllState) -> list[str]:
+    """The chosen agents' names, in the model's order."""
+    return [choice["agent"] for choice in state.get(ROUTE) or ()]
 
 
 def _sends(state: OverAllState) -> list[Send]:
