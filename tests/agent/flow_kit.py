@@ -12,7 +12,6 @@ from typing import Any
 
 from graph_agent import (
     AssistantMessage,
-    BaseAgent,
     FunctionChatModel,
     Message,
     Prompt,
@@ -20,6 +19,7 @@ from graph_agent import (
     ScriptedChatModel,
     SystemMessage,
     ToolResponseMessage,
+    UserMessage,
 )
 
 from .conftest import Runner
@@ -40,6 +40,25 @@ def seen(model: ScriptedChatModel | FunctionChatModel, call: int = 0) -> list[Me
 
 def system_of(model: ScriptedChatModel | FunctionChatModel, call: int = 0) -> str:
     return "\n".join(m.text for m in model.prompts[call].messages if isinstance(m, SystemMessage))
+
+
+def said(messages: Any) -> list[tuple[str, str]]:
+    """Who said what: ("user" | "assistant" | "tool" | "system", text)."""
+    kinds = {
+        UserMessage: "user",
+        AssistantMessage: "assistant",
+        ToolResponseMessage: "tool",
+        SystemMessage: "system",
+    }
+    return [(kinds[type(m)], m.text) for m in messages]
+
+
+def user(text: str) -> tuple[str, str]:
+    return ("user", text)
+
+
+def bot(text: str) -> tuple[str, str]:
+    return ("assistant", text)
 
 
 def unanswered(messages: Iterable[Message]) -> list[str]:
@@ -186,7 +205,3 @@ def waiting_model(
         return answer(prompt)
 
     return FunctionChatModel(sreply)
-
-
-def names_in(agent: BaseAgent) -> list[str]:
-    return [a.name for a in getattr(agent, "sub_agents", ())]

@@ -15,7 +15,6 @@ import pytest
 from checkpoint import MemorySaver
 from graph_agent import (
     AgentBuildError,
-    AssistantMessage,
     BaseAgent,
     Command,
     LlmRoutingAgent,
@@ -26,34 +25,22 @@ from graph_agent import (
     ScriptedChatModel,
     SequentialAgent,
     SupervisorAgent,
-    SystemMessage,
-    ToolResponseMessage,
-    UserMessage,
     tool,
 )
 from hooks import AgentHook, HumanInTheLoopHook, ToolFeedback
 
 from .conftest import Runner, tool_calls
-from .flow_kit import Concurrency, Flags, Meeting, scripted, seen, waiting_model
-
-
-def said(messages: Any) -> list[tuple[str, str]]:
-    """Who said what: ("user" | "assistant" | "tool" | "system", text)."""
-    kinds = {
-        UserMessage: "user",
-        AssistantMessage: "assistant",
-        ToolResponseMessage: "tool",
-        SystemMessage: "system",
-    }
-    return [(kinds[type(m)], m.text) for m in messages]
-
-
-def user(text: str) -> tuple[str, str]:
-    return ("user", text)
-
-
-def bot(text: str) -> tuple[str, str]:
-    return ("assistant", text)
+from .flow_kit import (
+    Concurrency,
+    Flags,
+    Meeting,
+    bot,
+    said,
+    scripted,
+    seen,
+    user,
+    waiting_model,
+)
 
 
 class Remember(AgentHook):
