@@ -19,6 +19,7 @@ from graph_agent import (
     Command,
     LlmRoutingAgent,
     LoopAgent,
+    ModelError,
     ParallelAgent,
     ReactAgent,
     RunnableConfig,
@@ -693,7 +694,9 @@ def test_flows_nest_three_levels_deep(run: Runner) -> None:
 # -- a human approval inside a flow ---------------------------------------------------------
 
 
-def _banker(sent: list[str]) -> tuple[Any, ScriptedChatModel]:
+def _banker(sent: list[str], *replies: Any) -> tuple[Any, ScriptedChatModel]:
+    """A banker whose transfers need approval; its model asks for one, then answers."""
+
     @tool
     def transfer(to: str, amount: int) -> str:
         """Send money."""
@@ -702,8 +705,7 @@ def _banker(sent: list[str]) -> tuple[Any, ScriptedChatModel]:
 
     return scripted(
         "banker",
-        tool_calls(("transfer", {"to": "Bob", "amount": 5})),
-        "Paid Bob 5.",
+        *(replies or (tool_calls(("transfer", {"to": "Bob", "amount": 5})), "Paid Bob 5.")),
         tools=[transfer],
         hooks=[HumanInTheLoopHook(["transfer"])],
     )
@@ -780,3 +782,83 @@ def test_a_sequential_or_loop_flow_output_key_holds_its_answer(run: Runner, cls:
         )["o"]
         == "X"
     )
+
+
+def test_an_approval_in_a_later_loop_round_resumes_that_round(run: Runner) -> None:
+    sent: list[str] = []
+
+    @tool
+    def transfer(to: str, amount: int) -> str:
+        """Send money."""
+        sent.append(f"{amount} to {to}")
+        return "sent"
+
+    worker, worked = scripted(
+        "worker",
+        "Round one: nothing to pay.",
+        tool_calls(("transfer", {"to": "Bob", "amount": 5})),
+        "Round two: paid Bob 5.",
+        tools=[transfer],
+        hooks=[HumanInTheLoopHook(["transfer"])],
+    )
+    flow = LoopAgent(name="rounds", sub_agents=[worker], max_iterations=2)
+    config = RunnableConfig(thread_id="loop-approval")
+
+    run.invoke(flow, "Pay what is due.", config)
+    snapshot = flow.get_state(config)
+    assert snapshot is not None and snapshot.interrupts
+
+    state = run.invoke(flow, Command(resume=ToolFeedback.approve()), config)
+
+    assert sent == ["5 to Bob"]
+    assert len(worked.prompts) == 3  # no third round: the count survived the pause
+    assert said(state["messages"]) == [
+        user("Pay what is due."),
+        bot("Round one: nothing to pay."),
+        bot("Round two: paid Bob 5."),
+    ]
+
+
+def test_a_failed_parallel_branch_is_retried_without_rerunning_its_sibling(run: Runner) -> None:
+    # nothing lost: the sibling's finished answer is kept with the thread
+    steady, steadied = scripted("steady", "Fine.")  # one answer: run twice, it fails
+    flaky, flaked = scripted("flaky", ModelError("provider down"), "Recovered.")
+    flow = ParallelAgent(name="pair", sub_agents=[steady, flaky], output_key="both")
+    config = RunnableConfig(thread_id="retry")
+
+    with pytest.raises(ModelError, match="provider down"):
+        run.invoke(flow, "go", config)
+    snapshot = flow.get_state(config)
+    assert snapshot is not None and "flaky" in snapshot.next
+
+    state = run.invoke(flow, None, config)
+
+    assert len(steadied.prompts) == 1
+    assert len(flaked.prompts) == 2
+    assert state["both"] == {"steady": "Fine.", "flaky": "Recovered."}
+
+
+def test_a_paused_flow_resumes_from_a_durable_saver_in_a_new_process(
+    run: Runner, durable: Any
+) -> None:
+    sent: list[str] = []
+
+    def office(*banker_replies: Any) -> tuple[ParallelAgent, ScriptedChatModel]:
+        """The flow as a process builds it, on the same saver."""
+        banker, _ = _banker(sent, *banker_replies)
+        clerk, clerked = scripted("clerk", "Filed.")
+        flow = ParallelAgent(
+            name="office", sub_agents=[banker, clerk], output_key="done", saver=durable
+        )
+        return flow, clerked
+
+    config = RunnableConfig(thread_id="durable-approval")
+    run.invoke(office()[0], "Pay and file.", config)
+
+    # a new process: new agents, their models hold only what is still to come
+    restarted, clerked = office("Paid Bob 5.")
+    state = run.invoke(restarted, Command(resume=ToolFeedback.approve()), config)
+
+    assert sent == ["5 to Bob"]
+    assert clerked.prompts == []  # the clerk's answer came back from the saver
+    assert state["done"] == {"banker": "Paid Bob 5.", "clerk": "Filed."}

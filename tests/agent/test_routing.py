@@ -14,6 +14,7 @@ import pytest
 from graph_agent import (
     AgentRoutingError,
     AssistantMessage,
+    Command,
     LlmRoutingAgent,
     ReactAgent,
     RunnableConfig,
@@ -22,7 +23,9 @@ from graph_agent import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+    tool,
 )
+from hooks import HumanInTheLoopHook, ToolFeedback
 
 from .conftest import Runner, tool_calls
 from .flow_kit import Meeting, bot, said, scripted, seen, system_of, user, waiting_model
@@ -292,3 +295,43 @@ def test_a_flow_is_a_sub_agent_of_a_router(run: Runner) -> None:
         bot("An essay: owls hunt at night."),
     ]
     assert quicked.prompts == []
+
+
+def test_an_approval_in_a_routed_agent_pauses_the_router_and_resumes_in_place(
+    run: Runner,
+) -> None:
+    sent: list[str] = []
+
+    @tool
+    def refund(order: str) -> str:
+        """Refund an order."""
+        sent.append(order)
+        return "refunded"
+
+    billing, billed = scripted(
+        "billing",
+        tool_calls(("refund", {"order": "42"})),
+        "Order 42 refunded.",
+        description="Money.",
+        tools=[refund],
+        hooks=[HumanInTheLoopHook(["refund"])],
+    )
+    tech, teched = scripted("tech", "Restart it.", description="Devices.")  # runs once
+    router = ScriptedChatModel([route(("billing", "Refund 42."), ("tech", "Fix it."))])
+    flow = LlmRoutingAgent(name="desk", model=router, sub_agents=[billing, tech])
+    config = RunnableConfig(thread_id="approval")
+
+    run.invoke(flow, "Refund 42 and fix my phone.", config)
+    snapshot = flow.get_state(config)
+    assert snapshot is not None
+    (pending,) = snapshot.interrupts
+    assert pending.namespace[0].startswith("billing:")
+    assert sent == []
+
+    answer = run.call(flow, Command(resume=ToolFeedback.approve()), config)
+
+    assert sent == ["42"]
+    assert answer.text == "billing:\nOrder 42 refunded.\n\ntech:\nRestart it."
+    assert len(router.prompts) == 1  # the choice is not made again
+    assert len(teched.prompts) == 1
+    assert len(billed.prompts) == 2

@@ -19,6 +19,7 @@ from graph_agent import (
     ReactAgent,
     RunnableConfig,
     ScriptedChatModel,
+    SequentialAgent,
     SupervisorAgent,
     ToolResponseMessage,
     tool,
@@ -280,3 +281,40 @@ def test_an_approval_inside_a_delegated_agent_pauses_the_supervisor_and_resumes_
     assert len(banked.prompts) == 2
     assert len(boss.prompts) == 2
     assert responses(seen(boss, 1)[-1]) == {"c1": "Paid Bob 5.", "c2": "Filed."}
+
+
+def test_a_flow_is_a_sub_agent_of_a_supervisor(run: Runner) -> None:
+    researcher, _ = scripted("researcher", "Owls hunt at night.")
+    writer, wrote = scripted("writer", "Owls: silent night hunters.")
+    essay = SequentialAgent(
+        name="essay_team", description="Writes essays.", sub_agents=[researcher, writer]
+    )
+    boss = ScriptedChatModel(
+        [tool_calls(("essay_team", {"input": "An owl essay."})), "Here it is."]
+    )
+    flow = SupervisorAgent(name="editor", model=boss, sub_agents=[essay])
+
+    state = run.invoke(flow, "Owls, please.")
+
+    # the flow's answer (its last agent's) answers the delegation
+    assert responses(state["messages"][2]) == {"c1": "Owls: silent night hunters."}
+    assert said(seen(wrote)) == [
+        user("Owls, please."),
+        user("An owl essay."),
+        bot("Owls hunt at night."),
+    ]
+
+
+def test_a_supervisor_is_a_step_of_a_sequential_flow(run: Runner) -> None:
+    boss = ScriptedChatModel(
+        [tool_calls(("researcher", {"input": "Owl facts."})), "Owls hunt at night."]
+    )
+    flow, _, _ = team(boss)
+    publisher, published = scripted("publisher", "Published.")
+    pipeline = SequentialAgent(name="pipeline", sub_agents=[flow, publisher])
+
+    state = run.invoke(pipeline, "Owls?")
+
+    # the supervisor hands on its answer only: its delegations stay in its own checkpoints
+    assert said(state["messages"]) == [user("Owls?"), bot("Owls hunt at night."), bot("Published.")]
+    assert said(seen(published)) == [user("Owls?"), bot("Owls hunt at night.")]
