@@ -190,6 +190,69 @@ def test_a_router_or_supervisor_needs_a_model_and_described_sub_agents(cls: Any)
     assert "billing" not in "\n".join(problems)
 
 
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda agents: ParallelAgent(name="f", sub_agents=agents), "merge"),
+        (lambda agents: LoopAgent(name="f", sub_agents=agents), "round"),
+        (
+            lambda agents: LlmRoutingAgent(
+                name="f", model=ScriptedChatModel([]), sub_agents=agents
+            ),
+            "router",
+        ),
+        (
+            lambda agents: LlmRoutingAgent(
+                name="f", model=ScriptedChatModel([]), sub_agents=agents
+            ),
+            "merge",
+        ),
+        (lambda agents: SequentialAgent(name="f", sub_agents=agents), "__start__"),
+        (lambda agents: SequentialAgent(name="f", sub_agents=agents), "__end__"),
+    ],
+)
+def test_a_sub_agent_named_like_a_node_of_the_flow_is_a_build_error(
+    make: Callable[[list[Any]], Any], name: str
+) -> None:
+    agents = [scripted(name, "x", description="d")[0], scripted("ok", "y", description="d")[0]]
+    problems = problems_of(lambda: make(agents))
+    assert len(problems) == 1, problems
+    assert f"sub-agent name '{name}'" in problems[0]
+    assert "rename" in problems[0]
+
+
+def test_a_supervisor_sub_agent_may_be_named_like_a_node() -> None:
+    # its sub-agents are tools, not nodes of its graph
+    agent = scripted("model", "x", description="d")[0]
+    flow = SupervisorAgent(name="boss", model=ScriptedChatModel([]), sub_agents=[agent])
+    assert [a.name for a in flow.sub_agents] == ["model"]
+
+
+def test_a_fallback_agent_named_like_another_sub_agent_is_a_build_error() -> None:
+    billing = scripted("billing", "x", description="Money.")[0]
+    impostor = scripted("billing", "y")[0]
+    merge = scripted("merge", "z")[0]
+    problems = problems_of(
+        lambda: LlmRoutingAgent(
+            name="desk", model=ScriptedChatModel([]), sub_agents=[billing], fallback_agent=impostor
+        )
+    )
+    assert problems == [
+        "fallback_agent 'billing' is another agent than the sub-agent named 'billing'; "
+        "give it its own name, or pass that sub-agent"
+    ]
+    problems = problems_of(
+        lambda: LlmRoutingAgent(
+            name="desk", model=ScriptedChatModel([]), sub_agents=[billing], fallback_agent=merge
+        )
+    )
+    assert len(problems) == 1 and "fallback_agent name 'merge'" in problems[0]
+    # the sub-agent itself may be the fallback
+    LlmRoutingAgent(
+        name="desk", model=ScriptedChatModel([]), sub_agents=[billing], fallback_agent=billing
+    )
+
+
 def test_a_router_model_must_be_a_chat_model() -> None:
     agent = scripted("billing", "x", description="money")[0]
     problems = problems_of(lambda: LlmRoutingAgent(name="desk", model="gpt-4o", sub_agents=[agent]))

@@ -9,7 +9,15 @@ from typing import Any, Generic, TypeVar
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from ...errors import AgentBuildError
-from ...graph import CompiledGraph, KeyStrategy, KeyStrategyLike, OverAllState, StateGraph
+from ...graph import (
+    END,
+    START,
+    CompiledGraph,
+    KeyStrategy,
+    KeyStrategyLike,
+    OverAllState,
+    StateGraph,
+)
 from ...messages import AssistantMessage
 from .._parts import MESSAGES
 from .._subagent import NAME, RESULTS, Shape, SubAgentNode
@@ -42,6 +50,8 @@ class FlowAgent(BaseAgent):
 
     kind = "flow"
     _composed = True
+    # Names of the flow's graph nodes that are not sub-agents: no sub-agent may take one.
+    _own_nodes: tuple[str, ...] = (START, END)
 
     def __init__(
         self,
@@ -133,6 +143,11 @@ class FlowAgent(BaseAgent):
             if not NAME.match(agent.name):
                 problems.append(
                     f"sub-agent name {agent.name!r} must be 1-64 letters, digits, '_' or '-'"
+                )
+            elif agent.name in self._own_nodes:
+                problems.append(
+                    f"sub-agent name '{agent.name}' names a node of the "
+                    f"{type(self).__name__} itself; rename the sub-agent"
                 )
             if agent.output_key:
                 if agent.output_key in keys:

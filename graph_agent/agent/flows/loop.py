@@ -22,6 +22,7 @@ class LoopAgent(FlowAgent):
     sub-agent's latest."""
 
     kind = "loop"
+    _own_nodes = (*FlowAgent._own_nodes, "round")
 
     @staticmethod
     def builder() -> FlowAgentBuilder[LoopAgent]:

@@ -79,6 +79,7 @@ class LlmRoutingAgent(FlowAgent):
     """
 
     kind = "routing"
+    _own_nodes = (*FlowAgent._own_nodes, "router", "merge")
 
     @staticmethod
     def builder() -> FlowAgentBuilder[LlmRoutingAgent]:
@@ -97,6 +98,18 @@ class LlmRoutingAgent(FlowAgent):
         if fallback is not None and not isinstance(fallback, BaseAgent):
             problems.append(f"fallback_agent {fallback!r} is not an agent")
             fallback = None
+        elif fallback is not None:
+            same = [a for a in self.sub_agents if getattr(a, "name", None) == fallback.name]
+            if same and same[0] is not fallback:
+                problems.append(
+                    f"fallback_agent '{fallback.name}' is another agent than the sub-agent "
+                    f"named '{fallback.name}'; give it its own name, or pass that sub-agent"
+                )
+            elif fallback.name in self._own_nodes:
+                problems.append(
+                    f"fallback_agent name '{fallback.name}' names a node of the "
+                    "LlmRoutingAgent itself; rename the agent"
+                )
         self.fallback_agent: BaseAgent | None = fallback
         for agent in self.sub_agents:
             if isinstance(agent, BaseAgent) and not agent.description:

@@ -38,6 +38,7 @@ class SupervisorAgent(FlowAgent):
 
     kind = "supervisor"
     _composed = False
+    _own_nodes = ()  # its sub-agents are tools, not nodes
 
     @staticmethod
     def builder() -> FlowAgentBuilder[SupervisorAgent]:
