@@ -306,3 +306,21 @@ def test_an_approval_in_a_sub_agent_streams_under_its_namespace_and_resumes_ther
     assert {e.namespace for e in resumed} == {asked.namespace}
     assert [e.name for e in resumed if isinstance(e, ToolStart)] == ["transfer"]
     assert "".join(e.text for e in resumed if isinstance(e, ModelDelta)) == "Paid Bob 5."
+
+
+@tool(return_direct=True)
+def quote(symbol: str) -> str:
+    """The price of a stock; it is the answer."""
+    return f"{symbol} trades at 42."
+
+
+def test_stream_messages_of_a_flow_gives_an_answer_no_model_streamed(run: Runner) -> None:
+    # a return-direct tool's result is its agent's answer: no model call streams it
+    def flow() -> SequentialAgent:
+        analyst, _ = scripted("analyst", "Looking up ACME.")
+        quoter, _ = scripted("quoter", tool_calls(("quote", {"symbol": "ACME"})), tools=[quote])
+        return SequentialAgent(name="desk", sub_agents=[analyst, quoter])
+
+    assert texts(run, flow(), "ACME?") == ["Looking ", "up ", "ACME.", "\n\nACME trades at 42."]
+    assert texts(run, flow(), "ACME?", only="quoter") == ["ACME trades at 42."]
+    assert texts(run, flow(), "ACME?", only="analyst") == ["Looking ", "up ", "ACME."]
