@@ -253,6 +253,17 @@ def test_a_fallback_agent_named_like_another_sub_agent_is_a_build_error() -> Non
     )
 
 
+@pytest.mark.parametrize("cls", [LlmRoutingAgent, SupervisorAgent])
+def test_a_router_or_supervisor_lists_a_non_agent_and_an_empty_description(cls: Any) -> None:
+    blank = scripted("blank", "x", description="")[0]
+    problems = problems_of(
+        lambda: cls(name="desk", model=ScriptedChatModel([]), sub_agents=[blank, "billing"])
+    )
+    assert len(problems) == 2, problems
+    assert "'billing' is not an agent" in problems[0]
+    assert "'blank' has no description" in problems[1]
+
+
 def test_a_router_model_must_be_a_chat_model() -> None:
     agent = scripted("billing", "x", description="money")[0]
     problems = problems_of(lambda: LlmRoutingAgent(name="desk", model="gpt-4o", sub_agents=[agent]))
