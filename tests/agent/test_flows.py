@@ -17,6 +17,7 @@ from graph_agent import (
     AgentBuildError,
     BaseAgent,
     Command,
+    KeyStrategy,
     LlmRoutingAgent,
     LoopAgent,
     ModelError,
@@ -262,6 +263,37 @@ def test_a_router_or_supervisor_lists_a_non_agent_and_an_empty_description(cls: 
     assert len(problems) == 2, problems
     assert "'billing' is not an agent" in problems[0]
     assert "'blank' has no description" in problems[1]
+
+
+class AppendsTrace(AgentHook):
+    key_strategies = {"trace": KeyStrategy.APPEND}
+
+    def after_agent(self, state: Any, config: Any) -> dict[str, Any]:
+        return {"trace": ["appended"]}
+
+
+class MergesTrace(AgentHook):
+    key_strategies = {"trace": KeyStrategy.MERGE}
+
+    def after_agent(self, state: Any, config: Any) -> dict[str, Any]:
+        return {"trace": {"merged": True}}
+
+
+def test_sub_agents_merging_one_key_differently_is_a_build_error() -> None:
+    first = scripted("first", "x", hooks=[AppendsTrace()])[0]
+    second = scripted("second", "y", hooks=[MergesTrace()])[0]
+    problems = problems_of(lambda: SequentialAgent(name="s", sub_agents=[first, second]))
+    assert problems == [
+        "sub-agents 'first' and 'second' merge key 'trace' differently (APPEND and MERGE); "
+        "give them one strategy for it"
+    ]
+
+
+def test_sub_agents_merging_one_key_alike_share_it(run: Runner) -> None:
+    first = scripted("first", "x", hooks=[AppendsTrace()])[0]
+    second = scripted("second", "y", hooks=[AppendsTrace()])[0]
+    state = run.invoke(ParallelAgent(name="p", sub_agents=[first, second]), "go")
+    assert state["trace"] == ["appended", "appended"]
 
 
 def test_a_router_model_must_be_a_chat_model() -> None:

@@ -156,8 +156,28 @@ class FlowAgent(BaseAgent):
                         f"output_key '{agent.output_key}'; give each its own"
                     )
                 keys[agent.output_key] = agent.name
+        self._check_strategies(problems)
         if self.output_key in (MESSAGES, RESULTS):
             problems.append(f"output_key '{self.output_key}' is a key the flow already uses")
+
+    def _check_strategies(self, problems: list[str]) -> None:
+        """A key two sub-agents merge differently (one appends, one merges) cannot be one
+        key of the flow: the flow's value would not fit the other's strategy."""
+        declared: dict[str, tuple[str, KeyStrategyLike]] = {}
+        for agent in self.sub_agents:
+            if not isinstance(agent, BaseAgent):
+                continue
+            spec = agent.graph._spec
+            for key, strategy in spec.strategies.items():
+                if key in spec.private or key in (MESSAGES, RESULTS):
+                    continue
+                first = declared.setdefault(key, (agent.name, strategy))
+                if first[1] != strategy:
+                    problems.append(
+                        f"sub-agents '{first[0]}' and '{agent.name}' merge key '{key}' "
+                        f"differently ({_strategy_name(first[1])} and "
+                        f"{_strategy_name(strategy)}); give them one strategy for it"
+                    )
 
     def _strategies(self) -> dict[str, KeyStrategyLike]:
         """``messages`` appends; a key a sub-agent declares a strategy for merges that way in
@@ -213,6 +233,12 @@ class FlowAgent(BaseAgent):
             return update
 
         return merge_answers
+
+
+def _strategy_name(strategy: KeyStrategyLike) -> str:
+    if isinstance(strategy, KeyStrategy):
+        return strategy.name
+    return str(getattr(strategy, "__name__", strategy))
 
 
 def _value_of(state: OverAllState, agent: BaseAgent, answer: AssistantMessage | None) -> Any:
