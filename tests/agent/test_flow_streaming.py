@@ -324,3 +324,11 @@ def test_stream_messages_of_a_flow_gives_an_answer_no_model_streamed(run: Runner
     assert texts(run, flow(), "ACME?") == ["Looking ", "up ", "ACME.", "\n\nACME trades at 42."]
     assert texts(run, flow(), "ACME?", only="quoter") == ["ACME trades at 42."]
     assert texts(run, flow(), "ACME?", only="analyst") == ["Looking ", "up ", "ACME."]
+
+
+def test_stream_gives_the_flow_state_after_each_sub_agent(run: Runner) -> None:
+    outputs = run.stream(pipeline(), "Owls?")
+
+    assert [(o.node, o.namespace) for o in outputs] == [("researcher", ()), ("writer", ())]
+    assert [m.text for m in outputs[0].state["messages"]] == ["Owls?", "Owls hunt at night."]
+    assert outputs[-1].state["messages"][-1].text == "An essay on owls."

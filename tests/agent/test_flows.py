@@ -17,6 +17,7 @@ from graph_agent import (
     AgentBuildError,
     BaseAgent,
     Command,
+    GraphResumeError,
     KeyStrategy,
     LlmRoutingAgent,
     LoopAgent,
@@ -968,3 +969,42 @@ def test_a_paused_flow_resumes_from_a_durable_saver_in_a_new_process(
     assert sent == ["5 to Bob"]
     assert clerked.prompts == []  # the clerk's answer came back from the saver
     assert state["done"] == {"banker": "Paid Bob 5.", "clerk": "Filed."}
+
+
+def test_two_paused_parallel_branches_resume_by_interrupt_id(run: Runner) -> None:
+    sent: list[str] = []
+
+    def banker(name: str) -> ReactAgent:
+        @tool
+        def transfer(to: str, amount: int) -> str:
+            """Send money."""
+            sent.append(f"{name}: {amount} to {to}")
+            return "sent"
+
+        return scripted(
+            name,
+            tool_calls(("transfer", {"to": "Bob", "amount": 5})),
+            f"{name} paid Bob.",
+            tools=[transfer],
+            hooks=[HumanInTheLoopHook(["transfer"])],
+        )[0]
+
+    flow = ParallelAgent(name="banks", sub_agents=[banker("north"), banker("south")])
+    config = RunnableConfig(thread_id="two-approvals")
+
+    run.invoke(flow, "Pay Bob from both.", config)
+    snapshot = flow.get_state(config)
+    assert snapshot is not None
+    asked = {i.namespace[0].partition(":")[0]: i.id for i in snapshot.interrupts}
+    assert sorted(asked) == ["north", "south"]
+    with pytest.raises(GraphResumeError, match="2 pending interrupts"):
+        run.invoke(flow, Command(resume=ToolFeedback.approve()), config)
+
+    decisions = {
+        asked["north"]: ToolFeedback.approve(),
+        asked["south"]: ToolFeedback.reject("not from south"),
+    }
+    state = run.invoke(flow, Command(resume=decisions), config)
+
+    assert sent == ["north: 5 to Bob"]
+    assert said(state["messages"])[-1] == bot("north:\nnorth paid Bob.\n\nsouth:\nsouth paid Bob.")
