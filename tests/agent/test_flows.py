@@ -798,6 +798,28 @@ def test_flows_nest_three_levels_deep(run: Runner) -> None:
     ]
 
 
+def test_an_agent_with_handoffs_is_a_step_that_keeps_who_took_over(run: Runner) -> None:
+    # openai-agents #741: the next turn starts with the agent that took over, in a flow too
+    billing, billed = scripted(
+        "billing", "Refunded.", "Refund sent today.", description="Money questions."
+    )
+    triage, triaged = scripted(
+        "triage", tool_calls(("transfer_to_billing", {})), handoffs=[billing]
+    )  # one reply: asked again, it fails
+    logger, logged = scripted("logger", "Logged.", "Logged again.")
+    flow = SequentialAgent(name="desk", sub_agents=[triage, logger])
+    config = RunnableConfig(thread_id="swarm-step")
+
+    state = run.invoke(flow, "Refund me.", config)
+    assert said(state["messages"]) == [user("Refund me."), bot("Refunded."), bot("Logged.")]
+    state = run.invoke(flow, "When?", config)
+
+    assert said(state["messages"])[-2:] == [bot("Refund sent today."), bot("Logged again.")]
+    assert len(triaged.prompts) == 1
+    assert said(seen(billed, 1))[-1] == user("When?")
+    assert said(seen(logged)) == [user("Refund me."), bot("Refunded.")]
+
+
 # -- a human approval inside a flow ---------------------------------------------------------
 
 
