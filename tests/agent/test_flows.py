@@ -17,12 +17,14 @@ from graph_agent import (
     AgentBuildError,
     BaseAgent,
     Command,
+    FunctionChatModel,
     GraphResumeError,
     KeyStrategy,
     LlmRoutingAgent,
     LoopAgent,
     ModelError,
     ParallelAgent,
+    Prompt,
     ReactAgent,
     RunnableConfig,
     ScriptedChatModel,
@@ -948,10 +950,32 @@ def test_an_approval_in_a_later_loop_round_resumes_that_round(run: Runner) -> No
     ]
 
 
-def test_a_failed_parallel_branch_is_retried_without_rerunning_its_sibling(run: Runner) -> None:
-    # nothing lost: the sibling's finished answer is kept with the thread
-    steady, steadied = scripted("steady", "Fine.")  # one answer: run twice, it fails
-    flaky, flaked = scripted("flaky", ModelError("provider down"), "Recovered.")
+def test_a_failed_parallel_branch_neither_stops_nor_reruns_its_sibling(
+    run: Runner, request: pytest.FixtureRequest
+) -> None:
+    # deepagents #693, nothing lost: the sibling still answering when a branch fails
+    # finishes, its answer is kept with the thread, and the retry runs the failed one only
+    if run.is_async:
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="the async driver cancels a failed task's siblings "
+                "(graph/_drivers._aexecute), so their model calls are made again on retry",
+            )
+        )
+    flags = Flags()
+    calls: list[str] = []
+
+    def flaky_reply(prompt: Prompt) -> str:
+        calls.append("flaky")
+        if len(calls) == 1:
+            flags.raise_("flaky")
+            raise ModelError("provider down")
+        return "Recovered."
+
+    steadied = waiting_model(run, "steady", "Fine.", after=["flaky"], flags=flags)
+    steady = ReactAgent(name="steady", model=steadied)
+    flaky = ReactAgent(name="flaky", model=FunctionChatModel(flaky_reply))
     flow = ParallelAgent(name="pair", sub_agents=[steady, flaky], output_key="both")
     config = RunnableConfig(thread_id="retry")
 
@@ -962,8 +986,9 @@ def test_a_failed_parallel_branch_is_retried_without_rerunning_its_sibling(run: 
 
     state = run.invoke(flow, None, config)
 
-    assert len(steadied.prompts) == 1
-    assert len(flaked.prompts) == 2
+    assert flags.set == ["flaky", "steady"]  # steady answered after flaky failed
+    assert len(steadied.prompts) == 1  # ... and was not asked again
+    assert calls == ["flaky", "flaky"]
     assert state["both"] == {"steady": "Fine.", "flaky": "Recovered."}
 
 
