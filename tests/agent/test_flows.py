@@ -7,6 +7,7 @@ sub-agents' LLMs; what each model was sent (``model.prompts``) shows what each s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -73,8 +74,6 @@ class Writes(AgentHook):
 
 
 def _route(*names: str) -> str:
-    import json
-
     return json.dumps({"agents": [{"agent": n, "query": f"ask {n}"} for n in names]})
 
 
@@ -117,29 +116,55 @@ KINDS: dict[str, tuple[type[Any], Callable[[], dict[str, Any]]]] = {
 }
 
 
+class Heard:
+    """A listener: the kinds of the events it was given."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+
+    def on_event(self, event: Any) -> None:
+        self.kinds.append(event.kind)
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_the_builder_and_keywords_make_the_same_flow(run: Runner, kind: str) -> None:
     cls, options_of = KINDS[kind]
+    savers, heard = (MemorySaver(), MemorySaver()), (Heard(), Heard())
     by_keywords = cls(
-        name="team", description="a team", sub_agents=_subs(), output_key="out", **options_of()
+        name="team",
+        description="a team",
+        sub_agents=_subs(),
+        output_key="out",
+        saver=savers[0],
+        listeners=[heard[0]],
+        **options_of(),
     )
     builder = cls.builder().name("team").description("a team").output_key("out")
     first, second = _subs()
     builder.sub_agents(first).sub_agents(second)  # sub_agents accumulates
+    builder.saver(savers[1]).listeners(heard[1])
     for option, value in options_of().items():
         builder = getattr(builder, option)(value)
     by_builder = builder.build()
 
     assert type(by_builder) is cls
-    for flow in (by_keywords, by_builder):
+    for flow, saver in zip((by_keywords, by_builder), savers):
         assert (flow.name, flow.description, flow.output_key) == ("team", "a team", "out")
         assert [a.name for a in flow.sub_agents] == ["alpha", "beta"]
+        assert flow.saver is saver
+    for option in options_of():
+        mine, theirs = getattr(by_builder, option), getattr(by_keywords, option)
+        assert type(mine) is type(theirs)
+        assert mine == theirs or isinstance(mine, (BaseAgent, ScriptedChatModel))
     assert set(by_builder.graph.nodes) == set(by_keywords.graph.nodes)
     assert set(by_builder.graph.get_graph().edges) == set(by_keywords.graph.get_graph().edges)
     one = run.invoke(by_keywords, "go", RunnableConfig(thread_id="k"))
     other = run.invoke(by_builder, "go", RunnableConfig(thread_id="b"))
     assert said(one["messages"]) == said(other["messages"])
     assert one["out"] == other["out"]
+    assert savers[0].get("k") is not None and savers[1].get("b") is not None
+    assert heard[0].kinds == heard[1].kinds
+    assert heard[1].kinds[0] == "run_start"
 
 
 # -- build errors ---------------------------------------------------------------------------
@@ -162,6 +187,18 @@ def test_a_flow_without_name_or_sub_agents_lists_both_problems(cls: Any, style: 
     assert len(problems) == 2
     assert "no name" in problems[0]
     assert "no sub-agents" in problems[1]
+
+
+def test_flow_and_sub_agent_names_must_be_usable_as_tool_names() -> None:
+    # a name names the flow's namespaces, and the tool a supervisor or as_tool makes of it
+    odd = scripted("x", "y")[0]
+    odd.name = "the writer"
+    problems = problems_of(lambda: SequentialAgent(name="my team", sub_agents=[odd]))
+    assert problems == [
+        "name 'my team' must be 1-64 letters, digits, '_' or '-' (it names the flow's tools "
+        "and namespaces)",
+        "sub-agent name 'the writer' must be 1-64 letters, digits, '_' or '-'",
+    ]
 
 
 def test_duplicate_names_duplicate_output_keys_and_non_agents_are_all_listed() -> None:
