@@ -107,6 +107,7 @@ class SubAgentNode(SubgraphNode):
         node: str | None = None,
         hidden: Iterable[str] = (),
         graph: CompiledGraph | None = None,
+        result_key: str | None = None,
     ) -> None:
         graph = graph if graph is not None else agent.graph
         super().__init__(node or agent.name, graph._spec, None, None, graph.listeners)
@@ -117,6 +118,9 @@ class SubAgentNode(SubgraphNode):
         self.hidden = frozenset(hidden)
         # A swarm run by a flow (or a tool): its active agent is kept under its name.
         self.swarm = shape is not Shape.HISTORY and bool(getattr(agent, "handoffs", ()))
+        # The parent flow's output_key, when this sub-agent's result is the flow's result
+        # (the last step of a sequential flow or of a loop's round).
+        self.result_key = result_key
 
     def _seen(self, state: OverAllState) -> OverAllState:
         if self.swarm:
@@ -148,6 +152,12 @@ class SubAgentNode(SubgraphNode):
                 kept[MESSAGES] = added
             return kept
         answer = with_usage(final_answer(added), added)
+        if self.result_key is not None:
+            own = self.agent.output_key
+            if own and own in kept:
+                kept[self.result_key] = kept[own]
+            elif answer is not None:
+                kept[self.result_key] = answer.text
         if self.shape is Shape.RESULT:
             kept[RESULTS] = {self.name: answer}
         elif answer is not None:

@@ -381,7 +381,9 @@ class _TextView:
     def see(self, event: RunEvent) -> str:
         namespace = event.namespace
         if isinstance(event, RunEnd):
-            if namespace or not self.whole_answer or event.interrupts:
+            if namespace:
+                return self._unstreamed(event)
+            if not self.whole_answer or event.interrupts:
                 return ""
             if self.if_silent and self.spoke:
                 return ""
@@ -406,14 +408,32 @@ class _TextView:
             if not text:
                 return ""
             self.latest = self.streamed[namespace] = self.streamed.get(namespace, "") + text
-            if self.spoke and namespace != self.speaker:
-                text = "\n\n" + text  # another agent's answer: a paragraph of its own
-            self.spoke, self.speaker = True, namespace
-            return text
+            return self._say(namespace, text)
         elif event.error is not None and self.streamed.get(namespace):
             self.streamed[namespace] = self.latest = ""
             return WITHDRAWN  # what this failed call streamed is not part of the answer
         return ""
+
+    def _say(self, namespace: tuple[str, ...], text: str) -> str:
+        if self.spoke and namespace != self.speaker:
+            text = "\n\n" + text  # another agent's answer: a paragraph of its own
+        self.spoke, self.speaker = True, namespace
+        return text
+
+    def _unstreamed(self, event: RunEnd) -> str:
+        """A speaking sub-agent's answer that no model call of it streamed (a return-direct
+        tool's result): it is part of the answer all the same."""
+        namespace = event.namespace
+        if event.interrupts or not self.speaks(_path(namespace)):
+            return ""
+        messages = event.values.get(MESSAGES) or ()
+        last = messages[-1] if messages else None
+        if not isinstance(last, AssistantMessage) or last.tool_calls or not last.answer:
+            return ""
+        if last.answer == self.streamed.get(namespace, ""):
+            return ""
+        self.latest = self.streamed[namespace] = last.answer
+        return self._say(namespace, last.answer)
 
 
 def _with_usage(snapshot: StateSnapshot | None) -> StateSnapshot | None:

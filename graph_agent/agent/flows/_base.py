@@ -9,7 +9,15 @@ from typing import Any, Generic, TypeVar
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from ...errors import AgentBuildError
-from ...graph import CompiledGraph, KeyStrategy, KeyStrategyLike, OverAllState, StateGraph
+from ...graph import (
+    END,
+    START,
+    CompiledGraph,
+    KeyStrategy,
+    KeyStrategyLike,
+    OverAllState,
+    StateGraph,
+)
 from ...messages import AssistantMessage
 from .._parts import MESSAGES
 from .._subagent import ACTIVE_AGENTS, NAME, RESULTS, Shape, SubAgentNode, with_usage
@@ -47,6 +55,8 @@ class FlowAgent(BaseAgent):
 
     kind = "flow"
     _composed = True
+    # Names of the flow's graph nodes that are not sub-agents: no sub-agent may take one.
+    _own_nodes: tuple[str, ...] = (START, END)
 
     def __init__(
         self,
@@ -139,6 +149,11 @@ class FlowAgent(BaseAgent):
                 problems.append(
                     f"sub-agent name {agent.name!r} must be 1-64 letters, digits, '_' or '-'"
                 )
+            elif agent.name in self._own_nodes:
+                problems.append(
+                    f"sub-agent name '{agent.name}' names a node of the "
+                    f"{type(self).__name__} itself; rename the sub-agent"
+                )
             if agent.output_key:
                 if agent.output_key in keys:
                     problems.append(
@@ -146,8 +161,28 @@ class FlowAgent(BaseAgent):
                         f"output_key '{agent.output_key}'; give each its own"
                     )
                 keys[agent.output_key] = agent.name
+        self._check_strategies(problems)
         if self.output_key in (MESSAGES, RESULTS):
             problems.append(f"output_key '{self.output_key}' is a key the flow already uses")
+
+    def _check_strategies(self, problems: list[str]) -> None:
+        """A key two sub-agents merge differently (one appends, one merges) cannot be one
+        key of the flow: the flow's value would not fit the other's strategy."""
+        declared: dict[str, tuple[str, KeyStrategyLike]] = {}
+        for agent in self.sub_agents:
+            if not isinstance(agent, BaseAgent):
+                continue
+            spec = agent.graph._spec
+            for key, strategy in spec.strategies.items():
+                if key in spec.private or key in (MESSAGES, RESULTS):
+                    continue
+                first = declared.setdefault(key, (agent.name, strategy))
+                if first[1] != strategy:
+                    problems.append(
+                        f"sub-agents '{first[0]}' and '{agent.name}' merge key '{key}' "
+                        f"differently ({_strategy_name(first[1])} and "
+                        f"{_strategy_name(strategy)}); give them one strategy for it"
+                    )
 
     def _strategies(self) -> dict[str, KeyStrategyLike]:
         """``messages`` appends; a key a sub-agent declares a strategy for merges that way in
@@ -165,25 +200,34 @@ class FlowAgent(BaseAgent):
                 strategies[key] = strategy
         return strategies
 
-    def _node(self, agent: BaseAgent, shape: Shape = Shape.ANSWER) -> SubAgentNode:
-        return SubAgentNode(agent, shape, hidden=self._private_keys())
+    def _node(
+        self, agent: BaseAgent, shape: Shape = Shape.ANSWER, *, last: bool = False
+    ) -> SubAgentNode:
+        """``last``: the sub-agent whose result is the flow's (its ``output_key``)."""
+        key = self.output_key if last else None
+        return SubAgentNode(agent, shape, hidden=self._private_keys(), result_key=key)
 
     def _merge_node(
         self,
         agents: Sequence[BaseAgent],
         merge: Callable[[dict[str, Any]], Any] | None = None,
         usage_of: Callable[[OverAllState], Any] | None = None,
+        order: Callable[[OverAllState], Sequence[str]] | None = None,
     ) -> Callable[[OverAllState], dict[str, Any]]:
         """The node after a step that ran ``agents`` at once: their answers, in the order
-        given, as one message (one agent's answer as it is: no second model call repeats
-        it) carrying the usage of them all (and ``usage_of(state)``: a router's), and
-        ``merge``'s value under the flow's ``output_key``."""
+        given (or the names ``order(state)`` gives first), as one message (one agent's answer
+        as it is: no second model call repeats it) carrying the usage of them all (and
+        ``usage_of(state)``: a router's), and ``merge``'s value under the flow's
+        ``output_key``."""
         names = [a.name for a in agents]
+        by_name = {a.name: a for a in agents}
         output_key = self.output_key
 
         def merge_answers(state: OverAllState) -> dict[str, Any]:
             results = state.get(RESULTS) or {}
-            answers = {n: results[n] for n in names if n in results}
+            first = [n for n in order(state) if n in by_name] if order is not None else []
+            ranked = list(dict.fromkeys([*first, *names]))
+            answers = {n: results[n] for n in ranked if n in results}
             update: dict[str, Any] = {RESULTS: {}}
             given = [m for m in answers.values() if m is not None]
             extra = usage_of(state) if usage_of is not None else None
@@ -193,12 +237,17 @@ class FlowAgent(BaseAgent):
                 text = "\n\n".join(f"{n}:\n{m.text}" for n, m in answers.items() if m is not None)
                 update[MESSAGES] = [with_usage(AssistantMessage(text), given, extra)]
             if output_key:
-                values = {n: _value_of(state, a, answers.get(n)) for n, a in zip(names, agents)}
-                values = {n: v for n, v in values.items() if n in answers}
+                values = {n: _value_of(state, by_name[n], answers[n]) for n in answers}
                 update[output_key] = merge(values) if merge is not None else values
             return update
 
         return merge_answers
+
+
+def _strategy_name(strategy: KeyStrategyLike) -> str:
+    if isinstance(strategy, KeyStrategy):
+        return strategy.name
+    return str(getattr(strategy, "__name__", strategy))
 
 
 def _value_of(state: OverAllState, agent: BaseAgent, answer: AssistantMessage | None) -> Any:

@@ -18,9 +18,11 @@ class LoopAgent(FlowAgent):
     """Runs its sub-agents in order (as ``SequentialAgent`` does), then again, for
     ``max_iterations`` rounds (default 10), or until ``until(state)`` is true after a round.
     Each round sees what earlier rounds wrote (a critic's ``output_key`` read by a writer's
-    ``{feedback}``)."""
+    ``{feedback}``). The loop's answer, and its ``output_key``'s value, is its last
+    sub-agent's latest."""
 
     kind = "loop"
+    _own_nodes = (*FlowAgent._own_nodes, "round")
 
     @staticmethod
     def builder() -> FlowAgentBuilder[LoopAgent]:
@@ -46,7 +48,7 @@ class LoopAgent(FlowAgent):
     def _build(self, graph: StateGraph) -> int:
         names = [a.name for a in self.sub_agents]
         for agent in self.sub_agents:
-            graph.add_node(agent.name, self._node(agent))
+            graph.add_node(agent.name, self._node(agent, last=agent is self.sub_agents[-1]))
         graph.add_edge(START, names[0])
         for a, b in itertools.pairwise(names):
             graph.add_edge(a, b)

@@ -44,6 +44,7 @@ class ParallelAgent(FlowAgent):
     """
 
     kind = "parallel"
+    _own_nodes = (*FlowAgent._own_nodes, "merge")
 
     @staticmethod
     def builder() -> FlowAgentBuilder[ParallelAgent]:

@@ -80,6 +80,7 @@ class LlmRoutingAgent(FlowAgent):
     """
 
     kind = "routing"
+    _own_nodes = (*FlowAgent._own_nodes, "router", "merge")
 
     @staticmethod
     def builder() -> FlowAgentBuilder[LlmRoutingAgent]:
@@ -98,6 +99,18 @@ class LlmRoutingAgent(FlowAgent):
         if fallback is not None and not isinstance(fallback, BaseAgent):
             problems.append(f"fallback_agent {fallback!r} is not an agent")
             fallback = None
+        elif fallback is not None:
+            same = [a for a in self.sub_agents if getattr(a, "name", None) == fallback.name]
+            if same and same[0] is not fallback:
+                problems.append(
+                    f"fallback_agent '{fallback.name}' is another agent than the sub-agent "
+                    f"named '{fallback.name}'; give it its own name, or pass that sub-agent"
+                )
+            elif fallback.name in self._own_nodes:
+                problems.append(
+                    f"fallback_agent name '{fallback.name}' names a node of the "
+                    "LlmRoutingAgent itself; rename the agent"
+                )
         self.fallback_agent: BaseAgent | None = fallback
         for agent in self.sub_agents:
             if isinstance(agent, BaseAgent) and not agent.description:
@@ -127,7 +140,7 @@ class LlmRoutingAgent(FlowAgent):
         for agent in agents:
             graph.add_node(agent.name, self._node(agent, Shape.RESULT))
             graph.add_edge(agent.name, "merge")
-        graph.add_node("merge", self._merge_node(agents, usage_of=_route_usage))
+        graph.add_node("merge", self._merge_node(agents, usage_of=_route_usage, order=_chosen))
         graph.add_edge(START, "router")
         graph.add_conditional_edges("router", _sends, [a.name for a in agents])
         graph.add_edge("merge", END)
@@ -180,6 +193,11 @@ class LlmRoutingAgent(FlowAgent):
             )
 
         return logic
+
+
+def _chosen(state: OverAllState) -> list[str]:
+    """The chosen agents' names, in the model's order."""
+    return [choice["agent"] for choice in (state.get(ROUTE) or {}).get("agents", ())]
 
 
 def _sends(state: OverAllState) -> list[Send]:

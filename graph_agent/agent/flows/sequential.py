@@ -12,7 +12,7 @@ class SequentialAgent(FlowAgent):
     """Runs its sub-agents in the order given. Each sees the conversation so far (the
     input, then each earlier sub-agent's answer) and the state keys earlier ones wrote
     (their ``output_key``), which its ``instruction`` may name (``{plan}``). The flow's
-    answer is the last sub-agent's."""
+    answer is the last sub-agent's, and so is its ``output_key``'s value."""
 
     kind = "sequential"
 
@@ -24,7 +24,7 @@ class SequentialAgent(FlowAgent):
     def _build(self, graph: StateGraph) -> int:
         previous = START
         for agent in self.sub_agents:
-            graph.add_node(agent.name, self._node(agent))
+            graph.add_node(agent.name, self._node(agent, last=agent is self.sub_agents[-1]))
             graph.add_edge(previous, agent.name)
             previous = agent.name
         graph.add_edge(previous, END)

@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 from ...errors import GraphRecursionError
 from ...graph import CompiledGraph
 from ...models import ChatModel
-from ..base import ConfigLike
+from ..base import BaseAgent, ConfigLike
 from ..react import ReactAgent
 from ._base import FlowAgent, FlowAgentBuilder
 
@@ -38,6 +38,7 @@ class SupervisorAgent(FlowAgent):
 
     kind = "supervisor"
     _composed = False
+    _own_nodes = ()  # its sub-agents are tools, not nodes
 
     @staticmethod
     def builder() -> FlowAgentBuilder[SupervisorAgent]:
@@ -58,7 +59,7 @@ class SupervisorAgent(FlowAgent):
             count = 10
         self.max_iterations: int = count
         for agent in self.sub_agents:
-            if getattr(agent, "description", None) is None:
+            if isinstance(agent, BaseAgent) and not agent.description:
                 problems.append(
                     f"sub-agent '{agent.name}' has no description: the supervisor's model "
                     "delegates by it; add .description('what it does')"
