@@ -360,9 +360,24 @@ class _TextView:
     """Turns run events into the answer's text: the deltas of the model calls whose
     namespace ``speaks`` (an agent's own; an agent called from a tool streams into the
     events only), and, with ``whole_answer``, the run's final answer when no model call
-    streamed it (a return-direct tool's result)."""
+    streamed it (a return-direct tool's result).
 
-    __slots__ = ("if_silent", "latest", "speaker", "speaks", "spoke", "streamed", "whole_answer")
+    One speaker streams at a time: while one model call streams, what others (a parallel
+    flow's sub-agents) stream meanwhile is held, and follows as a paragraph of its own when
+    the first call ends, so parallel answers never interleave word by word."""
+
+    __slots__ = (
+        "done",
+        "held",
+        "if_silent",
+        "latest",
+        "live",
+        "speaker",
+        "speaks",
+        "spoke",
+        "streamed",
+        "whole_answer",
+    )
 
     def __init__(
         self,
@@ -377,21 +392,25 @@ class _TextView:
         self.speaker: tuple[str, ...] = ()  # the namespace of the latest text
         self.streamed: dict[tuple[str, ...], str] = {}  # the latest model call's, by namespace
         self.latest = ""  # the text of the latest model call that spoke
+        self.live: tuple[str, ...] | None = None  # the namespace streaming to the reader now
+        self.held: dict[tuple[str, ...], list[str]] = {}  # what others streamed meanwhile
+        self.done: set[tuple[str, ...]] = set()  # held speakers whose model call ended
 
     def see(self, event: RunEvent) -> str:
         namespace = event.namespace
         if isinstance(event, RunEnd):
             if namespace:
                 return self._unstreamed(event)
+            held = self._flush(everything=True)
             if not self.whole_answer or event.interrupts:
-                return ""
+                return held
             if self.if_silent and self.spoke:
-                return ""
+                return held
             messages = event.values.get(MESSAGES) or ()
             last = messages[-1] if messages else None
             if isinstance(last, AssistantMessage) and last.answer and last.answer != self.latest:
-                return last.answer
-            return ""
+                return held + last.answer
+            return held
         if not isinstance(event, (ModelStart, ModelDelta, ModelEnd, NodeEnd)):
             return ""
         if not self.speaks(_path(namespace) if namespace else ()):
@@ -403,22 +422,58 @@ class _TextView:
             return ""
         if isinstance(event, ModelStart):
             self.streamed[namespace] = self.latest = ""
+            self.done.discard(namespace)
         elif isinstance(event, ModelDelta):
             text = event.text
             if not text:
                 return ""
             self.latest = self.streamed[namespace] = self.streamed.get(namespace, "") + text
             return self._say(namespace, text)
-        elif event.error is not None and self.streamed.get(namespace):
-            self.streamed[namespace] = self.latest = ""
-            return WITHDRAWN  # what this failed call streamed is not part of the answer
+        elif namespace != self.live:  # a held speaker's call ended
+            if event.error is not None:
+                self.held.pop(namespace, None)  # never shown: nothing to withdraw
+            elif namespace in self.held:
+                self.done.add(namespace)
+        else:
+            self.live = None
+            withdrawn = ""
+            if event.error is not None and self.streamed.get(namespace):
+                self.streamed[namespace] = self.latest = ""
+                withdrawn = WITHDRAWN  # what this failed call streamed is not the answer
+            return withdrawn + self._flush()
         return ""
 
-    def _say(self, namespace: tuple[str, ...], text: str) -> str:
+    def _say(self, namespace: tuple[str, ...], text: str, whole: bool = False) -> str:
+        """``text`` of ``namespace`` for the reader now, or held while another speaks
+        (``whole``: the speaker's complete answer)."""
+        if self.live is not None and self.live != namespace:
+            self.held.setdefault(namespace, []).append(text)
+            if whole:
+                self.done.add(namespace)
+            return ""
+        if not whole:
+            self.live = namespace
+        return self._emit(namespace, text)
+
+    def _emit(self, namespace: tuple[str, ...], text: str) -> str:
         if self.spoke and namespace != self.speaker:
             text = "\n\n" + text  # another agent's answer: a paragraph of its own
         self.spoke, self.speaker = True, namespace
         return text
+
+    def _flush(self, everything: bool = False) -> str:
+        """What held speakers said, in the order they began; the first still streaming
+        becomes the live speaker (unless ``everything``: the run is over)."""
+        out = ""
+        while self.held:
+            namespace = next(iter(self.held))
+            out += self._emit(namespace, "".join(self.held.pop(namespace)))
+            if namespace in self.done or everything:
+                self.done.discard(namespace)
+                continue
+            self.live = namespace
+            break
+        return out
 
     def _unstreamed(self, event: RunEnd) -> str:
         """A speaking sub-agent's answer that no model call of it streamed (a return-direct
@@ -433,7 +488,7 @@ class _TextView:
         if last.answer == self.streamed.get(namespace, ""):
             return ""
         self.latest = self.streamed[namespace] = last.answer
-        return self._say(namespace, last.answer)
+        return self._say(namespace, last.answer, whole=True)
 
 
 def _with_usage(snapshot: StateSnapshot | None) -> StateSnapshot | None:
