@@ -3,8 +3,9 @@
 
 Every agent is a ``ReactAgent`` whose scripted model (instant answers, no LLM) asks for the
 ``echo`` tool once, then answers; so what is timed is the framework. Three shapes, each run
-on a new thread per invoke of one ``MemorySaver``, their trials alternated (single, sequential,
-supervisor, then again) so that the machine's noise hits them alike:
+on a new thread per invoke of one ``MemorySaver``, 600 model calls per shape and trial, the
+trials alternated (single, sequential, supervisor, then again; ``w14_trials``, 7) so that the
+machine's noise hits them alike:
 
 - ``W14_single``: one such agent (2 model calls, 1 tool call per invoke): the reference.
 - ``W14_sequential``: a ``SequentialAgent`` of three of them (6 model calls, 3 tool calls).
@@ -164,7 +165,7 @@ def w14_multi_agent() -> None:
         made = sum(m.calls for m in models) - before
         assert made == MODEL_CALLS[name], (name, made)
     times: dict[str, list[tuple[float, dict[str, Any]]]] = {name: [] for name in shapes}
-    for trial in range(SIZES["trials"]):
+    for trial in range(SIZES["w14_trials"]):
         for name, (agent, models) in shapes.items():
             before = sum(m.calls for m in models)
             t0 = time.perf_counter()
