@@ -114,9 +114,11 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"(ratio {_ratio(ours.get('W11_history_redis', {}).get('history_s'), peer.get('W11_history_redis', {}).get('history_s'))}; no LangGraph SQLite saver in the peer set)",
         f"- W12 5,000 conversations at once on one loop: {ours.get('W12_many_conversations', {}).get('turns_per_s')} turns/s, "
         f"garbage collector {ours.get('W12_many_conversations', {}).get('gc_share_of_cpu')} of the CPU (target < 0.3)",
-        f"- W14 per model call, a flow / one agent (the same run's alternated trials): ours sequential "
-        f"{ours.get('W14_sequential', {}).get('vs_single')}, supervisor {ours.get('W14_supervisor', {}).get('vs_single')} (target <= 1.5); "
-        f"LangGraph {peer.get('W14_sequential', {}).get('vs_single')}, {peer.get('W14_supervisor', {}).get('vs_single')}",
+        f"- W14 per model call, a flow / one agent (median of the alternated trials' ratios; best / best): ours sequential "
+        f"{ours.get('W14_sequential', {}).get('vs_single')} ({ours.get('W14_sequential', {}).get('vs_single_best')}), "
+        f"supervisor {ours.get('W14_supervisor', {}).get('vs_single')} ({ours.get('W14_supervisor', {}).get('vs_single_best')}) (target <= 1.5); "
+        f"LangGraph {peer.get('W14_sequential', {}).get('vs_single')} ({peer.get('W14_sequential', {}).get('vs_single_best')}), "
+        f"{peer.get('W14_supervisor', {}).get('vs_single')} ({peer.get('W14_supervisor', {}).get('vs_single_best')})",
         f"- machine: {describe()}",
     ]  # fmt: skip
     return "\n".join(rows)
