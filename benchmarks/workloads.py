@@ -1,4 +1,4 @@
-"""The workloads of benchmarks/WORKLOADS.md (W1-W6), plus W7-W12, on graph-agent's public API.
+"""The workloads of benchmarks/WORKLOADS.md (W1-W6), plus W7-W14, on graph-agent's public API.
 
 Each function runs in its own process (see run.py) and prints JSON lines with the same field
 names and correctness asserts as benchmarks/peer_langgraph.py, so the two compare as ratios.
@@ -11,7 +11,10 @@ tracing adds per model and tool call, ours only) in benchmarks/tracing.py; W4D (
 durable savers: a turn on a 5,000-message thread against one on a 10-message thread, ours
 only) in benchmarks/long_threads.py; W11 (the history of a 1,000-turn thread on SQLite and
 Redis, whole and with ``limit=10``) in benchmarks/history.py; W12 (5,000 conversations at once
-on one loop: turns/s and the garbage collector's share, ours only) in benchmarks/concurrency.py.
+on one loop: turns/s and the garbage collector's share, ours only) in benchmarks/concurrency.py;
+W13 (what storing finished work costs, ours only) in benchmarks/progress.py; W14 (multi-agent
+flows, per model call: three agents in sequence and a supervisor over three, against one
+agent; LangGraph's side in benchmarks/peer_extra.py) in benchmarks/multi_agent.py.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import concurrency
 import graph_shapes
 import history
 import long_threads
+import multi_agent
 import progress
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
@@ -442,6 +446,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
         emit,
     ),
     "W13": progress.w13_progress,
+    "W14": multi_agent.w14_multi_agent,
     "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
     "W10": lambda: tracing.w10_tracing(
         SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit

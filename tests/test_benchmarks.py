@@ -30,7 +30,8 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     records = {r["workload"]: r for r in map(json.loads, out.read_text().splitlines())}
     expected = {"W1_linear", "W2_react_mem", "W2_react_mem_handbuilt", "W3_resume", "W4_history",
                 "W4_history_handbuilt", "W6_fanout", "W6_fanout_64", "W6_fanout_256", "W7_subgraph", "W7_subgraph_mem", "W8_send",
-                "W9_stream_parse", "W9_stream_parse_merge", "W11_history_sqlite"}  # fmt: skip
+                "W9_stream_parse", "W9_stream_parse_merge", "W11_history_sqlite",
+                "W14_single", "W14_sequential", "W14_supervisor"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
@@ -68,6 +69,11 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
         records["W8_send"]["n"]
         == records["W8_send"]["invokes"] * records["W8_send"]["sends_per_invoke"]
     )
+    # W14: one op is a model call; the flows make theirs through three agents
+    for name, calls in {"W14_single": 2, "W14_sequential": 6, "W14_supervisor": 10}.items():
+        record = records[name]
+        assert record["model_calls_per_invoke"] == calls, record
+        assert record["n"] == record["invokes"] * calls, record
     assert "W1_linear" in done.stdout  # the table
     assert "machine: " in done.stdout and "CPUs" in done.stdout  # what the figures depend on
 
