@@ -195,8 +195,9 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
         node = SubAgentNode(agent, Shape.HISTORY, graph=agent._graph)
         if agent is not entry:  # a member with handoffs keeps its listeners off its loop
             node.listeners = tuple(getattr(agent, "_listeners", node.listeners))
-        others = [n for n in names if n != name]
-        graph.add_node(name, node, destinations=others)
+        # where its handoffs may lead (what compile() checks and the drawing shows)
+        targets = [t for t, _ in handoff_targets(getattr(agent, "handoffs", ())) if t in members_]
+        graph.add_node(name, node, destinations=targets)
         graph.add_edge(name, END)
 
     def active(state: OverAllState) -> str:

@@ -191,8 +191,14 @@ class BaseAgent:
         sub-agents, and agents and graphs called from its tools, with their ``namespace``.
         ``agent="writer"`` narrows the stream to the events of that sub-agent (at any depth)
         and what runs inside it. Closing the stream early stops the run at its next step
-        boundary; the thread stays resumable."""
+        boundary; the thread stays resumable. An ``agent`` this agent does not run is refused
+        here, before the run starts."""
         keep = self._narrowed(agent) if agent is not None else None
+        return self._stream_events(input, config, keep)
+
+    def _stream_events(
+        self, input: AgentInput, config: ConfigLike, keep: Callable[[RunEvent], bool] | None
+    ) -> Iterator[RunEvent]:
         config = self._on_thread(input, config)
         try:
             for event in self.graph.stream_events(self._input(input), config):
@@ -209,7 +215,11 @@ class BaseAgent:
         then the final answer when the model did not write it (a return-direct tool's
         result). For a flow: the texts of the sub-agents whose answers join its
         conversation. ``agent="writer"`` narrows it to that sub-agent's answer."""
-        text = self._text_view(agent)
+        return self._stream_messages(input, config, self._text_view(agent))
+
+    def _stream_messages(
+        self, input: AgentInput, config: ConfigLike, text: _TextView
+    ) -> Iterator[str]:
         for event in self.stream_events(input, config):
             piece = text.see(event)
             if piece:
@@ -247,11 +257,16 @@ class BaseAgent:
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
 
-    async def astream_events(
+    def astream_events(
         self, input: AgentInput, config: ConfigLike = None, *, agent: str | None = None
     ) -> AsyncGenerator[RunEvent, None]:
         """Async ``stream_events`` (the model's ``astream``)."""
         keep = self._narrowed(agent) if agent is not None else None
+        return self._astream_events(input, config, keep)
+
+    async def _astream_events(
+        self, input: AgentInput, config: ConfigLike, keep: Callable[[RunEvent], bool] | None
+    ) -> AsyncGenerator[RunEvent, None]:
         config = self._on_thread(input, config)
         events = self.graph.astream_events(self._input(input), config)
         try:
@@ -263,11 +278,15 @@ class BaseAgent:
         finally:  # closed early, the graph's stream stops its run now, not when collected
             await events.aclose()  # type: ignore[attr-defined]
 
-    async def astream_messages(
+    def astream_messages(
         self, input: AgentInput, config: ConfigLike = None, *, agent: str | None = None
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Async ``stream_messages``."""
-        text = self._text_view(agent)
+        return self._astream_messages(input, config, self._text_view(agent))
+
+    async def _astream_messages(
+        self, input: AgentInput, config: ConfigLike, text: _TextView
+    ) -> AsyncGenerator[str, None]:
         events = self.astream_events(input, config)
         try:
             async for event in events:
@@ -339,6 +358,12 @@ class BaseAgent:
         self, config: ConfigLike, *, limit: int | None = None
     ) -> Iterator[StateSnapshot]:
         return self.graph.get_state_history(config, limit=limit)
+
+    def aget_state_history(
+        self, config: ConfigLike, *, limit: int | None = None
+    ) -> AsyncIterator[StateSnapshot]:
+        """Async ``get_state_history``."""
+        return self.graph.aget_state_history(config, limit=limit)
 
     def update_state(
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None

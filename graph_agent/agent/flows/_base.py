@@ -54,6 +54,8 @@ class FlowAgent(BaseAgent):
     """
 
     kind = "flow"
+    # Whether the sub-agents write into the flow's state (a supervisor's answer it as tools)
+    _shares_state = True
     _composed = True
     # Names of the flow's graph nodes that are not sub-agents: no sub-agent may take one.
     _own_nodes: tuple[str, ...] = (START, END)
@@ -154,7 +156,7 @@ class FlowAgent(BaseAgent):
                     f"sub-agent name '{agent.name}' names a node of the "
                     f"{type(self).__name__} itself; rename the sub-agent"
                 )
-            if agent.output_key:
+            if agent.output_key and self._shares_state:
                 if agent.output_key in keys:
                     problems.append(
                         f"sub-agents '{keys[agent.output_key]}' and '{agent.name}' both write "

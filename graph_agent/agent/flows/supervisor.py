@@ -38,6 +38,7 @@ class SupervisorAgent(FlowAgent):
 
     kind = "supervisor"
     _composed = False
+    _shares_state = False  # its agents answer as tools: their output_keys never meet
     _own_nodes = ()  # its sub-agents are tools, not nodes
 
     @staticmethod
