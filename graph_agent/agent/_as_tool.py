@@ -105,37 +105,35 @@ class AgentTool:
             context.extra_state[SUBAGENT_USAGE] = usage
         return self._answer(update)
 
-    def _alone(self, outcome: RunOutcome, config: Any) -> OverAllState:
-        """The state a run on a thread of its own ended with; a paused one raises (the
-        caller, outside a run, cannot resume it: no answer is not an empty answer)."""
+    def _alone(self, outcome: RunOutcome, config: Any) -> str:
+        """The answer of a run on a thread of its own; a paused one raises (the caller,
+        outside a run, cannot resume it: no answer is not an empty answer)."""
         self.agent._answer(outcome, RunnableConfig.coerce(config).thread_id)
-        return outcome.values
+        return self._answer(outcome.values)
 
     def call(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         request = self._request(tool_input)
         state, config = self._entry(request, tool_context)
-        if current_task.get() is None or not isinstance(config, RunnableConfig):
-            agent = self.agent
-            fresh = agent._on_thread(state.data(), None)
-            try:
-                outcome = agent.graph.run(agent._input(state.data()), fresh)
-            except GraphRecursionError as error:
-                agent._raise_limit_error(error, fresh)
-            return self._answer(self._alone(outcome, fresh))
-        return self._counted(self._node(state, config), tool_context)
+        if current_task.get() is not None and isinstance(config, RunnableConfig):
+            return self._counted(self._node(state, config), tool_context)
+        agent = self.agent
+        fresh = agent._on_thread(state.data(), None)
+        try:
+            return self._alone(agent.graph.run(agent._input(state.data()), fresh), fresh)
+        except GraphRecursionError as error:
+            agent._raise_limit_error(error, fresh)
 
     async def acall(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         request = self._request(tool_input)
         state, config = self._entry(request, tool_context)
-        if current_task.get() is None or not isinstance(config, RunnableConfig):
-            agent = self.agent
-            fresh = agent._on_thread(state.data(), None)
-            try:
-                outcome = await agent.graph.arun(agent._input(state.data()), fresh)
-            except GraphRecursionError as error:
-                agent._raise_limit_error(error, fresh)
-            return self._answer(self._alone(outcome, fresh))
-        return self._counted(await self._node.acall(state, config), tool_context)
+        if current_task.get() is not None and isinstance(config, RunnableConfig):
+            return self._counted(await self._node.acall(state, config), tool_context)
+        agent = self.agent
+        fresh = agent._on_thread(state.data(), None)
+        try:
+            return self._alone(await agent.graph.arun(agent._input(state.data()), fresh), fresh)
+        except GraphRecursionError as error:
+            agent._raise_limit_error(error, fresh)
 
 
 def _as_json(value: Any) -> str:

@@ -19,6 +19,7 @@ from ...graph import (
     StateGraph,
 )
 from ...messages import AssistantMessage
+from ...models import ChatModel
 from .._parts import MESSAGES
 from .._subagent import ACTIVE_AGENTS, NAME, RESULTS, Shape, SubAgentNode, with_usage
 from .._unanswered import answer_unfinished_calls
@@ -91,6 +92,34 @@ class FlowAgent(BaseAgent):
         return f"{type(self).__name__}(name={self.name!r}, sub_agents={names})"
 
     # -- what each flow says -----------------------------------------------------------------
+
+    def _model_option(self, options: dict[str, Any], problems: list[str], role: str) -> Any:
+        """The ``model`` option of a flow whose model chooses (a router, a supervisor)."""
+        model = options.pop("model", None)
+        if model is None:
+            problems.append(f"no model: the {role} needs one to choose, e.g. .model(model)")
+        elif not isinstance(model, ChatModel):
+            problems.append(f"model {model!r} is not a ChatModel (call, stream, acall, astream)")
+        return model
+
+    def _check_descriptions(self, problems: list[str], reader: str) -> None:
+        """Every sub-agent has a description: ``reader`` (a model) chooses by it."""
+        for agent in self.sub_agents:
+            if isinstance(agent, BaseAgent) and not agent.description:
+                problems.append(
+                    f"sub-agent '{agent.name}' has no description: {reader} chooses by it; add "
+                    ".description('what it does')"
+                )
+
+    def _count_option(
+        self, options: dict[str, Any], problems: list[str], name: str, default: int
+    ) -> int:
+        """A positive int option (``max_iterations``); ``default`` when missing or wrong."""
+        count = options.pop(name, default)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            problems.append(f"{name} must be a positive int, got {count!r}")
+            return default
+        return count
 
     def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
         """Take this flow's own options out of ``options`` and check them."""

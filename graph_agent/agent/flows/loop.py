@@ -30,11 +30,7 @@ class LoopAgent(FlowAgent):
         return FlowAgentBuilder(LoopAgent)
 
     def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
-        count = options.pop("max_iterations", 10)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            problems.append(f"max_iterations must be a positive int, got {count!r}")
-            count = 1
-        self.max_iterations: int = count
+        self.max_iterations: int = self._count_option(options, problems, "max_iterations", 10)
         until = options.pop("until", None)
         if until is not None and not callable(until):
             problems.append(f"until must be a function (state) -> bool, got {until!r}")

@@ -12,7 +12,7 @@ from checkpoint.effects import Effect
 from ...errors import AgentRoutingError
 from ...graph import END, START, OverAllState, RunnableConfig, Send, StateGraph
 from ...messages import AssistantMessage, Message, SystemMessage, UserMessage
-from ...models import ChatModel, ToolCallingChatOptions
+from ...models import ToolCallingChatOptions
 from .._nodes import ModelChain, _CallModel, both
 from .._parts import MESSAGES
 from .._subagent import RESULTS, Shape, conversation, with_task
@@ -88,12 +88,7 @@ class LlmRoutingAgent(FlowAgent):
         return FlowAgentBuilder(LlmRoutingAgent)
 
     def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
-        model = options.pop("model", None)
-        if model is None:
-            problems.append("no model: the router needs one to choose, e.g. .model(model)")
-        elif not isinstance(model, ChatModel):
-            problems.append(f"model {model!r} is not a ChatModel (call, stream, acall, astream)")
-        self.model = model
+        self.model = self._model_option(options, problems, "router")
         self.instruction: str | None = options.pop("instruction", None)
         fallback = options.pop("fallback_agent", None)
         if fallback is not None and not isinstance(fallback, BaseAgent):
@@ -112,12 +107,7 @@ class LlmRoutingAgent(FlowAgent):
                     "LlmRoutingAgent itself; rename the agent"
                 )
         self.fallback_agent: BaseAgent | None = fallback
-        for agent in self.sub_agents:
-            if isinstance(agent, BaseAgent) and not agent.description:
-                problems.append(
-                    f"sub-agent '{agent.name}' has no description: the router's model chooses "
-                    "by it; add .description('what it answers')"
-                )
+        self._check_descriptions(problems, "the router's model")
 
     def _agents(self) -> Mapping[str, BaseAgent]:
         return {a.name: a for a in self._routable()}

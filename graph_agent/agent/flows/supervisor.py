@@ -6,8 +6,7 @@ from typing import Any, NoReturn
 
 from ...errors import GraphRecursionError
 from ...graph import CompiledGraph
-from ...models import ChatModel
-from ..base import BaseAgent, ConfigLike
+from ..base import ConfigLike
 from ..react import ReactAgent
 from ._base import FlowAgent, FlowAgentBuilder
 
@@ -47,24 +46,11 @@ class SupervisorAgent(FlowAgent):
         return FlowAgentBuilder(SupervisorAgent)
 
     def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
-        model = options.pop("model", None)
-        if model is None:
-            problems.append("no model: the supervisor needs one, e.g. .model(model)")
-        elif not isinstance(model, ChatModel):
-            problems.append(f"model {model!r} is not a ChatModel (call, stream, acall, astream)")
-        self.model = model
+        self.model = self._model_option(options, problems, "supervisor")
         self.instruction: str | None = options.pop("instruction", None)
-        count = options.pop("max_iterations", 10)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            problems.append(f"max_iterations must be a positive int, got {count!r}")
-            count = 10
+        count = self._count_option(options, problems, "max_iterations", 10)
         self.max_iterations: int = count
-        for agent in self.sub_agents:
-            if isinstance(agent, BaseAgent) and not agent.description:
-                problems.append(
-                    f"sub-agent '{agent.name}' has no description: the supervisor's model "
-                    "delegates by it; add .description('what it does')"
-                )
+        self._check_descriptions(problems, "the supervisor's model")
 
     def _compile(self) -> CompiledGraph:
         listing = "\n".join(f"- {a.name}: {a.description}" for a in self.sub_agents)
