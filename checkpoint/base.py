@@ -9,13 +9,15 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
+from .slots import slot_setters
+
 __all__ = ["BaseCheckpointSaver", "Checkpoint", "CheckpointDelta"]
 
 
 # A frozen dataclass's own __init__ sets each field with ``object.__setattr__``, which costs
 # twice what setting the slot through its descriptor does; a checkpoint and its delta are made
 # for every step and every read, so their __init__ is written out (same parameters, same
-# defaults: ``<factory>`` makes a new dict) and sets the slots that way.
+# defaults: ``<factory>`` makes a new dict) and sets the slots that way (``slot_setters``).
 class _Factory:
     __slots__ = ()
 
@@ -24,11 +26,6 @@ class _Factory:
 
 
 _NEW_DICT: Any = _Factory()
-
-
-def _setters(cls: type) -> tuple[Any, ...]:
-    """The slot descriptors' setters of ``cls``'s fields, in field order."""
-    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
 
 
 @dataclasses.dataclass(frozen=True, slots=True, init=False)
@@ -85,7 +82,7 @@ class Checkpoint:
         s_pend(self, {} if pending_writes is _NEW_DICT else pending_writes)
 
 
-_CHECKPOINT_SETTERS = _setters(Checkpoint)
+_CHECKPOINT_SETTERS = slot_setters(Checkpoint)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, init=False)
@@ -115,7 +112,7 @@ class CheckpointDelta:
         return cls(replaced=dict(values))
 
 
-_SET_APPENDED, _SET_REPLACED = _setters(CheckpointDelta)
+_SET_APPENDED, _SET_REPLACED = slot_setters(CheckpointDelta)
 
 
 class BaseCheckpointSaver(abc.ABC):

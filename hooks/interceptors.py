@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
+from checkpoint.slots import slot_setters
 from graph_agent.graph import OverAllState, RunnableConfig, run_coroutine_sync
 from graph_agent.messages import Message
 from graph_agent.models import ChatResponse, Prompt, ToolCallingChatOptions
@@ -56,9 +57,7 @@ class ModelRequest:
         return dataclasses.replace(self, **changes)
 
 
-_REQUEST_FIELDS = tuple(
-    ModelRequest.__dict__[f.name].__set__ for f in dataclasses.fields(ModelRequest)
-)
+_REQUEST_FIELDS = slot_setters(ModelRequest)
 
 ModelCallHandler = Callable[[ModelRequest], ChatResponse]
 ToolCallHandler = Callable[[ToolCallRequest], str]

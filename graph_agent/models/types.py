@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._runtime.slots import slot_setters
+from checkpoint.slots import slot_setters
+
 from ..messages import (
     AssistantMessage,
     Message,

@@ -8,8 +8,9 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from checkpoint.slots import slot_setters
+
 from .._runtime.pool import Countdown, run_all
-from .._runtime.slots import slot_setters
 from ..errors import ToolResolutionError
 from ..messages import AssistantMessage, Message, ToolResponseMessage, tool_response_message
 from ..models.types import ChatResponse, Prompt, ToolCallingChatOptions

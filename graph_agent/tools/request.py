@@ -12,7 +12,8 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from .._runtime.slots import slot_setters
+from checkpoint.slots import slot_setters
+
 from ..messages import ToolCall
 from .callback import ToolCallback
 from .context import ToolContext

@@ -1,4 +1,5 @@
-"""Frozen slotted dataclasses made fast where they are made on every step."""
+"""Frozen slotted dataclasses made fast where they are made on every step (checkpoints,
+model responses, tool calls, model requests): one helper for every package."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from graph_agent._runtime.slots import slot_setters
+from checkpoint.slots import slot_setters
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
