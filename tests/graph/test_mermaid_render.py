@@ -1,8 +1,9 @@
 """draw_mermaid() output rendered by the real Mermaid library in headless Chromium.
 
-Needs Debian's ``chromium`` and Mermaid's browser bundle: ``npm install mermaid`` somewhere
-and point ``MERMAID_JS`` at ``node_modules/mermaid/dist/mermaid.min.js``. Skipped otherwise
-(CI does not install a browser); the syntax itself is checked in test_building.py.
+Needs Debian's ``chromium`` and Mermaid's browser bundle: ``npm pack mermaid`` somewhere
+and point ``MERMAID_JS`` at its ``package/dist/mermaid.min.js``. ``.ci/run`` installs both
+(the bundle pinned, cached outside the clone), so it runs in CI; elsewhere it skips, saying
+what is missing. The syntax itself is checked in test_building.py.
 """
 
 from __future__ import annotations
