@@ -1,0 +1,260 @@
+"""Runs the server was asked for: their records, their event logs, one runner per thread.
+
+Protocol-agnostic: the app hands each run a coroutine (``Execute``) that drives the agent and
+writes the run's stream events into its log (``RunLog.append``); this module keeps what the
+Agent Protocol promises around it:
+
+- every event of a run has an id, ``"1"``, ``"2"``, ..., unique and ordered within the run,
+  and a client that reconnects with ``Last-Event-ID`` gets every later event exactly once
+  (``RunLog.follow``), while the run goes on or after it ended;
+- one run at a time per thread: a new run on a busy thread is refused (``reject``: 409),
+  waits its turn (``enqueue``), or stops the running one first (``interrupt``; ``rollback``
+  also starts the thread again from where that run began);
+- a run is ``pending`` until its thread is free, ``running``, then ``success``, ``error``
+  or ``interrupted`` (it paused for a human, or it was cancelled);
+- a run is answered as accepted only once its input is stored (``started``: the run's
+  first checkpoint), so a process that dies right after cannot lose it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
+
+__all__ = [
+    "MULTITASK_STRATEGIES",
+    "Entry",
+    "Run",
+    "RunLog",
+    "RunManager",
+    "ThreadBusyError",
+    "UnknownEventIdError",
+]
+
+RunStatus = Literal["pending", "running", "success", "error", "interrupted"]
+MULTITASK_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
+
+
+class ThreadBusyError(Exception):
+    """A run was asked for on a thread that runs one, with ``multitask_strategy="reject"``."""
+
+
+class UnknownEventIdError(ValueError):
+    """A ``Last-Event-ID`` this run never sent."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Entry:
+    """One event of a run's stream: ``id`` (its position, from ``"1"``), the SSE event name
+    and its JSON-ready data."""
+
+    id: str
+    event: str
+    data: Any
+
+
+class RunLog:
+    """A run's stream events, kept for the run's life (and after it, for late joiners)."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.closed = False
+        self._changed = asyncio.Condition()
+
+    async def append(self, event: str, data: Any) -> Entry:
+        async with self._changed:
+            entry = Entry(str(len(self.entries) + 1), event, data)
+            self.entries.append(entry)
+            self._changed.notify_all()
+            return entry
+
+    async def close(self) -> None:
+        async with self._changed:
+            self.closed = True
+            self._changed.notify_all()
+
+    def position_after(self, last_id: str | None) -> int:
+        """Where a reader who last saw ``last_id`` goes on (``None``: from the start)."""
+        if not last_id:
+            return 0
+        try:
+            seen = int(last_id)
+        except ValueError:
+            raise UnknownEventIdError(
+                f"Last-Event-ID {last_id!r} is not an id of this run"
+            ) from None
+        if seen < 0 or seen > len(self.entries):
+            raise UnknownEventIdError(
+                f"Last-Event-ID {last_id!r} is not an id of this run (it has sent "
+                f"{len(self.entries)} events)"
+            )
+        return seen
+
+    async def follow(self, last_id: str | None = None) -> AsyncIterator[Entry]:
+        """Every event after ``last_id``, as they come, until the run's log closes."""
+        position = self.position_after(last_id)
+        while True:
+            async with self._changed:
+                while position >= len(self.entries) and not self.closed:
+                    await self._changed.wait()
+                fresh = self.entries[position:]
+                closed = self.closed
+            for entry in fresh:
+                yield entry
+            position += len(fresh)
+            if closed and position >= len(self.entries):
+                return
+
+
+@dataclasses.dataclass
+class Run:
+    """A run's record, as ``GET .../runs/{run_id}`` shows it."""
+
+    run_id: str
+    thread_id: str
+    assistant_id: str
+    multitask_strategy: str
+    kwargs: dict[str, Any]
+    metadata: dict[str, Any]
+    status: RunStatus = "pending"
+    created_at: float = dataclasses.field(default_factory=time.time)
+    updated_at: float = dataclasses.field(default_factory=time.time)
+    error: str | None = None
+    log: RunLog = dataclasses.field(default_factory=RunLog)
+    # where its thread stood when it started (``rollback`` starts the thread again there)
+    started_at_checkpoint: str | None = None
+    started: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    rolled_back: bool = False
+
+    def mark(self, status: RunStatus, error: str | None = None) -> None:
+        self.status = status
+        self.error = error
+        self.updated_at = time.time()
+
+
+# What drives a run: it writes the run's events with ``run.log.append``, sets
+# ``run.started`` once the run's input is stored, and returns the final status
+# ("success", or "interrupted" when the run paused for a human).
+Execute = Callable[[Run], Awaitable[RunStatus]]
+
+
+class RunManager:
+    """Every run of a server process, one runner per thread at a time."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Run] = {}
+        self._by_thread: dict[str, list[str]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._current: dict[str, Run] = {}
+        # a thread whose next run must start again from an earlier checkpoint (rollback)
+        self.restart_from: dict[str, str | None] = {}
+
+    def thread_runs(self, thread_id: str) -> list[Run]:
+        """The thread's runs, newest first."""
+        return [self.runs[r] for r in reversed(self._by_thread.get(thread_id, []))]
+
+    def busy(self, thread_id: str) -> bool:
+        return any(r.status in ("pending", "running") for r in self.thread_runs(thread_id))
+
+    async def start(
+        self,
+        thread_id: str,
+        assistant_id: str,
+        kwargs: dict[str, Any],
+        metadata: dict[str, Any],
+        multitask_strategy: str,
+        execute: Execute,
+        head: Callable[[], Awaitable[str | None]],
+    ) -> Run:
+        """A new run on ``thread_id``, started in the background; returned once its input is
+        stored (or once it is queued behind the thread's running one, for ``enqueue``).
+        ``head()`` names the thread's latest checkpoint (kept for ``rollback``)."""
+        if multitask_strategy not in MULTITASK_STRATEGIES:
+            raise ValueError(
+                f"multitask_strategy {multitask_strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
+            )
+        current = self._current.get(thread_id)
+        if current is not None and current.status in ("pending", "running"):
+            if multitask_strategy == "reject":
+                raise ThreadBusyError(
+                    f"thread {thread_id} is busy with run {current.run_id}; wait for it, or ask "
+                    "with multitask_strategy 'enqueue', 'interrupt' or 'rollback'"
+                )
+            if multitask_strategy in ("interrupt", "rollback"):
+                await self.cancel(current, rollback=multitask_strategy == "rollback")
+        run = Run(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            multitask_strategy=multitask_strategy,
+            kwargs=kwargs,
+            metadata=metadata,
+        )
+        self.runs[run.run_id] = run
+        self._by_thread.setdefault(thread_id, []).append(run.run_id)
+        lock = self._locks.setdefault(thread_id, asyncio.Lock())
+        queued = lock.locked()  # it waits for the thread's running one (enqueue)
+        run.task = asyncio.create_task(self._drive(run, lock, execute, head))
+        if not queued:  # answered once its input is stored (or it failed before)
+            started = asyncio.create_task(run.started.wait())
+            await asyncio.wait({started, run.task}, return_when=asyncio.FIRST_COMPLETED)
+            started.cancel()
+        return run
+
+    async def _drive(
+        self,
+        run: Run,
+        lock: asyncio.Lock,
+        execute: Execute,
+        head: Callable[[], Awaitable[str | None]],
+    ) -> None:
+        try:
+            async with lock:
+                if run.status != "pending":  # cancelled while it waited
+                    return
+                self._current[run.thread_id] = run
+                run.started_at_checkpoint = await head()
+                run.mark("running")
+                try:
+                    status = await execute(run)
+                except asyncio.CancelledError:
+                    run.mark("interrupted")
+                    raise
+                except Exception as error:
+                    run.mark("error", f"{type(error).__name__}: {error}")
+                    await run.log.append(
+                        "error", {"error": type(error).__name__, "message": str(error)}
+                    )
+                else:
+                    run.mark(status)
+        finally:
+            run.started.set()
+            await run.log.close()
+            run.done.set()
+
+    async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
+        """Stop ``run`` (``interrupted``); with ``rollback`` the thread's next run starts
+        again from where this one began."""
+        if run.status not in ("pending", "running"):
+            return
+        if rollback:
+            run.rolled_back = True
+            self.restart_from[run.thread_id] = run.started_at_checkpoint
+        if run.status == "pending":
+            run.mark("interrupted")
+        task = run.task
+        if task is not None and not task.done():
+            task.cancel()
+            if wait:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def join(self, run: Run) -> None:
+        await run.done.wait()
