@@ -1,0 +1,117 @@
+"""HTTP plumbing of the server: JSON errors, bearer-token auth, body limits, and
+Server-Sent Events with ids.
+
+Every error is a JSON body ``{"detail": "..."}`` with the right status (the shape
+``langgraph-sdk`` reads); a malformed or oversized body is a 4xx, never a 500.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "BearerAuth",
+    "HTTPProblem",
+    "json_body",
+    "problem_response",
+    "sse_response",
+]
+
+DEFAULT_MAX_BODY = 10 * 1024 * 1024  # bytes a request body may have
+
+
+class HTTPProblem(Exception):
+    """An error to answer with ``status`` and ``{"detail": detail}``."""
+
+    def __init__(self, status: int, detail: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.headers = dict(headers or {})
+
+
+def problem_response(problem: HTTPProblem) -> JSONResponse:
+    return JSONResponse({"detail": problem.detail}, problem.status, headers=problem.headers)
+
+
+async def json_body(request: Request, max_body: int = DEFAULT_MAX_BODY) -> dict[str, Any]:
+    """The request's JSON object (``{}`` for an empty body): 413 beyond ``max_body`` bytes,
+    422 for what is not a JSON object."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_body:
+        raise HTTPProblem(413, f"the request body is over {max_body} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > max_body:
+            raise HTTPProblem(413, f"the request body is over {max_body} bytes")
+    if not body.strip():
+        return {}
+    try:
+        value = json.loads(body)
+    except ValueError as error:
+        raise HTTPProblem(422, f"the request body is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise HTTPProblem(
+            422, f"the request body must be a JSON object, got {type(value).__name__}"
+        )
+    return value
+
+
+class BearerAuth:
+    """ASGI middleware: with a ``token``, every HTTP request but ``open_paths`` needs
+    ``Authorization: Bearer <token>`` (compared in constant time), else 401."""
+
+    def __init__(self, app: ASGIApp, token: str, open_paths: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+        self.open_paths = open_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in self.open_paths:
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                given = value
+        if not hmac.compare_digest(given, self.expected):
+            response = JSONResponse(
+                {"detail": "missing or wrong bearer token (Authorization: Bearer <token>)"},
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _sse(event: str, data: Any, event_id: str | None) -> bytes:
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {text}\n\n".encode()
+
+
+def sse_response(
+    events: AsyncIterator[tuple[str | None, str, Any]],
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """A ``text/event-stream`` of ``(id, event, data)``; nothing is buffered on the way."""
+
+    async def body() -> AsyncIterator[bytes]:
+        async for event_id, event, data in events:
+            yield _sse(event, data, event_id)
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", **(headers or {})},
+    )
