@@ -1113,7 +1113,8 @@ class _Streamed:
 class RunStreamEncoder:
     """Turns one run's events into the stream parts of the modes a client asked for.
 
-    Feed it, in order: ``start()`` (the ``metadata`` part), every ``RunEvent`` of the run
+    Feed it, in order: ``start()`` (the ``metadata`` part), for a run that continues its
+    thread ``resume(snapshot)`` (the state before the run), every ``RunEvent`` of the run
     (``event(ev)``), and after each ``CheckpointEvent`` the snapshot at that checkpoint
     (``checkpoint(snapshot, namespace=ev.namespace)``: ``values``, ``checkpoints`` and
     ``debug`` need the state, which the events do not carry); on failure ``error(exc)``.
@@ -1231,6 +1232,16 @@ class RunStreamEncoder:
         elif isinstance(event, (RunEnd, RunError)):
             self._started.pop(ns, None)
         return parts
+
+    def resume(self, snapshot: StateSnapshot) -> list[Chunk]:
+        """The first parts of a run that continues its thread (``input`` ``None`` or a
+        ``Command``), which writes no input checkpoint: the state as it stands (LangGraph sends
+        it as the first ``values``), without the pause it answers."""
+        self._steps[()] = snapshot.step
+        self._values[()] = snapshot.values
+        if "values" not in self.modes:
+            return []
+        return [("values", values_to_wire(snapshot.values, thread_id=self.thread_id))]
 
     def checkpoint(self, snapshot: StateSnapshot, *, namespace: Sequence[str] = ()) -> list[Chunk]:
         """The parts of a checkpoint (``snapshot`` read at the ``CheckpointEvent``'s id)."""

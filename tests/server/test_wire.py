@@ -798,8 +798,16 @@ def test_pause_streams_the_interrupt() -> None:
     paused = parts_named(parts, "tasks")[-1]
     assert paused["interrupts"] == expected and paused["name"] == pause.node
 
+    encoder = wire.RunStreamEncoder(modes=["values", "updates"], thread_id="hitl", run_id="r2")
+    before = agent.get_state(config)
+    assert encoder.resume(before) == [
+        ("values", wire.values_to_wire(before.values, thread_id="hitl"))
+    ]
     resumed = encode(agent.graph, Command(resume=ToolFeedback.approve()), config)
     assert "__interrupt__" not in parts_named(resumed, "values")[-1]
+    assert parts_named(resumed, "values")[-1] == json_clean(
+        wire.values_to_wire(agent.get_state(config).values, thread_id="hitl")
+    )
 
 
 def parts_named(parts: list[tuple[str, Any]], name: str) -> list[Any]:
