@@ -1,4 +1,4 @@
-"""Without the optional extras (``mcp``, ``otel``, ``hiredis``) the package imports and runs,
+"""Without the optional extras (``mcp``, ``otel``, ``hiredis``, ``server``) the package imports and runs,
 the core tests pass, and importing what needs an extra says which one to install."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ WITHOUT_EXTRAS = textwrap.dedent(
 
     class _NotInstalled:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("mcp", "opentelemetry", "hiredis"):
+            if name.split(".")[0] in ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn"):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -44,14 +44,19 @@ def test_the_package_imports_and_runs_without_the_extras():
         from graph_agent import ReactAgent, ScriptedChatModel
         agent = ReactAgent.builder().name("a").model(ScriptedChatModel(["hi"])).build()
         assert agent.call("hello").text == "hi"
-        assert not [m for m in sys.modules if m.split(".")[0] in ("mcp", "opentelemetry", "hiredis")]
+        extras = ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn")
+        assert not [m for m in sys.modules if m.split(".")[0] in extras]
         """
     )
     assert done.returncode == 0, done.stderr
 
 
 def test_a_missing_extra_says_what_to_install():
-    for module, extra in (("graph_agent.observability", "otel"), ("graph_agent.mcp", "mcp")):
+    for module, extra in (
+        ("graph_agent.observability", "otel"),
+        ("graph_agent.mcp", "mcp"),
+        ("graph_agent.server", "server"),
+    ):
         done = _run(f"import {module}")
         assert done.returncode == 1
         last = done.stderr.strip().splitlines()[-1]

@@ -1,1 +1,27 @@
-"""Serving agents over HTTP (the Agent Protocol): work in progress, see issue 29."""
+"""Serving agents, flows and graphs over HTTP, speaking the core of the Agent Protocol as
+LangGraph's Agent Server does, so the official ``langgraph-sdk`` clients work unchanged
+(extra ``server``: Starlette and uvicorn)::
+
+    from graph_agent.server import create_app
+
+    app = create_app({"assistant": agent})   # an ASGI app: uvicorn.run(app)
+
+Work in progress (issue 29): threads, state, history, runs (background, ``wait``,
+``stream`` with event ids and rejoin, ``join``, ``cancel``) and the multitask strategies
+are served; the ``graph-agent serve`` command and the web page are not yet.
+"""
+
+from __future__ import annotations
+
+try:
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ModuleNotFoundError as error:  # pragma: no cover - exercised in tests/test_extras.py
+    raise ImportError(
+        "graph_agent.server needs Starlette and uvicorn, which are not installed: "
+        "pip install 'graph-agent[server]'"
+    ) from error
+
+from ._app import create_app
+
+__all__ = ["create_app"]

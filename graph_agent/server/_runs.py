@@ -10,8 +10,9 @@ Agent Protocol promises around it:
 - one run at a time per thread: a new run on a busy thread is refused (``reject``: 409),
   waits its turn (``enqueue``), or stops the running one first (``interrupt``; ``rollback``
   also starts the thread again from where that run began);
-- a run is ``pending`` until its thread is free, ``running``, then ``success``, ``error``
-  or ``interrupted`` (it paused for a human, or it was cancelled);
+- a run is ``pending`` until its thread is free, ``running``, then ``success`` (also when
+  it paused for a human: its thread is then ``interrupted``), ``error``, or ``interrupted``
+  (it was cancelled), as LangGraph's server spells them;
 - a run is answered as accepted only once its input is stored (``started``: the run's
   first checkpoint), so a process that dies right after cannot lose it.
 """
@@ -79,8 +80,9 @@ class RunLog:
             self._changed.notify_all()
 
     def position_after(self, last_id: str | None) -> int:
-        """Where a reader who last saw ``last_id`` goes on (``None``: from the start)."""
-        if not last_id:
+        """Where a reader who last saw ``last_id`` goes on (``None``, or ``"-1"`` as
+        ``useStream`` sends it: from the start)."""
+        if not last_id or last_id == "-1":
             return 0
         try:
             seen = int(last_id)
@@ -140,8 +142,8 @@ class Run:
 
 
 # What drives a run: it writes the run's events with ``run.log.append``, sets
-# ``run.started`` once the run's input is stored, and returns the final status
-# ("success", or "interrupted" when the run paused for a human).
+# ``run.started`` once the run's input is stored, and returns the final status ("success",
+# paused for a human or not).
 Execute = Callable[[Run], Awaitable[RunStatus]]
 
 

@@ -75,10 +75,12 @@ def test_an_id_the_run_never_sent_is_refused() -> None:
     async def scenario() -> None:
         log = RunLog()
         await log.append("values", {})
+        await log.close()
         with pytest.raises(UnknownEventIdError, match="not an id of this run"):
             await read(log, "7")
         with pytest.raises(UnknownEventIdError):
             await read(log, "abc")
+        assert [e.id for e in await read(log, "-1")] == ["1"]  # useStream's "from the start"
 
     run_async(scenario())
 

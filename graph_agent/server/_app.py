@@ -1,0 +1,469 @@
+"""The Starlette app that serves agents, flows and graphs over the Agent Protocol (the
+requests and responses of LangGraph's Agent Server, as ``langgraph-sdk`` sends and reads
+them; the wire shapes are in ``_wire``, the runs in ``_runs``)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..events import CheckpointEvent, RunEnd
+from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
+from . import _wire
+from ._http import (
+    DEFAULT_MAX_BODY,
+    BearerAuth,
+    HTTPProblem,
+    json_body,
+    problem_response,
+    sse_response,
+)
+from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
+
+__all__ = ["Served", "create_app"]
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclasses.dataclass
+class Served:
+    """One object the server serves: its graph id (the name clients use), the object (an
+    agent or a compiled graph) and its compiled graph."""
+
+    graph_id: str
+    target: Any
+    graph: CompiledGraph
+    description: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+
+    @classmethod
+    def of(cls, graph_id: str, target: Any) -> Served:
+        graph = getattr(target, "graph", target)
+        if not isinstance(graph, CompiledGraph):
+            raise TypeError(
+                f"cannot serve {graph_id!r}: {type(target).__name__} is neither an agent nor a "
+                "compiled graph (StateGraph(...).compile(saver=...))"
+            )
+        if graph.saver is None:
+            raise TypeError(
+                f"cannot serve {graph_id!r}: its graph has no saver; threads need one "
+                "(compile(saver=SqliteSaver(...)), or an agent's .saver(...))"
+            )
+        return cls(graph_id, target, graph, getattr(target, "description", None))
+
+    def events(self, value: Any, config: RunnableConfig) -> AsyncIterator[Any]:
+        """The run's events: an agent takes its input as ``call`` does, a graph as it is."""
+        stream = getattr(self.target, "astream_events", None)
+        if stream is not None and self.target is not self.graph:
+            return stream(value, config)  # type: ignore[no-any-return]
+        return self.graph.astream_events(value, config)
+
+
+@dataclasses.dataclass
+class ThreadRecord:
+    thread_id: str
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any]
+    graph_id: str | None = None
+
+
+class Server:
+    """What the app's routes share: the served objects, the threads and the runs."""
+
+    def __init__(self, served: Mapping[str, Any], max_body: int) -> None:
+        if not served:
+            raise ValueError("serve at least one agent, flow or graph")
+        self.served = {name: Served.of(name, target) for name, target in served.items()}
+        self.by_assistant = {_wire.assistant_id_for(n): s for n, s in self.served.items()}
+        self.threads: dict[str, ThreadRecord] = {}
+        self.runs = RunManager()
+        self.max_body = max_body
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def assistant(self, assistant_id: Any) -> Served:
+        if isinstance(assistant_id, str):
+            found = self.by_assistant.get(assistant_id) or self.served.get(assistant_id)
+            if found is not None:
+                return found
+        raise HTTPProblem(
+            404,
+            f"assistant {assistant_id!r} not found; served: {', '.join(sorted(self.served))}",
+        )
+
+    def thread(self, thread_id: str) -> ThreadRecord:
+        record = self.threads.get(thread_id)
+        if record is None:
+            raise HTTPProblem(404, f"thread {thread_id!r} not found")
+        return record
+
+    def graph_of(self, record: ThreadRecord) -> Served | None:
+        if record.graph_id is not None:
+            return self.served.get(record.graph_id)
+        return next(iter(self.served.values())) if len(self.served) == 1 else None
+
+    async def snapshot(
+        self, record: ThreadRecord, checkpoint_id: str | None = None
+    ) -> StateSnapshot | None:
+        served = self.graph_of(record)
+        if served is None:
+            return None
+        config = RunnableConfig(thread_id=record.thread_id, checkpoint_id=checkpoint_id)
+        return await served.graph.aget_state(config)
+
+    async def thread_wire(self, record: ThreadRecord) -> dict[str, Any]:
+        snapshot = await self.snapshot(record)
+        runs = self.runs.thread_runs(record.thread_id)
+        failed = bool(runs) and runs[0].status == "error"
+        state = _wire.state_to_wire(snapshot, thread_id=record.thread_id) if snapshot else None
+        return _wire.thread_to_wire(
+            record.thread_id,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            metadata=record.metadata,
+            status=_wire.thread_status(
+                snapshot, busy=self.runs.busy(record.thread_id), failed=failed
+            ),
+            values=state["values"] if state else None,
+            interrupts=_wire.thread_interrupts(state) if state else None,
+        )
+
+    def run_wire(self, run: Run) -> dict[str, Any]:
+        return _wire.run_to_wire(
+            run.run_id,
+            thread_id=run.thread_id,
+            assistant_id=run.assistant_id,
+            created_at=datetime.fromtimestamp(run.created_at, timezone.utc),
+            updated_at=datetime.fromtimestamp(run.updated_at, timezone.utc),
+            status=run.status,
+            metadata=run.metadata,
+            kwargs=run.kwargs,
+            multitask_strategy=run.multitask_strategy,
+        )
+
+    def run_of(self, thread_id: str, run_id: str) -> Run:
+        run = self.runs.runs.get(run_id)
+        if run is None or run.thread_id != thread_id:
+            raise HTTPProblem(404, f"run {run_id!r} not found on thread {thread_id!r}")
+        return run
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def start_run(self, thread_id: str, body: dict[str, Any]) -> Run:
+        record = self.thread(thread_id)
+        served = self.assistant(body.get("assistant_id"))
+        if record.graph_id not in (None, served.graph_id):
+            raise HTTPProblem(
+                409,
+                f"thread {thread_id!r} belongs to {record.graph_id!r}, not {served.graph_id!r}",
+            )
+        strategy = body.get("multitask_strategy") or "enqueue"
+        if strategy not in MULTITASK_STRATEGIES:
+            raise HTTPProblem(
+                422, f"multitask_strategy {strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
+            )
+        try:
+            modes = _wire.parse_stream_modes(body.get("stream_mode"))
+            config = _wire.run_config_from_wire(thread_id, body)
+            command = body.get("command")
+            value: Any = (
+                _wire.command_from_wire(command)
+                if command
+                else _wire.input_from_wire(body.get("input"))
+            )
+        except ValueError as error:
+            raise HTTPProblem(422, str(error)) from None
+        if isinstance(value, Command) and not value.has_resume and value.update is None:
+            value = None  # ``Command(resume=None)`` arrives as {}: no resume, as LangGraph
+        record.graph_id = served.graph_id
+        record.updated_at = _now()
+        subgraphs = bool(body.get("stream_subgraphs"))
+        restart = self.runs.restart_from.pop(thread_id, None)
+        if restart is not None and config.checkpoint_id is None:
+            config = config.replace(checkpoint_id=restart)
+
+        async def execute(run: Run) -> RunStatus:
+            return await self._execute(run, served, value, config, modes, subgraphs)
+
+        async def head() -> str | None:
+            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=thread_id))
+            return snapshot.checkpoint_id if snapshot is not None else None
+
+        kwargs = {k: v for k, v in body.items() if k != "assistant_id"}
+        try:
+            return await self.runs.start(
+                thread_id,
+                _wire.assistant_id_for(served.graph_id),
+                kwargs,
+                dict(body.get("metadata") or {}),
+                strategy,
+                execute,
+                head,
+            )
+        except ThreadBusyError as error:
+            raise HTTPProblem(409, str(error)) from None
+
+    async def _execute(
+        self,
+        run: Run,
+        served: Served,
+        value: Any,
+        config: RunnableConfig,
+        modes: list[str],
+        subgraphs: bool,
+    ) -> RunStatus:
+        encoder = _wire.RunStreamEncoder(
+            modes=modes, thread_id=run.thread_id, run_id=run.run_id, subgraphs=subgraphs
+        )
+        log = run.log
+        for part in encoder.start():
+            await log.append(*part)
+        if value is None or isinstance(value, Command):
+            snapshot = await served.graph.aget_state(config)
+            if snapshot is not None:
+                for part in encoder.resume(snapshot):
+                    await log.append(*part)
+            run.started.set()  # nothing new to store: the thread has it
+        try:
+            async for event in served.events(value, config):
+                for part in encoder.event(event):
+                    await log.append(*part)
+                if isinstance(event, CheckpointEvent) and not event.namespace:
+                    run.started.set()  # the input (then each step) is stored
+                    if encoder.needs_snapshots:
+                        at = RunnableConfig(
+                            thread_id=run.thread_id, checkpoint_id=event.checkpoint_id
+                        )
+                        snapshot = await served.graph.aget_state(at)
+                        if snapshot is not None:
+                            for part in encoder.checkpoint(snapshot):
+                                await log.append(*part)
+                if isinstance(event, RunEnd) and not event.namespace:
+                    self.thread(run.thread_id).updated_at = _now()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            for part in encoder.error(error):
+                await log.append(*part)
+            raise
+        return "success"
+
+    async def final_values(self, run: Run) -> dict[str, Any]:
+        """What ``runs.wait`` and ``join`` answer: the thread's values after the run (with
+        ``__interrupt__`` when it paused), or ``__error__`` when it failed."""
+        if run.status == "error":
+            name, _, message = (run.error or "").partition(": ")
+            return {"__error__": {"error": name, "message": message}}
+        snapshot = await self.snapshot(self.thread(run.thread_id))
+        if snapshot is None:
+            return {}
+        waiting = [i for i in snapshot.interrupts if i.when == "during"]
+        return _wire.values_to_wire(snapshot.values, thread_id=run.thread_id, interrupts=waiting)
+
+    def stream(self, run: Run, last_event_id: str | None) -> Response:
+        log = run.log
+        try:
+            log.position_after(last_event_id)
+        except ValueError as error:
+            raise HTTPProblem(400, str(error)) from None
+
+        async def parts() -> AsyncIterator[tuple[str | None, str, Any]]:
+            async for entry in log.follow(last_event_id):
+                yield entry.id, entry.event, entry.data
+
+        where = f"/threads/{run.thread_id}/runs/{run.run_id}/stream"
+        return sse_response(parts(), headers={"Location": where, "Content-Location": where})
+
+
+def create_app(
+    served: Mapping[str, Any],
+    *,
+    token: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> Starlette:
+    """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
+    Protocol. With ``token``, every request needs ``Authorization: Bearer <token>``; bodies
+    over ``max_body`` bytes are refused (413)."""
+    server = Server(served, max_body)
+
+    def route(path: str, methods: list[str]) -> Callable[[Handler], Route]:
+        def wrap(handler: Handler) -> Route:
+            async def endpoint(request: Request) -> Response:
+                try:
+                    return await handler(request)
+                except HTTPProblem as problem:
+                    return problem_response(problem)
+
+            return Route(path, endpoint, methods=methods)
+
+        return wrap
+
+    async def body(request: Request) -> dict[str, Any]:
+        return await json_body(request, server.max_body)
+
+    # -- assistants --------------------------------------------------------------------------
+
+    @route("/assistants/search", ["POST"])
+    async def assistants_search(request: Request) -> Response:
+        query = await body(request)
+        graph_id = query.get("graph_id")
+        found = [
+            _wire.assistant_to_wire(s.graph_id, created_at=s.created_at, description=s.description)
+            for s in server.served.values()
+            if graph_id in (None, s.graph_id)
+        ]
+        offset, limit = int(query.get("offset") or 0), int(query.get("limit") or 10)
+        return JSONResponse(found[offset : offset + limit])
+
+    @route("/assistants/{assistant_id}", ["GET"])
+    async def assistant_get(request: Request) -> Response:
+        s = server.assistant(request.path_params["assistant_id"])
+        return JSONResponse(
+            _wire.assistant_to_wire(s.graph_id, created_at=s.created_at, description=s.description)
+        )
+
+    @route("/assistants/{assistant_id}/graph", ["GET"])
+    async def assistant_graph(request: Request) -> Response:
+        s = server.assistant(request.path_params["assistant_id"])
+        return JSONResponse(_wire.graph_to_wire(s.graph.get_graph()))
+
+    # -- threads -----------------------------------------------------------------------------
+
+    @route("/threads", ["POST"])
+    async def threads_create(request: Request) -> Response:
+        given = await body(request)
+        thread_id = given.get("thread_id") or str(uuid.uuid4())
+        if not isinstance(thread_id, str):
+            raise HTTPProblem(422, f"thread_id must be a string, got {thread_id!r}")
+        record = server.threads.get(thread_id)
+        if record is not None and given.get("if_exists") != "do_nothing":
+            raise HTTPProblem(409, f"thread {thread_id!r} exists")
+        if record is None:
+            now = _now()
+            metadata = given.get("metadata") or {}
+            if not isinstance(metadata, dict):
+                raise HTTPProblem(422, "metadata must be a JSON object")
+            record = server.threads[thread_id] = ThreadRecord(thread_id, now, now, dict(metadata))
+        return JSONResponse(await server.thread_wire(record))
+
+    @route("/threads/{thread_id}", ["GET"])
+    async def thread_get(request: Request) -> Response:
+        record = server.thread(request.path_params["thread_id"])
+        return JSONResponse(await server.thread_wire(record))
+
+    @route("/threads/{thread_id}/state", ["GET"])
+    async def thread_state(request: Request) -> Response:
+        record = server.thread(request.path_params["thread_id"])
+        snapshot = await server.snapshot(record)
+        if snapshot is None:
+            return JSONResponse(_wire.empty_state_to_wire())
+        return JSONResponse(_wire.state_to_wire(snapshot, thread_id=record.thread_id))
+
+    @route("/threads/{thread_id}/history", ["POST"])
+    async def thread_history(request: Request) -> Response:
+        record = server.thread(request.path_params["thread_id"])
+        query = await body(request)
+        served_ = server.graph_of(record)
+        if served_ is None:
+            return JSONResponse([])
+        limit = int(query.get("limit") or 10)
+        config = RunnableConfig(thread_id=record.thread_id)
+        states = []
+        async for snapshot in served_.graph.aget_state_history(config, limit=limit):
+            states.append(_wire.state_to_wire(snapshot, thread_id=record.thread_id))
+        return JSONResponse(states)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    @route("/threads/{thread_id}/runs", ["POST"])
+    async def runs_create(request: Request) -> Response:
+        run = await server.start_run(request.path_params["thread_id"], await body(request))
+        where = f"/threads/{run.thread_id}/runs/{run.run_id}"
+        return JSONResponse(server.run_wire(run), headers={"Content-Location": where})
+
+    @route("/threads/{thread_id}/runs", ["GET"])
+    async def runs_list(request: Request) -> Response:
+        server.thread(request.path_params["thread_id"])
+        runs = server.runs.thread_runs(request.path_params["thread_id"])
+        return JSONResponse([server.run_wire(r) for r in runs])
+
+    @route("/threads/{thread_id}/runs/wait", ["POST"])
+    async def runs_wait(request: Request) -> Response:
+        run = await server.start_run(request.path_params["thread_id"], await body(request))
+        await server.runs.join(run)
+        where = f"/threads/{run.thread_id}/runs/{run.run_id}/join"
+        return JSONResponse(await server.final_values(run), headers={"Location": where})
+
+    @route("/threads/{thread_id}/runs/stream", ["POST"])
+    async def runs_stream(request: Request) -> Response:
+        run = await server.start_run(request.path_params["thread_id"], await body(request))
+        return server.stream(run, None)
+
+    @route("/threads/{thread_id}/runs/{run_id}", ["GET"])
+    async def run_get(request: Request) -> Response:
+        run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
+        return JSONResponse(server.run_wire(run))
+
+    @route("/threads/{thread_id}/runs/{run_id}/join", ["GET"])
+    async def run_join(request: Request) -> Response:
+        run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
+        await server.runs.join(run)
+        return JSONResponse(await server.final_values(run))
+
+    @route("/threads/{thread_id}/runs/{run_id}/stream", ["GET"])
+    async def run_rejoin(request: Request) -> Response:
+        run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
+        return server.stream(run, request.headers.get("last-event-id"))
+
+    @route("/threads/{thread_id}/runs/{run_id}/cancel", ["POST"])
+    async def run_cancel(request: Request) -> Response:
+        run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
+        wait = request.query_params.get("wait") in ("1", "true", "True")
+        action = request.query_params.get("action") or "interrupt"
+        if action not in ("interrupt", "rollback"):
+            raise HTTPProblem(422, f"action {action!r} is not 'interrupt' or 'rollback'")
+        await server.runs.cancel(run, rollback=action == "rollback", wait=wait)
+        return Response(status_code=200 if wait else 202)
+
+    @route("/ok", ["GET"])
+    async def ok(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    routes = [
+        assistants_search,
+        assistant_graph,
+        assistant_get,
+        threads_create,
+        thread_state,
+        thread_history,
+        runs_wait,
+        runs_stream,
+        runs_create,
+        runs_list,
+        run_join,
+        run_rejoin,
+        run_cancel,
+        run_get,
+        thread_get,
+        ok,
+    ]
+    app = Starlette(routes=routes)
+    app.state.server = server
+    if token:
+        app.add_middleware(BearerAuth, token=token, open_paths=("/ok",))
+    return app

@@ -1,0 +1,211 @@
+"""The server driven by the official ``langgraph-sdk`` client (async and sync), over a real
+uvicorn on a loopback port: threads, a streamed run with a tool call, ``wait``, an interrupt
+approved over HTTP, a rejoin after the last event id, a busy thread, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client, get_sync_client
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+
+from checkpoint import MemorySaver
+from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool
+from graph_agent.server import create_app
+from hooks import HumanInTheLoopHook
+
+from .conftest import live_server
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def refund(amount: int) -> str:
+    """Refund an amount."""
+    return f"refunded {amount}"
+
+
+def asks(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> AssistantMessage:
+    return AssistantMessage(
+        "", tool_calls=[ToolCall(id=call_id, name=name, arguments=json.dumps(arguments))]
+    )
+
+
+def weather_agent() -> ReactAgent:
+    model = ScriptedChatModel(
+        [asks("get_weather", {"city": "Paris"}), "It is sunny in Paris."] * 10
+    )
+    return ReactAgent(name="weather", model=model, tools=[get_weather], saver=MemorySaver())
+
+
+def refund_agent() -> ReactAgent:
+    model = ScriptedChatModel([asks("refund", {"amount": 5}), "Refunded 5."])
+    return ReactAgent(
+        name="refunds",
+        model=model,
+        tools=[refund],
+        hooks=[HumanInTheLoopHook(["refund"])],
+        saver=MemorySaver(),
+    )
+
+
+_clients: list[Any] = []
+
+
+def sync_client(url: str) -> Any:
+    """A sync client closed when the test ends (``url`` fixture)."""
+    client = get_sync_client(url=url)
+    _clients.append(client)
+    return client
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    app = create_app({"weather": weather_agent(), "refunds": refund_agent()})
+    with live_server(app) as base:
+        try:
+            yield base
+        finally:
+            while _clients:
+                _clients.pop().close()
+
+
+def test_a_streamed_run_shows_the_tool_call_and_the_answer(url: str) -> None:
+    async def scenario() -> tuple[list[str], list[Any], dict[str, Any]]:
+        async with get_client(url=url) as client:
+            return await talk(client)
+
+    async def talk(client: Any) -> tuple[list[str], list[Any], dict[str, Any]]:
+        assistants = await client.assistants.search()
+        assert sorted(a["graph_id"] for a in assistants) == ["refunds", "weather"]
+        thread = await client.threads.create()
+        parts = [
+            part
+            async for part in client.runs.stream(
+                thread["thread_id"],
+                "weather",
+                input={"messages": [{"role": "user", "content": "Weather in Paris?"}]},
+                stream_mode=["values", "updates"],
+            )
+        ]
+        state = await client.threads.get_state(thread["thread_id"])
+        return [p.event for p in parts], [p.data for p in parts], state
+
+    events, data, state = asyncio.run(scenario())
+    assert events[0] == "metadata"
+    assert "updates" in events and "values" in events
+    last_values = [d for e, d in zip(events, data) if e == "values"][-1]
+    kinds = [m["type"] for m in last_values["messages"]]
+    assert kinds == ["human", "ai", "tool", "ai"]
+    assert last_values["messages"][1]["tool_calls"][0]["name"] == "get_weather"
+    assert last_values["messages"][-1]["content"] == "It is sunny in Paris."
+    assert state["values"]["messages"][-1]["content"] == "It is sunny in Paris."
+    assert state["next"] == []
+
+
+def test_wait_answers_the_final_values_and_the_thread_continues(url: str) -> None:
+    client = sync_client(url)
+    thread = client.threads.create()
+    first = client.runs.wait(
+        thread["thread_id"], "weather", input={"messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert isinstance(first, dict)
+    second = client.runs.wait(
+        thread["thread_id"], "weather", input={"messages": [{"role": "user", "content": "again"}]}
+    )
+    assert isinstance(second, dict)
+    assert len(second["messages"]) == len(first["messages"]) + 4
+    assert client.threads.get(thread["thread_id"])["status"] == "idle"
+    runs = client.runs.list(thread["thread_id"])
+    assert [r["status"] for r in runs] == ["success", "success"]
+
+
+def test_an_interrupt_is_approved_over_http(url: str) -> None:
+    client = sync_client(url)
+    thread = client.threads.create()
+    paused = client.runs.wait(
+        thread["thread_id"], "refunds", input={"messages": [{"role": "user", "content": "refund"}]}
+    )
+    assert isinstance(paused, dict)
+    assert paused["__interrupt__"][0]["value"]["tool_calls"][0]["name"] == "refund"
+    assert client.threads.get(thread["thread_id"])["status"] == "interrupted"
+    done = client.runs.wait(
+        thread["thread_id"],
+        "refunds",
+        command={"resume": {"tool_call_id": "call_1", "decision": "approved"}},
+    )
+    assert isinstance(done, dict)
+    assert done["messages"][-1]["content"] == "Refunded 5."
+    assert "__interrupt__" not in done
+    assert client.threads.get(thread["thread_id"])["status"] == "idle"
+
+
+def test_a_rejoin_after_the_last_event_id_gets_every_later_event_once(url: str) -> None:
+    import httpx
+
+    client = sync_client(url)
+    thread = client.threads.create()
+    run = client.runs.create(
+        thread["thread_id"],
+        "weather",
+        input={"messages": [{"role": "user", "content": "hi"}]},
+        stream_mode=["values", "updates"],
+    )
+    client.runs.join(thread["thread_id"], run["run_id"])
+    path = f"{url}/threads/{thread['thread_id']}/runs/{run['run_id']}/stream"
+
+    def ids(last: str | None) -> list[str]:
+        headers = {"Last-Event-ID": last} if last else {}
+        with httpx.stream("GET", path, headers=headers, timeout=10) as response:
+            return [
+                line.split(": ", 1)[1] for line in response.iter_lines() if line.startswith("id: ")
+            ]
+
+    everything = ids(None)
+    assert everything == [str(n) for n in range(1, len(everything) + 1)]
+    assert ids(everything[2]) == everything[3:]
+
+
+def test_unknown_things_and_bad_bodies_are_4xx_with_a_json_detail(url: str) -> None:
+    import httpx
+
+    client = sync_client(url)
+    with pytest.raises(NotFoundError):
+        client.threads.get("no-such-thread")
+    thread = client.threads.create()
+    # (runs.wait raises httpx's error with the status, the other calls the SDK's own)
+    with pytest.raises(httpx.HTTPStatusError) as missing:
+        client.runs.wait(thread["thread_id"], "no-such-agent", input={})
+    assert missing.value.response.status_code == 404
+    assert "served: refunds, weather" in missing.value.response.json()["detail"]
+    with pytest.raises(httpx.HTTPStatusError) as unreadable:
+        client.runs.wait(thread["thread_id"], "weather", input={"messages": [{"role": "x"}]})
+    assert unreadable.value.response.status_code == 422
+    with pytest.raises(UnprocessableEntityError):
+        client.runs.create(thread["thread_id"], "weather", input={"messages": [{"role": "x"}]})
+    bad = httpx.post(
+        f"{url}/threads/{thread['thread_id']}/runs/wait",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
+    assert bad.status_code == 422 and "not JSON" in bad.json()["detail"]
+    with pytest.raises(ConflictError):
+        client.threads.create(thread_id=thread["thread_id"])
+
+
+def test_a_bearer_token_is_required_when_configured() -> None:
+    import httpx
+
+    app = create_app({"weather": weather_agent()}, token="s3cret")
+    with live_server(app) as base:
+        assert httpx.get(f"{base}/assistants/weather").status_code == 401
+        with get_sync_client(url=base, headers={"Authorization": "Bearer s3cret"}) as good:
+            assert good.assistants.get("weather")["graph_id"] == "weather"
