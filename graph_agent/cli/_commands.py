@@ -1,5 +1,6 @@
-"""The ``graph-agent`` argument parser, its commands (``graph``, ``demo``, ``chat``) and
-``main``, which runs them: a user error is one line on stderr and exit code 2."""
+"""The ``graph-agent`` argument parser, its commands (``graph``, ``demo``, ``chat``,
+``serve``) and ``main``, which runs them: a user error is one line on stderr and exit
+code 2."""
 
 from __future__ import annotations
 
@@ -50,6 +51,15 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return run_chat(options, stdin_reader, sys.stdout, sys.stderr)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ._serve import ServeOptions, run_serve
+
+    options = ServeOptions(
+        targets=args.targets, host=args.host, port=args.port, saver=args.saver, token=args.token
+    )
+    return run_serve(options, sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors mask URL passwords (``redis://:***@...``):
     an unrecognized argument is echoed back as given."""
@@ -61,7 +71,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
-        description="Run the demo agent, chat with a model, or draw a graph.",
+        description="Run the demo agent, chat with a model, draw a graph, or serve agents.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -130,6 +140,29 @@ def _parser() -> argparse.ArgumentParser:
         "the OpenAI API)",
     )
     chat.set_defaults(handler=_cmd_chat)
+    serve = commands.add_parser(
+        "serve",
+        help="serve agents, flows and graphs over HTTP (the Agent Protocol)",
+        description="Serve each TARGET over HTTP with the core of the Agent Protocol, as "
+        "LangGraph's Agent Server speaks it (langgraph-sdk clients work unchanged); clients "
+        "pick one by its name. Needs the 'server' extra.",
+        epilog=f"example: {PROG} serve my_app.py:agent my_app.py:team --port 2024",
+    )
+    serve.add_argument("targets", metavar="TARGET", nargs="+", help=TARGET_HELP)
+    serve.add_argument("--host", default="127.0.0.1", help="where to listen (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=2024, help="the port (default: 2024)")
+    serve.add_argument(
+        "--saver",
+        metavar="memory|sqlite:PATH|redis://...",
+        help="where threads are kept for targets without a durable saver of their own "
+        "(default: sqlite:~/.graph-agent/server.sqlite)",
+    )
+    serve.add_argument(
+        "--token",
+        help="require 'Authorization: Bearer TOKEN' on every request (default: "
+        "$GRAPH_AGENT_TOKEN; none: no auth)",
+    )
+    serve.set_defaults(handler=_cmd_serve)
     return parser
 
 

@@ -112,6 +112,21 @@ class Server:
             raise HTTPProblem(404, f"thread {thread_id!r} not found")
         return record
 
+    async def find_thread(self, thread_id: str) -> ThreadRecord:
+        """The thread, also one this process has not seen: a thread kept by a served
+        object's saver (from before a restart, or another server process) is found there."""
+        record = self.threads.get(thread_id)
+        if record is not None:
+            return record
+        for served in self.served.values():
+            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=thread_id))
+            if snapshot is not None:
+                record = ThreadRecord(
+                    thread_id, snapshot.created_at, snapshot.created_at, {}, served.graph_id
+                )
+                return self.threads.setdefault(thread_id, record)
+        raise HTTPProblem(404, f"thread {thread_id!r} not found")
+
     def graph_of(self, record: ThreadRecord) -> Served | None:
         if record.graph_id is not None:
             return self.served.get(record.graph_id)
@@ -165,7 +180,7 @@ class Server:
     # -- runs --------------------------------------------------------------------------------
 
     async def start_run(self, thread_id: str, body: dict[str, Any]) -> Run:
-        record = self.thread(thread_id)
+        record = await self.find_thread(thread_id)
         served = self.assistant(body.get("assistant_id"))
         if record.graph_id not in (None, served.graph_id):
             raise HTTPProblem(
@@ -363,12 +378,12 @@ def create_app(
 
     @route("/threads/{thread_id}", ["GET"])
     async def thread_get(request: Request) -> Response:
-        record = server.thread(request.path_params["thread_id"])
+        record = await server.find_thread(request.path_params["thread_id"])
         return JSONResponse(await server.thread_wire(record))
 
     @route("/threads/{thread_id}/state", ["GET"])
     async def thread_state(request: Request) -> Response:
-        record = server.thread(request.path_params["thread_id"])
+        record = await server.find_thread(request.path_params["thread_id"])
         snapshot = await server.snapshot(record)
         if snapshot is None:
             return JSONResponse(_wire.empty_state_to_wire())
@@ -376,7 +391,7 @@ def create_app(
 
     @route("/threads/{thread_id}/history", ["POST"])
     async def thread_history(request: Request) -> Response:
-        record = server.thread(request.path_params["thread_id"])
+        record = await server.find_thread(request.path_params["thread_id"])
         query = await body(request)
         served_ = server.graph_of(record)
         if served_ is None:
@@ -398,7 +413,7 @@ def create_app(
 
     @route("/threads/{thread_id}/runs", ["GET"])
     async def runs_list(request: Request) -> Response:
-        server.thread(request.path_params["thread_id"])
+        await server.find_thread(request.path_params["thread_id"])
         runs = server.runs.thread_runs(request.path_params["thread_id"])
         return JSONResponse([server.run_wire(r) for r in runs])
 

@@ -1,0 +1,103 @@
+"""``graph-agent serve TARGET [TARGET ...]``: agents, flows and graphs over HTTP (the Agent
+Protocol, ``graph_agent.server``), on uvicorn."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from checkpoint import BaseCheckpointSaver, MemorySaver
+
+from ._errors import CliError
+from ._failures import mask_url
+from ._load import load_target
+from ._saver import check_saver, close_saver, make_saver
+
+__all__ = ["DEFAULT_SERVER_SAVER", "ServeOptions", "run_serve", "served_objects"]
+
+DEFAULT_SERVER_SAVER = "sqlite:~/.graph-agent/server.sqlite"
+TOKEN_ENV = "GRAPH_AGENT_TOKEN"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    targets: Sequence[str]
+    host: str = "127.0.0.1"
+    port: int = 2024
+    saver: str | None = None
+    token: str | None = None
+
+
+def _name_of(target: str, owner: Any, graph: Any) -> str:
+    name = getattr(owner, "name", None) or getattr(graph, "name", None)
+    if isinstance(name, str) and name and name != "graph":
+        return name
+    return target.rpartition(":")[2].rstrip("()").rpartition(".")[2]
+
+
+def served_objects(
+    targets: Sequence[str], saver_spec: str | None
+) -> tuple[dict[str, Any], BaseCheckpointSaver | None, str]:
+    """What to serve, by name, each keeping its threads in its own durable saver or in the
+    one ``saver_spec`` names (default ``DEFAULT_SERVER_SAVER``); the saver made here (for the
+    caller to close) and where the threads are kept, for the user."""
+    if not targets:
+        raise CliError("name at least one TARGET to serve (path/to/file.py:OBJECT)")
+    served: dict[str, Any] = {}
+    made: BaseCheckpointSaver | None = None
+    spec = saver_spec or DEFAULT_SERVER_SAVER
+    try:
+        for target in targets:
+            loaded = load_target(target)
+            graph, owner = loaded.graph, loaded.owner
+            own = graph.saver if not isinstance(graph.saver, MemorySaver) else None
+            if own is not None and saver_spec is not None:
+                raise CliError(
+                    f"--saver: {target} keeps its threads in its own saver "
+                    f"({type(own).__name__}); drop --saver, or build it without a saver"
+                )
+            if own is None:
+                if made is None:
+                    made = make_saver(spec)
+                    check_saver(made, spec)
+                graph.saver = made  # the object is the server's to run, in this process
+                if owner is not None and hasattr(owner, "saver"):
+                    owner.saver = made
+            name = _name_of(target, owner, graph)
+            if name in served:
+                raise CliError(
+                    f"two targets are named {name!r}; clients pick an agent by its name, so "
+                    "rename one"
+                )
+            served[name] = owner if owner is not None else graph
+    except BaseException:
+        if made is not None:
+            close_saver(made)
+        raise
+    return served, made, mask_url(spec) if made is not None else "their own savers"
+
+
+def run_serve(options: ServeOptions, out: TextIO) -> int:
+    try:
+        import uvicorn
+
+        from ..server import create_app
+    except ImportError as error:
+        raise CliError(str(error)) from None
+    served, made, where = served_objects(options.targets, options.saver)
+    token = options.token or os.environ.get(TOKEN_ENV) or None
+    app = create_app(served, token=token)
+    print(
+        f"serving {', '.join(sorted(served))} on http://{options.host}:{options.port} "
+        f"(threads kept in {where}; auth: {'bearer token' if token else 'none'})",
+        file=out,
+        flush=True,
+    )
+    try:
+        uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+    finally:
+        if made is not None:
+            close_saver(made)
+    return 0
