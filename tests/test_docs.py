@@ -101,6 +101,12 @@ NO_RUN: dict[tuple[str, str, str], str] = {
         "$ pip install 'graph-agent[mcp]'",
     ): "an install command (make test installs the extra)",
     (
+        "docs/serving.md",
+        "console no-run",
+        "$ pip install 'graph-agent[server]'",
+    ): "an install command, then a server that runs until stopped (the page's python blocks "
+    "start one in a thread instead)",
+    (
         "docs/observability.md",
         "console no-run",
         "$ pip install 'graph-agent[otel]' opentelemetry-sdk opentelemetry-exporter-otlp",
