@@ -1,6 +1,6 @@
 """The Starlette app that serves agents, flows and graphs over the Agent Protocol (the
 requests and responses of LangGraph's Agent Server, as ``langgraph-sdk`` sends and reads
-them; the wire shapes are in ``_wire``, the runs in ``_runs``)."""
+them; the wire shapes are in ``_wire_*``, the runs in ``_runs``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from starlette.routing import Route
 
 from ..events import CheckpointEvent, RunEnd
 from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
-from . import _wire
 from ._http import (
     DEFAULT_MAX_BODY,
     BearerAuth,
@@ -28,6 +27,23 @@ from ._http import (
     sse_response,
 )
 from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
+from ._wire_encoder import RunStreamEncoder
+from ._wire_state import (
+    assistant_id_for,
+    assistant_to_wire,
+    command_from_wire,
+    empty_state_to_wire,
+    graph_to_wire,
+    input_from_wire,
+    run_config_from_wire,
+    run_to_wire,
+    state_to_wire,
+    thread_interrupts,
+    thread_status,
+    thread_to_wire,
+    values_to_wire,
+)
+from ._wire_stream import parse_stream_modes
 
 __all__ = ["Served", "create_app"]
 
@@ -89,7 +105,7 @@ class Server:
         if not served:
             raise ValueError("serve at least one agent, flow or graph")
         self.served = {name: Served.of(name, target) for name, target in served.items()}
-        self.by_assistant = {_wire.assistant_id_for(n): s for n, s in self.served.items()}
+        self.by_assistant = {assistant_id_for(n): s for n, s in self.served.items()}
         self.threads: dict[str, ThreadRecord] = {}
         self.runs = RunManager()
         self.max_body = max_body
@@ -145,21 +161,19 @@ class Server:
         snapshot = await self.snapshot(record)
         runs = self.runs.thread_runs(record.thread_id)
         failed = bool(runs) and runs[0].status == "error"
-        state = _wire.state_to_wire(snapshot, thread_id=record.thread_id) if snapshot else None
-        return _wire.thread_to_wire(
+        state = state_to_wire(snapshot, thread_id=record.thread_id) if snapshot else None
+        return thread_to_wire(
             record.thread_id,
             created_at=record.created_at,
             updated_at=record.updated_at,
             metadata=record.metadata,
-            status=_wire.thread_status(
-                snapshot, busy=self.runs.busy(record.thread_id), failed=failed
-            ),
+            status=thread_status(snapshot, busy=self.runs.busy(record.thread_id), failed=failed),
             values=state["values"] if state else None,
-            interrupts=_wire.thread_interrupts(state) if state else None,
+            interrupts=thread_interrupts(state) if state else None,
         )
 
     def run_wire(self, run: Run) -> dict[str, Any]:
-        return _wire.run_to_wire(
+        return run_to_wire(
             run.run_id,
             thread_id=run.thread_id,
             assistant_id=run.assistant_id,
@@ -193,13 +207,11 @@ class Server:
                 422, f"multitask_strategy {strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
             )
         try:
-            modes = _wire.parse_stream_modes(body.get("stream_mode"))
-            config = _wire.run_config_from_wire(thread_id, body)
+            modes = parse_stream_modes(body.get("stream_mode"))
+            config = run_config_from_wire(thread_id, body)
             command = body.get("command")
             value: Any = (
-                _wire.command_from_wire(command)
-                if command
-                else _wire.input_from_wire(body.get("input"))
+                command_from_wire(command) if command else input_from_wire(body.get("input"))
             )
         except ValueError as error:
             raise HTTPProblem(422, str(error)) from None
@@ -223,7 +235,7 @@ class Server:
         try:
             return await self.runs.start(
                 thread_id,
-                _wire.assistant_id_for(served.graph_id),
+                assistant_id_for(served.graph_id),
                 kwargs,
                 dict(body.get("metadata") or {}),
                 strategy,
@@ -242,7 +254,7 @@ class Server:
         modes: list[str],
         subgraphs: bool,
     ) -> RunStatus:
-        encoder = _wire.RunStreamEncoder(
+        encoder = RunStreamEncoder(
             modes=modes, thread_id=run.thread_id, run_id=run.run_id, subgraphs=subgraphs
         )
         log = run.log
@@ -288,7 +300,7 @@ class Server:
         if snapshot is None:
             return {}
         waiting = [i for i in snapshot.interrupts if i.when == "during"]
-        return _wire.values_to_wire(snapshot.values, thread_id=run.thread_id, interrupts=waiting)
+        return values_to_wire(snapshot.values, thread_id=run.thread_id, interrupts=waiting)
 
     def stream(self, run: Run, last_event_id: str | None) -> Response:
         log = run.log
@@ -338,7 +350,7 @@ def create_app(
         query = await body(request)
         graph_id = query.get("graph_id")
         found = [
-            _wire.assistant_to_wire(s.graph_id, created_at=s.created_at, description=s.description)
+            assistant_to_wire(s.graph_id, created_at=s.created_at, description=s.description)
             for s in server.served.values()
             if graph_id in (None, s.graph_id)
         ]
@@ -349,13 +361,13 @@ def create_app(
     async def assistant_get(request: Request) -> Response:
         s = server.assistant(request.path_params["assistant_id"])
         return JSONResponse(
-            _wire.assistant_to_wire(s.graph_id, created_at=s.created_at, description=s.description)
+            assistant_to_wire(s.graph_id, created_at=s.created_at, description=s.description)
         )
 
     @route("/assistants/{assistant_id}/graph", ["GET"])
     async def assistant_graph(request: Request) -> Response:
         s = server.assistant(request.path_params["assistant_id"])
-        return JSONResponse(_wire.graph_to_wire(s.graph.get_graph()))
+        return JSONResponse(graph_to_wire(s.graph.get_graph()))
 
     # -- threads -----------------------------------------------------------------------------
 
@@ -386,8 +398,8 @@ def create_app(
         record = await server.find_thread(request.path_params["thread_id"])
         snapshot = await server.snapshot(record)
         if snapshot is None:
-            return JSONResponse(_wire.empty_state_to_wire())
-        return JSONResponse(_wire.state_to_wire(snapshot, thread_id=record.thread_id))
+            return JSONResponse(empty_state_to_wire())
+        return JSONResponse(state_to_wire(snapshot, thread_id=record.thread_id))
 
     @route("/threads/{thread_id}/history", ["POST"])
     async def thread_history(request: Request) -> Response:
@@ -400,7 +412,7 @@ def create_app(
         config = RunnableConfig(thread_id=record.thread_id)
         states = []
         async for snapshot in served_.graph.aget_state_history(config, limit=limit):
-            states.append(_wire.state_to_wire(snapshot, thread_id=record.thread_id))
+            states.append(state_to_wire(snapshot, thread_id=record.thread_id))
         return JSONResponse(states)
 
     # -- runs --------------------------------------------------------------------------------

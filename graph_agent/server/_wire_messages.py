@@ -1,0 +1,534 @@
+"""The Agent Protocol's JSON, as LangGraph's Agent Server speaks it: values and messages.
+
+Pure conversions, no web framework and no I/O: any value as plain JSON (``to_jsonable``;
+interrupts and errors as the ``langgraph-sdk`` clients read them), our messages as LangChain's
+message dicts, and the messages clients send back into ours. ``protocol29.md`` (issue 29) is
+the contract these follow.
+
+Message ids. Our messages have no id field; a message's id on the wire is, in order:
+
+1. the id it carries in ``metadata["id"]`` (a ``ToolResponseMessage``: ``metadata["ids"]``, one
+   per response) -- what a client sent with it is kept there by ``messages_from_wire``;
+2. otherwise an id derived from the thread, the message's content and its occurrence: the
+   UUID-5 of (thread id, how many identical messages come before it in the list, its wire dict
+   without the id). The same message in the same thread gets the same id every time
+   ``values``, ``history`` or ``updates`` are read (``updates`` pass the messages already in the
+   state as ``before``, so an appended message gets the id it will have in ``values``); two
+   identical messages ("yes", "yes") get different ids. It changes only when an identical
+   message before it is removed.
+
+A streamed answer's chunks cannot carry the derived id (the content is not known yet): they get
+an id of their own (``_wire_stream.stream_message_id``), and the answer then appears in
+``values`` under its derived id. Giving the agent's answers an id when they are made
+(``metadata["id"]``) would make the two equal; see protocol29.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import json
+import math
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from ..errors import GraphAgentError
+from ..graph import Command, Interrupt, Send
+from ..messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+)
+
+__all__ = [
+    "MESSAGE_TYPES",
+    "NAMESPACE_WIRE",
+    "WireDict",
+    "error_to_wire",
+    "interrupt_to_wire",
+    "message_to_wire",
+    "messages_from_wire",
+    "messages_to_wire",
+    "short_repr",
+    "to_jsonable",
+    "usage_to_wire",
+]
+
+WireDict = dict[str, Any]
+
+# Ours, for derived message, task and stream-message ids.
+NAMESPACE_WIRE: Final = uuid.UUID("0b3f9c52-29a1-5e7c-9d2e-6a1f0c4e8b29")
+
+# Metadata keys ``message_to_wire`` maps to fields of their own (not ``response_metadata``).
+_ID, _IDS, _NAME, _USAGE = "id", "ids", "name", "usage"
+_OWN_KEYS: Final = frozenset({_ID, _IDS, _NAME, _USAGE})
+
+
+# -- JSON-able values -----------------------------------------------------------------------
+
+
+def to_jsonable(value: Any, *, thread_id: str = "") -> Any:
+    """``value`` as plain JSON data: messages become LangChain message dicts (a list of
+    messages gets ids as ``messages_to_wire`` gives them), interrupts ``{value, id}``,
+    pydantic models and dataclasses dicts, tuples and sets lists, datetimes ISO strings,
+    bytes base64, NaN and infinities ``None``; anything else its ``str``."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v, thread_id=thread_id) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(item, MESSAGE_TYPES) for item in value):
+            return messages_to_wire(value, thread_id=thread_id)
+        return [to_jsonable(item, thread_id=thread_id) for item in value]
+    if isinstance(value, MESSAGE_TYPES):
+        dicts = message_to_wire(value, thread_id=thread_id)
+        return dicts[0] if len(dicts) == 1 else dicts
+    if isinstance(value, (set, frozenset)):
+        return [to_jsonable(item, thread_id=thread_id) for item in value]
+    if isinstance(value, Interrupt):
+        return interrupt_to_wire(value, thread_id=thread_id)
+    if isinstance(value, Command):
+        return _command_to_wire(value, thread_id)
+    if isinstance(value, Send):
+        return {"node": value.node, "args": to_jsonable(value.arg, thread_id=thread_id)}
+    if isinstance(value, BaseException):
+        return error_to_wire(value)
+    if isinstance(value, BaseModel):
+        return to_jsonable(value.model_dump(mode="json"), thread_id=thread_id)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return to_jsonable(fields, thread_id=thread_id)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value, thread_id=thread_id)
+    return str(value)
+
+
+def _command_to_wire(command: Command, thread_id: str) -> WireDict:
+    wire: WireDict = {}
+    if command.update is not None:
+        wire["update"] = to_jsonable(command.update, thread_id=thread_id)
+    if command.goto is not None:
+        wire["goto"] = to_jsonable(command.goto_targets(), thread_id=thread_id)
+    if command.has_resume:
+        wire["resume"] = to_jsonable(command.resume, thread_id=thread_id)
+    return wire
+
+
+# -- interrupts and errors (in values, states and streams) ---------------------------------
+
+
+def interrupt_to_wire(interrupt: Interrupt, *, thread_id: str = "") -> WireDict:
+    """``{"value": ..., "id": ...}``: the SDK's ``Interrupt`` (LangGraph dropped ``ns``,
+    ``when`` and ``resumable`` from it; ``response_schema`` we have none of)."""
+    return {"value": to_jsonable(interrupt.value, thread_id=thread_id), "id": interrupt.id}
+
+
+# The errors whose message a client sees, as LangGraph's server shows those of the builtins
+# and of its DSL; any other is "An internal error occurred" (a message may hold secrets).
+_REVEALED: Final = (
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    RuntimeError,
+    RecursionError,
+    TimeoutError,
+    GraphAgentError,
+)
+
+
+def error_to_wire(
+    error: BaseException, *, reveal: Callable[[BaseException], bool] | None = None
+) -> WireDict:
+    """``{"error": <class name>, "message": ...}``: the ``error`` SSE event's data and a
+    ``runs.wait`` body's ``__error__``. The message is hidden ("An internal error occurred")
+    unless ``reveal(error)`` (default: the builtins LangGraph shows, and our own errors)."""
+    shown = reveal(error) if reveal is not None else isinstance(error, _REVEALED)
+    message = str(error) if shown else "An internal error occurred"
+    return {"error": type(error).__name__, "message": message}
+
+
+# -- messages: ours -> LangChain's dicts ----------------------------------------------------
+
+MESSAGE_TYPES: Final = (UserMessage, AssistantMessage, SystemMessage, ToolResponseMessage)
+
+
+def message_to_wire(message: Message, *, thread_id: str = "") -> list[WireDict]:
+    """``message`` as LangChain message dicts: one, or one ``"tool"`` dict per response of a
+    ``ToolResponseMessage``. Ids as the module says (this message alone in its list)."""
+    return messages_to_wire((message,), thread_id=thread_id)
+
+
+def messages_to_wire(
+    messages: Iterable[Message], *, thread_id: str = "", before: Iterable[Message] = ()
+) -> list[WireDict]:
+    """``messages`` as LangChain message dicts (a ``ToolResponseMessage`` gives one per
+    response), each with its id. ``before`` are the messages that precede these in the state
+    (for the occurrence count of derived ids: pass the state's messages when converting a
+    node's appended ``update``, so they get the ids ``values`` will give them)."""
+    counts: dict[str, int] = {}
+    for dicts in map(_dicts_of, before):
+        for wire, _ in dicts:
+            key = _fingerprint(wire)
+            counts[key] = counts.get(key, 0) + 1
+    out: list[WireDict] = []
+    for dicts in map(_dicts_of, messages):
+        for wire, given in dicts:
+            key = _fingerprint(wire)
+            seen = counts.get(key, 0)
+            counts[key] = seen + 1
+            wire["id"] = given if given else _derived_id(thread_id, seen, key)
+            out.append(wire)
+    return out
+
+
+def _derived_id(thread_id: str, occurrence: int, fingerprint: str) -> str:
+    return str(uuid.uuid5(NAMESPACE_WIRE, f"{thread_id}\x1f{occurrence}\x1f{fingerprint}"))
+
+
+def _fingerprint(wire: Mapping[str, Any]) -> str:
+    return json.dumps(
+        {k: v for k, v in wire.items() if k != "id"},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+
+
+def _given_id(metadata: Mapping[str, Any]) -> str | None:
+    given = metadata.get(_ID)
+    return given if isinstance(given, str) and given else None
+
+
+def _rest(metadata: Mapping[str, Any]) -> WireDict:
+    """The metadata that goes to ``response_metadata`` (the keys with fields of their own
+    left out)."""
+    return {str(k): to_jsonable(v) for k, v in metadata.items() if k not in _OWN_KEYS}
+
+
+def _name(metadata: Mapping[str, Any]) -> str | None:
+    name = metadata.get(_NAME)
+    return name if isinstance(name, str) else None
+
+
+def _dicts_of(message: Message) -> list[tuple[WireDict, str | None]]:
+    """The wire dicts of ``message`` (without ids yet), each with the id it was given."""
+    if isinstance(message, ToolResponseMessage):
+        return _tool_dicts(message)
+    metadata = message.metadata
+    wire: WireDict = {
+        "content": message.text,
+        "additional_kwargs": {},
+        "response_metadata": _rest(metadata),
+        "type": "",
+        "name": _name(metadata),
+        "id": None,
+    }
+    if isinstance(message, UserMessage):
+        wire["type"] = "human"
+    elif isinstance(message, SystemMessage):
+        wire["type"] = "system"
+    elif isinstance(message, AssistantMessage):
+        wire["type"] = "ai"
+        if message.refusal is not None:
+            wire["additional_kwargs"]["refusal"] = message.refusal
+        valid, invalid = _tool_calls_to_wire(message.tool_calls)
+        wire["tool_calls"] = valid
+        wire["invalid_tool_calls"] = invalid
+        wire["usage_metadata"] = usage_to_wire(metadata.get(_USAGE))
+    else:  # pragma: no cover - Message is a closed union
+        raise TypeError(f"not a message: {message!r}")
+    return [(wire, _given_id(metadata))]
+
+
+def _tool_dicts(message: ToolResponseMessage) -> list[tuple[WireDict, str | None]]:
+    ids = message.metadata.get(_IDS)
+    given: Sequence[Any] = ids if isinstance(ids, (list, tuple)) else ()
+    rest = _rest(message.metadata)
+    out: list[tuple[WireDict, str | None]] = []
+    for i, response in enumerate(message.responses):
+        wire: WireDict = {
+            "content": response.response_data,
+            "additional_kwargs": {},
+            # the batch's metadata rides on its first response (messages_from_wire merges
+            # the responses of a batch back into one message, and its metadata with them)
+            "response_metadata": rest if i == 0 else {},
+            "type": "tool",
+            "name": response.name,
+            "id": None,
+            "tool_call_id": response.id,
+            "artifact": None,
+            "status": "success",
+        }
+        one = given[i] if i < len(given) else None
+        out.append((wire, one if isinstance(one, str) and one else None))
+    return out
+
+
+def _tool_calls_to_wire(calls: Iterable[ToolCall]) -> tuple[list[WireDict], list[WireDict]]:
+    """LangChain's ``tool_calls`` (arguments parsed into a dict) and ``invalid_tool_calls``
+    (arguments that are not a JSON object, kept as they came)."""
+    valid: list[WireDict] = []
+    invalid: list[WireDict] = []
+    for call in calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError as error:
+            problem = f"arguments are not JSON: {error}"
+        else:
+            if isinstance(args, dict):
+                valid.append({"name": call.name, "args": args, "id": call.id, "type": "tool_call"})
+                continue
+            problem = f"arguments are not a JSON object but {type(args).__name__}"
+        invalid.append(
+            {
+                "name": call.name,
+                "args": call.arguments,
+                "id": call.id,
+                "error": problem,
+                "type": "invalid_tool_call",
+            }
+        )
+    return valid, invalid
+
+
+def usage_to_wire(usage: Any) -> WireDict | None:
+    """Our ``metadata["usage"]`` (``prompt_tokens``, ``completion_tokens``,
+    ``total_tokens``) as LangChain's ``usage_metadata``."""
+    if not isinstance(usage, Mapping):
+        return None
+    tokens = [usage.get(key) for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    if not all(isinstance(n, int) for n in tokens):
+        return None
+    return {"input_tokens": tokens[0], "output_tokens": tokens[1], "total_tokens": tokens[2]}
+
+
+def _usage_from_wire(usage: Any) -> dict[str, int] | None:
+    if not isinstance(usage, Mapping):
+        return None
+    tokens = [usage.get(key) for key in ("input_tokens", "output_tokens", "total_tokens")]
+    counts = [n for n in tokens if isinstance(n, int)]
+    if len(counts) != 3:
+        return None
+    return {"prompt_tokens": counts[0], "completion_tokens": counts[1], "total_tokens": counts[2]}
+
+
+# -- messages: what clients send -> ours ----------------------------------------------------
+
+_ACCEPTED: Final = (
+    "accepted: a string (a user message), a [role, content] pair, or a dict with 'role' "
+    "(user, assistant, system, developer, tool) or 'type' (human, ai, system, tool) and "
+    "'content' (a string or a list of text blocks); a tool message needs 'tool_call_id'"
+)
+_KINDS: Final = {
+    "human": "human",
+    "user": "human",
+    "ai": "ai",
+    "assistant": "ai",
+    "aimessagechunk": "ai",
+    "ai_chunk": "ai",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+}
+
+
+def messages_from_wire(items: Any) -> list[Message]:
+    """What a client sends as messages, as ours. Accepts LangChain's forms: a string, a
+    ``[role, content]`` pair, or a dict with ``role`` (``user``/``assistant``/``system``/
+    ``developer``/``tool``, OpenAI's) or ``type`` (``human``/``ai``/``system``/``tool``,
+    LangChain's; ``role`` wins when both are there, as in LangChain), ``content`` a string or
+    a list of text blocks. An assistant message's ``tool_calls`` may be LangChain's
+    (``{name, args, id}``) or OpenAI's (``{id, function: {name, arguments}}``). Consecutive
+    tool messages become one ``ToolResponseMessage``. A given ``id`` (and ``name``) is kept
+    in ``metadata``, ``usage_metadata`` as ``metadata["usage"]``, ``response_metadata`` as
+    the rest of ``metadata``.
+
+    Raises ``ValueError`` naming the bad item and what is accepted."""
+    if isinstance(items, (str, Mapping)):
+        items = [items]
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(
+            f"messages must be a list, got {type(items).__name__} {short_repr(items)}; {_ACCEPTED}"
+        )
+    out: list[Message] = []
+    tools: list[tuple[ToolResponse, Mapping[str, Any]]] = []
+    for index, item in enumerate(items):
+        kind, fields = _parsed(index, item)
+        if kind == "tool":
+            tools.append((_tool_response(index, item, fields), fields))
+            continue
+        if tools:
+            out.append(_tool_message(tools))
+            tools = []
+        out.append(_message(index, item, kind, fields))
+    if tools:
+        out.append(_tool_message(tools))
+    return out
+
+
+def short_repr(item: Any) -> str:
+    text = repr(item)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _bad(index: int, item: Any, problem: str) -> ValueError:
+    return ValueError(f"messages[{index}] {short_repr(item)}: {problem}; {_ACCEPTED}")
+
+
+def _parsed(index: int, item: Any) -> tuple[str, Mapping[str, Any]]:
+    """The message kind (human, ai, system, tool) and the fields of ``item``."""
+    if isinstance(item, str):
+        return "human", {"content": item}
+    if isinstance(item, (list, tuple)):
+        if len(item) != 2 or not isinstance(item[0], str):
+            raise _bad(index, item, "a list item must be a [role, content] pair")
+        role, content = item
+        fields: Mapping[str, Any] = {"role": role, "content": content}
+        item = fields
+    if not isinstance(item, Mapping):
+        raise _bad(index, item, f"a message cannot be a {type(item).__name__}")
+    given = item.get("role", item.get("type"))
+    if not isinstance(given, str):
+        raise _bad(index, item, "it has no 'role' or 'type'")
+    kind = _KINDS.get(given.lower())
+    if kind is None:
+        raise _bad(index, item, f"unknown message role/type {given!r}")
+    return kind, item
+
+
+def _text(index: int, item: Any, content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                text = block.get("text")
+                if not isinstance(text, str):
+                    raise _bad(index, item, "a text block needs a string 'text'")
+                parts.append(text)
+            else:
+                kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+                raise _bad(
+                    index, item, f"content block of type {kind!r} is not supported (text only)"
+                )
+        return "".join(parts)
+    raise _bad(index, item, f"'content' must be a string or a list, not {type(content).__name__}")
+
+
+def _metadata(index: int, item: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
+    extra = fields.get("response_metadata")
+    metadata: dict[str, Any] = dict(extra) if isinstance(extra, Mapping) else {}
+    for key in _OWN_KEYS:
+        metadata.pop(key, None)
+    given = fields.get("id")
+    if given is not None:
+        if not isinstance(given, str):
+            raise _bad(index, item, "'id' must be a string")
+        if given:
+            metadata[_ID] = given
+    name = fields.get("name")
+    if isinstance(name, str) and name:
+        metadata[_NAME] = name
+    return metadata
+
+
+def _message(index: int, item: Any, kind: str, fields: Mapping[str, Any]) -> Message:
+    text = _text(index, item, fields.get("content"))
+    metadata = _metadata(index, item, fields)
+    if kind == "human":
+        return UserMessage(text, metadata=metadata)
+    if kind == "system":
+        return SystemMessage(text, metadata=metadata)
+    usage = _usage_from_wire(fields.get("usage_metadata"))
+    if usage is not None:
+        metadata[_USAGE] = usage
+    extra = fields.get("additional_kwargs")
+    refusal = extra.get("refusal") if isinstance(extra, Mapping) else None
+    calls = [
+        _tool_call(index, item, call)
+        for key in ("tool_calls", "invalid_tool_calls")
+        for call in _listed(index, item, fields.get(key), key)
+    ]
+    return AssistantMessage(
+        text,
+        tool_calls=tuple(calls),
+        refusal=refusal if isinstance(refusal, str) else None,
+        metadata=metadata,
+    )
+
+
+def _listed(index: int, item: Any, value: Any, key: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise _bad(index, item, f"'{key}' must be a list")
+    return value
+
+
+def _tool_call(index: int, item: Any, call: Any) -> ToolCall:
+    if not isinstance(call, Mapping):
+        raise _bad(index, item, "a tool call must be a dict")
+    function = call.get("function")
+    if isinstance(function, Mapping):  # OpenAI's form
+        name, args = function.get("name"), function.get("arguments")
+    else:
+        name, args = call.get("name"), call.get("args", call.get("arguments"))
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise _bad(index, item, f"tool call {short_repr(call)} has no string 'id'")
+    if not isinstance(name, str) or not name:
+        raise _bad(index, item, f"tool call {call_id!r} has no string 'name'")
+    if args is None:
+        arguments = "{}"
+    elif isinstance(args, str):
+        arguments = args
+    elif isinstance(args, Mapping):
+        arguments = json.dumps(args, ensure_ascii=False)
+    else:
+        raise _bad(index, item, f"tool call {call_id!r}: 'args' must be a dict or a JSON string")
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def _tool_response(index: int, item: Any, fields: Mapping[str, Any]) -> ToolResponse:
+    call_id = fields.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise _bad(index, item, "a tool message needs a string 'tool_call_id'")
+    name = fields.get("name")
+    text = _text(index, item, fields.get("content"))
+    return ToolResponse(id=call_id, name=name if isinstance(name, str) else "", response_data=text)
+
+
+def _tool_message(tools: list[tuple[ToolResponse, Mapping[str, Any]]]) -> ToolResponseMessage:
+    metadata: dict[str, Any] = {}
+    for _, fields in reversed(tools):  # the first response's metadata wins
+        extra = fields.get("response_metadata")
+        if isinstance(extra, Mapping):
+            metadata.update({k: v for k, v in extra.items() if k not in _OWN_KEYS})
+    ids = [fields.get("id") for _, fields in tools]
+    if any(isinstance(i, str) and i for i in ids):
+        metadata[_IDS] = [i if isinstance(i, str) and i else None for i in ids]
+    return ToolResponseMessage(responses=tuple(r for r, _ in tools), metadata=metadata)
