@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ._wire_stream import sse_event
+
 __all__ = [
     "DEFAULT_MAX_BODY",
     "BearerAuth",
@@ -94,12 +96,6 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def _sse(event: str, data: Any, event_id: str | None) -> bytes:
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
-    head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {text}\n\n".encode()
-
-
 def sse_response(
     events: AsyncIterator[tuple[str | None, str, Any]],
     headers: Mapping[str, str] | None = None,
@@ -108,7 +104,7 @@ def sse_response(
 
     async def body() -> AsyncIterator[bytes]:
         async for event_id, event, data in events:
-            yield _sse(event, data, event_id)
+            yield sse_event(event, data, event_id)
 
     return StreamingResponse(
         body(),
