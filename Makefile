@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-mcp1 lint typecheck bench bench-compare clean
+.PHONY: demo serve-demo test test-mcp1 lint typecheck bench bench-compare clean
 
 # Editable installs in setuptools' "compat" mode: a .pth file puts the checkout on sys.path,
 # which type checkers read, so mypy or pyright run on a file anywhere finds graph_agent,
@@ -33,6 +33,15 @@ $(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml Makefile
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/graph-agent demo
+
+# The demo agent served over HTTP (the Agent Protocol; extra 'server') on
+# http://127.0.0.1:8123, threads in memory; Ctrl-C stops it.
+$(VENV)/.installed-server: $(VENV)/.installed pyproject.toml Makefile
+	$(PY) -m pip install --quiet -e '.[server]' $(EDITABLE)
+	@touch $@
+
+serve-demo: $(VENV)/.installed-server
+	$(VENV)/bin/graph-agent serve graph_agent.cli:demo_agent --saver memory
 
 # The whole suite, then the linters: ruff and mypy must stay clean too.
 test: $(VENV)/.installed-dev

@@ -146,11 +146,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve each TARGET over HTTP with the core of the Agent Protocol, as "
         "LangGraph's Agent Server speaks it (langgraph-sdk clients work unchanged); clients "
         "pick one by its name. Needs the 'server' extra.",
-        epilog=f"example: {PROG} serve my_app.py:agent my_app.py:team --port 2024",
+        epilog=f"example: {PROG} serve my_app.py:agent my_app.py:team --port 8123",
     )
     serve.add_argument("targets", metavar="TARGET", nargs="+", help=TARGET_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="where to listen (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=2024, help="the port (default: 2024)")
+    serve.add_argument("--port", type=int, default=8123, help="the port (default: 8123)")
     serve.add_argument(
         "--saver",
         metavar="memory|sqlite:PATH|redis://...",

@@ -25,7 +25,7 @@ TOKEN_ENV = "GRAPH_AGENT_TOKEN"
 class ServeOptions:
     targets: Sequence[str]
     host: str = "127.0.0.1"
-    port: int = 2024
+    port: int = 8123
     saver: str | None = None
     token: str | None = None
 
