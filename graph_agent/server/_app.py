@@ -160,7 +160,10 @@ class Server:
     async def thread_wire(self, record: ThreadRecord) -> dict[str, Any]:
         snapshot = await self.snapshot(record)
         runs = self.runs.thread_runs(record.thread_id)
-        failed = bool(runs) and runs[0].status == "error"
+        # a run refused on a paused thread (new input, not an answer) leaves the pause as it
+        # was: the thread still waits for its answer
+        paused = snapshot is not None and bool(snapshot.interrupts)
+        failed = bool(runs) and runs[0].status == "error" and not paused
         state = state_to_wire(snapshot, thread_id=record.thread_id) if snapshot else None
         return thread_to_wire(
             record.thread_id,

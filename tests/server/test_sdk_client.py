@@ -209,3 +209,48 @@ def test_a_bearer_token_is_required_when_configured() -> None:
         assert httpx.get(f"{base}/assistants/weather").status_code == 401
         with get_sync_client(url=base, headers={"Authorization": "Bearer s3cret"}) as good:
             assert good.assistants.get("weather")["graph_id"] == "weather"
+
+
+def test_new_input_to_a_paused_thread_keeps_the_pending_interrupt(url: str) -> None:
+    """A new message on a thread paused for approval is refused with the reason (never
+    takes the pause's place silently); the interrupt is still there to answer."""
+    client = sync_client(url)
+    thread = client.threads.create()
+    paused = client.runs.wait(
+        thread["thread_id"], "refunds", input={"messages": [{"role": "user", "content": "refund"}]}
+    )
+    assert isinstance(paused, dict)
+    pending = paused["__interrupt__"][0]["id"]
+    # (the SDK raises the run's __error__ as an exception naming it)
+    with pytest.raises(Exception, match=r"GraphResumeError: .* is paused"):
+        client.runs.wait(
+            thread["thread_id"], "refunds", input={"messages": [{"role": "user", "content": "hi"}]}
+        )
+    state = client.threads.get_state(thread["thread_id"])
+    assert [i["id"] for i in state["interrupts"]] == [pending]
+    assert client.threads.get(thread["thread_id"])["status"] == "interrupted"
+
+
+def test_two_runs_at_once_on_one_thread_both_run_one_after_the_other(url: str) -> None:
+    """adk-python #1733 ('stale session'): the default multitask strategy queues the second
+    run behind the first; both succeed, and the thread holds both turns in order."""
+
+    async def scenario() -> tuple[list[Any], dict[str, Any]]:
+        async with get_client(url=url) as client:
+            thread = await client.threads.create()
+
+            async def turn(text: str) -> Any:
+                return await client.runs.wait(
+                    thread["thread_id"],
+                    "weather",
+                    input={"messages": [{"role": "user", "content": text}]},
+                )
+
+            answers = await asyncio.gather(turn("first"), turn("second"))
+            return answers, await client.threads.get_state(thread["thread_id"])
+
+    answers, state = asyncio.run(scenario())
+    assert all("__error__" not in a for a in answers)
+    said = [m["content"] for m in state["values"]["messages"] if m["type"] == "human"]
+    assert sorted(said) == ["first", "second"] and len(said) == 2
+    assert len(state["values"]["messages"]) == 8  # two whole turns, one after the other
