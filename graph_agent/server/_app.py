@@ -31,6 +31,7 @@ from ._wire_encoder import RunStreamEncoder
 from ._wire_state import (
     assistant_id_for,
     assistant_to_wire,
+    checkpoint_to_wire,
     command_from_wire,
     empty_state_to_wire,
     graph_to_wire,
@@ -404,6 +405,26 @@ def create_app(
             return JSONResponse(empty_state_to_wire())
         return JSONResponse(state_to_wire(snapshot, thread_id=record.thread_id))
 
+    @route("/threads/{thread_id}/state", ["POST"])
+    async def thread_update(request: Request) -> Response:
+        record = await server.find_thread(request.path_params["thread_id"])
+        given = await body(request)
+        served_ = server.graph_of(record)
+        if served_ is None:
+            raise HTTPProblem(422, f"thread {record.thread_id!r} has no graph yet: run it first")
+        if server.runs.busy(record.thread_id):
+            raise HTTPProblem(409, f"thread {record.thread_id!r} is busy with a run")
+        try:
+            config = run_config_from_wire(record.thread_id, given)
+            values = input_from_wire(given.get("values"))
+            written = await served_.graph.aupdate_state(config, values, given.get("as_node"))
+        except (ValueError, TypeError) as error:  # GraphUsageError is a TypeError
+            raise HTTPProblem(422, str(error)) from None
+        record.updated_at = _now()
+        return JSONResponse(
+            {"checkpoint": checkpoint_to_wire(record.thread_id, written.checkpoint_id)}
+        )
+
     @route("/threads/{thread_id}/history", ["POST"])
     async def thread_history(request: Request) -> Response:
         record = await server.find_thread(request.path_params["thread_id"])
@@ -480,6 +501,7 @@ def create_app(
         assistant_get,
         threads_create,
         thread_state,
+        thread_update,
         thread_history,
         runs_wait,
         runs_stream,

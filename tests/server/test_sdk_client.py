@@ -254,3 +254,23 @@ def test_two_runs_at_once_on_one_thread_both_run_one_after_the_other(url: str) -
     said = [m["content"] for m in state["values"]["messages"] if m["type"] == "human"]
     assert sorted(said) == ["first", "second"] and len(said) == 2
     assert len(state["values"]["messages"]) == 8  # two whole turns, one after the other
+
+
+def test_update_state_writes_a_new_checkpoint_the_next_read_shows(url: str) -> None:
+    client = sync_client(url)
+    thread = client.threads.create()
+    client.runs.wait(
+        thread["thread_id"], "weather", input={"messages": [{"role": "user", "content": "hi"}]}
+    )
+    before = client.threads.get_state(thread["thread_id"])
+    written = client.threads.update_state(
+        thread["thread_id"],
+        {"messages": [{"role": "user", "content": "a note from support"}]},
+        as_node="model",
+    )
+    after = client.threads.get_state(thread["thread_id"])
+    assert written["checkpoint"]["checkpoint_id"] == after["checkpoint"]["checkpoint_id"]
+    assert after["checkpoint"]["checkpoint_id"] != before["checkpoint"]["checkpoint_id"]
+    assert after["values"]["messages"][-1]["content"] == "a note from support"
+    with pytest.raises(UnprocessableEntityError):
+        client.threads.update_state(thread["thread_id"], {"messages": [{"role": "x"}]})
