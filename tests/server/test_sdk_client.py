@@ -274,3 +274,30 @@ def test_update_state_writes_a_new_checkpoint_the_next_read_shows(url: str) -> N
     assert after["values"]["messages"][-1]["content"] == "a note from support"
     with pytest.raises(UnprocessableEntityError):
         client.threads.update_state(thread["thread_id"], {"messages": [{"role": "x"}]})
+
+
+def test_a_rejoined_stream_keeps_the_sub_agents_events(url: str) -> None:
+    """langgraph #7778: ``join_stream`` of a run gives its subgraph (sub-agent) parts too,
+    the same as the stream that started it."""
+    from graph_agent import SequentialAgent
+
+    planner = ReactAgent(name="planner", model=ScriptedChatModel(["plan: owls"]))
+    writer = ReactAgent(name="writer", model=ScriptedChatModel(["Owls hunt at night."]))
+    team = SequentialAgent(name="team", sub_agents=[planner, writer], saver=MemorySaver())
+    with live_server(create_app({"team": team})) as base, get_sync_client(url=base) as client:
+        thread = client.threads.create()
+        live = list(
+            client.runs.stream(
+                thread["thread_id"],
+                "team",
+                input={"messages": [{"role": "user", "content": "owls"}]},
+                stream_mode=["updates", "run_events"],
+                stream_subgraphs=True,
+            )
+        )
+        run_id = live[0].data["run_id"]
+        again = list(client.runs.join_stream(thread["thread_id"], run_id))
+    nested = [p.event for p in live if "|" in p.event]
+    assert any(e.startswith("run_events|planner:") for e in nested)
+    assert any(e.startswith("updates|writer:") for e in nested)
+    assert [(p.event, p.data) for p in again] == [(p.event, p.data) for p in live]
