@@ -27,6 +27,7 @@ from ._http import (
     problem_response,
     sse_response,
 )
+from ._page import mount_page
 from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
 
 __all__ = ["Served", "create_app"]
@@ -466,4 +467,5 @@ def create_app(
     app.state.server = server
     if token:
         app.add_middleware(BearerAuth, token=token, open_paths=("/ok",))
+    mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token
     return app
