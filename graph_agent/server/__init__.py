@@ -8,7 +8,9 @@ LangGraph's Agent Server does, so the official ``langgraph-sdk`` clients work un
 
 Work in progress (issue 29): threads, state, history, runs (background, ``wait``,
 ``stream`` with event ids and rejoin, ``join``, ``cancel``) and the multitask strategies
-are served; the ``graph-agent serve`` command and the web page are not yet.
+are served, and a web page at ``/`` (``_page``: chat with streamed answers, interrupts to
+approve, edit or reject, each run's timeline, the graph drawn); the ``graph-agent serve``
+command is not yet.
 """
 
 from __future__ import annotations

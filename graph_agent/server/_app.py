@@ -26,6 +26,7 @@ from ._http import (
     problem_response,
     sse_response,
 )
+from ._page import mount_page
 from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
 from ._wire_encoder import RunStreamEncoder
 from ._wire_state import (
@@ -518,4 +519,5 @@ def create_app(
     app.state.server = server
     if token:
         app.add_middleware(BearerAuth, token=token, open_paths=("/ok",))
+    mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token
     return app

@@ -1,0 +1,400 @@
+"""The web page at ``/``, driven in headless Chromium (Debian's ``chromium``, through
+Playwright's Python package with the system browser: nothing is downloaded) against a real
+uvicorn: a streamed answer with its tool call and model calls (tokens, durations) in the
+timeline, an interrupt approved from the page and one edited after a reload, sub-agents nested
+in the timeline (an agent used as a tool, a flow's), a failing tool and a failing run, a
+stream cut short and rejoined after its last event id, the bearer token asked for.
+
+Each test saves a screenshot in its ``tmp_path``; with ``GRAPH_AGENT_TEST_ARTIFACTS`` set
+(to a folder, or to ``1`` for ``tests/server/artifacts/``) it is copied there too. Skipped,
+saying why, when Playwright or Chromium is missing (``.ci/run`` installs Chromium, the
+``dev`` extra Playwright).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkpoint import MemorySaver
+from graph_agent import (
+    AssistantMessage,
+    ChatResponse,
+    ReactAgent,
+    ScriptedChatModel,
+    SequentialAgent,
+    ToolCall,
+    Usage,
+    tool,
+)
+from graph_agent.server import create_app
+from hooks import HumanInTheLoopHook
+
+from .conftest import live_server
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="needs Playwright's Python package (the dev extra)"
+)
+
+CHROMIUM = (
+    os.environ.get("GRAPH_AGENT_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
+)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium on PATH (or GRAPH_AGENT_CHROMIUM)"
+)
+
+TIMEOUT = 15_000  # ms, for each wait in the page
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def refund(amount: int) -> str:
+    """Refund an amount."""
+    return f"refunded {amount}"
+
+
+def asks(name: str, arguments: dict[str, Any], call_id: str) -> ChatResponse:
+    message = AssistantMessage(
+        "", tool_calls=[ToolCall(id=call_id, name=name, arguments=json.dumps(arguments))]
+    )
+    return ChatResponse.of(message, "tool_calls", usage=Usage(21, 9, 30))
+
+
+def says(text: str) -> ChatResponse:
+    return ChatResponse.of(AssistantMessage(text), "stop", usage=Usage(40, 12, 52))
+
+
+class SlowScriptedChatModel(ScriptedChatModel):
+    """Streams its answers a piece every 50 ms, as a model over a network does: the page
+    gets (and draws) each piece apart."""
+
+    async def astream(self, prompt: Any) -> AsyncIterator[ChatResponse]:
+        async for chunk in super().astream(prompt):
+            await asyncio.sleep(0.05)
+            yield chunk
+
+
+def weather_agent() -> ReactAgent:
+    model = SlowScriptedChatModel(
+        [asks("get_weather", {"city": "Paris"}, "call_1"), says("It is sunny in Paris today.")]
+    )
+    return ReactAgent(name="weather", model=model, tools=[get_weather], saver=MemorySaver())
+
+
+def refund_agent() -> ReactAgent:
+    model = ScriptedChatModel([asks("refund", {"amount": 5}, "call_7"), says("Refunded 5 euros.")])
+    return ReactAgent(
+        name="refunds",
+        model=model,
+        tools=[refund],
+        hooks=[HumanInTheLoopHook(["refund"])],
+        saver=MemorySaver(),
+    )
+
+
+def boss_agent() -> ReactAgent:
+    """An agent that asks another agent (``as_tool``): the helper's run nests in the
+    timeline under the tool call that ran it."""
+    helper = ReactAgent(
+        name="researcher",
+        model=ScriptedChatModel(
+            [asks("get_weather", {"city": "Rome"}, "call_r"), says("Rome is sunny.")]
+        ),
+        tools=[get_weather],
+    )
+    model = ScriptedChatModel(
+        [asks("researcher", {"input": "Weather in Rome?"}, "call_b"), says("Rome: sunny.")]
+    )
+    return ReactAgent(name="boss", model=model, tools=[helper.as_tool()], saver=MemorySaver())
+
+
+STREAMED_BUBBLES = """
+window.streamedBubbles = [];
+new MutationObserver((records) => {
+  for (const record of records) {
+    for (const node of record.addedNodes) {
+      if (node.classList && node.classList.contains("streaming")) {
+        const text = node.querySelector(".text");
+        window.streamedBubbles.push(text ? text.textContent : "");
+      }
+    }
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        # the system's browser: Playwright downloads none (a chromium that is there but does
+        # not start fails the test rather than skipping it)
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(TIMEOUT)
+    # what every bubble of a message being streamed said when it was drawn
+    opened.add_init_script(STREAMED_BUBBLES)
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.errors = errors
+    try:
+        yield opened
+    finally:
+        context.close()
+
+
+def screenshot(page: Any, tmp_path: Path, name: str) -> Path:
+    """The page as a PNG in ``tmp_path``, copied to the artifacts folder when asked for."""
+    shot = tmp_path / f"{name}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    wanted = os.environ.get("GRAPH_AGENT_TEST_ARTIFACTS")
+    if wanted:
+        folder = (
+            Path(__file__).with_name("artifacts")
+            if wanted in ("1", "true", "yes")
+            else Path(wanted)
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, folder / shot.name)
+    return shot
+
+
+def say(page: Any, text: str) -> None:
+    page.fill("#input", text)
+    page.click("#send")
+
+
+def test_chat_streams_the_answer_shows_the_tool_call_and_approves_an_interrupt(
+    page: Any, tmp_path: Path
+) -> None:
+    app = create_app({"weather": weather_agent(), "refunds": refund_agent()})
+    with live_server(app) as url:
+        page.goto(url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        assert page.locator("#agent option").all_inner_texts() == ["weather", "refunds"]
+        # the graph, drawn from GET /assistants/{id}/graph
+        page.wait_for_selector("#graph svg .node[data-node=tools]")
+        assert page.locator("#graph svg .node[data-node=model]").count() == 1
+
+        say(page, "Weather in Paris?")
+        answer = page.locator(".msg.assistant", has_text="It is sunny in Paris today.")
+        answer.wait_for()
+        # streamed word by word: the bubble showed the answer growing before it was whole
+        assert page.evaluate("window.graphAgentPage.deltas") >= 5
+        final = "It is sunny in Paris today."
+        bubbles = page.evaluate("window.streamedBubbles")
+        assert [b for b in bubbles if b and b != final and final.startswith(b)], bubbles
+        tool_row = page.locator("#timeline .row.tool", has_text="get_weather")
+        tool_row.wait_for()
+        assert '"city": "Paris"' in tool_row.locator("pre.args").inner_text()
+        assert tool_row.locator("pre.result").inner_text() == "sunny in Paris"
+        models = page.locator("#timeline .row.model")
+        assert models.count() == 2
+        assert "21 in / 9 out tokens" in models.nth(0).inner_text()
+        assert "40 in / 12 out tokens" in models.nth(1).inner_text()
+        assert page.locator(".msg .tool-call", has_text="get_weather").count() == 1
+        assert page.locator(".msg.tool", has_text="sunny in Paris").count() == 1
+        page.wait_for_selector("#timeline .run .pill.done")
+        page.wait_for_selector("#thread-status.idle")
+        page.wait_for_selector("#graph .node.visited[data-node=__end__]")
+        screenshot(page, tmp_path, "page-weather")
+
+        page.select_option("#agent", label="refunds")
+        page.wait_for_selector("#graph svg .node[data-node='HumanInTheLoopHook.after_model']")
+        page.click("#new-thread")
+        say(page, "Refund my 5 euros")
+        card = page.locator(".interrupt .approval", has_text="refund")
+        card.wait_for()
+        assert json.loads(card.locator("textarea.arguments").input_value()) == {"amount": 5}
+        page.wait_for_selector("#thread-status.interrupted")
+        page.wait_for_selector("#timeline .row.interrupt", state="attached")
+        page.wait_for_selector("#send:not([disabled])")
+        screenshot(page, tmp_path, "page-interrupt")
+
+        card.locator("button.approve").click()
+        page.locator(".msg.assistant", has_text="Refunded 5 euros.").wait_for()
+        assert page.locator("#interrupts").is_hidden()
+        resumed = page.locator("#timeline .run").nth(1)
+        resumed.locator(".row.tool", has_text="refund").wait_for()
+        assert resumed.locator(".row.tool pre.result").inner_text() == "refunded 5"
+        page.wait_for_selector("#thread-status.idle")
+        page.set_viewport_size({"width": 1400, "height": 1250})  # room for the whole timeline
+        shot = screenshot(page, tmp_path, "page")
+        assert shot.stat().st_size > 10_000
+        assert page.errors == []
+
+
+def test_an_edited_call_runs_with_the_new_arguments_and_the_page_survives_a_reload(
+    page: Any, tmp_path: Path
+) -> None:
+    app = create_app({"refunds": refund_agent()})
+    with live_server(app) as url:
+        page.goto(url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        say(page, "Refund my 5 euros")
+        card = page.locator(".interrupt .approval")
+        card.wait_for()
+        # the thread is in the address: a reload comes back to it, paused, with its run
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        card.wait_for()
+        page.locator("#timeline .run .row.interrupt").wait_for(state="attached")
+        card.locator("textarea.arguments").fill('{"amount": 3}')
+        card.locator("button.edit").click()
+        page.locator(".msg.tool", has_text="refunded 3").wait_for()
+        tool_row = page.locator("#timeline .row.tool", has_text="refund")
+        assert '"amount": 3' in tool_row.locator("pre.args").inner_text()
+        screenshot(page, tmp_path, "page-edited")
+        assert page.errors == []
+
+
+def flow_agent() -> SequentialAgent:
+    """A flow of two sub-agents: each one's run nests under the flow's node that ran it."""
+    first = ReactAgent(name="first", model=ScriptedChatModel([says("one")]))
+    second = ReactAgent(name="second", model=ScriptedChatModel([says("two")]))
+    return SequentialAgent(name="pair", sub_agents=[first, second], saver=MemorySaver())
+
+
+def test_sub_agents_nest_under_the_tool_call_or_the_flow_node_that_ran_them(
+    page: Any, tmp_path: Path
+) -> None:
+    app = create_app({"boss": boss_agent(), "pair": flow_agent()})
+    with live_server(app) as url:
+        page.goto(url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        page.select_option("#agent", label="pair")
+        page.wait_for_selector("#graph svg .node[data-node=second]")
+        say(page, "Count")
+        page.locator(".msg.assistant", has_text="two").wait_for()
+        for name, text in (("first", "one"), ("second", "two")):
+            node = page.locator("#timeline .row.node", has_text=name).first
+            assert node.locator(".row.model").count() == 1
+            assert text in node.locator(".row.model .said").inner_text()
+        screenshot(page, tmp_path, "page-flow")
+
+        page.select_option("#agent", label="boss")
+        page.wait_for_selector("#graph svg .node[data-node=tools]")
+        page.click("#new-thread")
+        say(page, "Weather in Rome?")
+        page.locator(".msg.assistant", has_text="Rome: sunny.").wait_for()
+        outer = page.locator("#timeline .row.tool", has_text="researcher").first
+        inner = outer.locator(".row.tool", has_text="get_weather")
+        inner.wait_for()
+        assert inner.locator("pre.result").inner_text() == "sunny in Rome"
+        assert outer.locator(".row.model").count() == 2  # the sub-agent's two model calls
+        screenshot(page, tmp_path, "page-sub-agent")
+        assert page.errors == []
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up."""
+    raise ValueError(f"no such city: {city}")
+
+
+def test_a_failing_tool_and_a_failing_run_show_their_errors(page: Any, tmp_path: Path) -> None:
+    careless = ReactAgent(
+        name="careless",
+        model=ScriptedChatModel(
+            [asks("lookup", {"city": "Atlantis"}, "call_x"), ValueError("the model is down")]
+        ),
+        tools=[lookup],
+        saver=MemorySaver(),
+    )
+    app = create_app({"careless": careless})
+    with live_server(app) as url:
+        page.goto(url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        say(page, "Where is Atlantis?")
+        page.wait_for_selector("#notice:not([hidden])")
+        assert "the model is down" in page.locator("#notice").inner_text()
+        failed_tool = page.locator("#timeline .row.tool.failed", has_text="lookup")
+        assert "no such city: Atlantis" in failed_tool.locator("pre.error").inner_text()
+        assert '"city": "Atlantis"' in failed_tool.locator("pre.args").inner_text()
+        page.wait_for_selector("#timeline .run .pill.error")
+        page.wait_for_selector("#thread-status.error")
+        assert page.locator("#timeline .run > ol > .row.error").count() == 1
+        screenshot(page, tmp_path, "page-errors")
+        assert page.errors == []
+
+
+def test_with_a_token_the_page_asks_for_it_and_sends_it(page: Any, tmp_path: Path) -> None:
+    app = create_app({"weather": weather_agent()}, token="s3cret")
+    with live_server(app) as url:
+        page.goto(url + "/")  # the page itself loads without the token
+        page.wait_for_selector("#token-dialog[open]")
+        page.fill("#token-input", "wrong")
+        page.click("#token-ok")
+        page.wait_for_selector("#token-dialog[open]")
+        assert "refused" in page.locator("#token-why").inner_text()
+        page.fill("#token-input", "s3cret")
+        page.click("#token-ok")
+        page.wait_for_selector("body[data-ready=true]")
+        say(page, "Weather in Paris?")
+        page.locator(".msg.assistant", has_text="It is sunny in Paris today.").wait_for()
+        assert page.errors == []
+
+
+def test_a_stream_cut_short_is_rejoined_after_its_last_event_id(page: Any, tmp_path: Path) -> None:
+    """The run's stream ends after 6 events while the run is said to go on: the page asks
+    for the run's stream again with ``Last-Event-ID: 6`` and gets every later event once."""
+    app = create_app({"weather": weather_agent()})
+    with live_server(app) as url:
+        page.goto(url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+
+        def cut(route: Any) -> None:
+            response = route.fetch()
+            events = response.text().split("\n\n")
+            route.fulfill(response=response, body="\n\n".join(events[:6]) + "\n\n")
+
+        said_running: list[str] = []
+
+        def still_running(route: Any) -> None:
+            if route.request.method != "GET" or said_running:
+                route.fallback()
+                return
+            said_running.append(route.request.url)
+            route.fulfill(json={"status": "running"})
+
+        rejoins: list[str | None] = []
+
+        def watch(request: Any) -> None:
+            if request.method == "GET" and request.url.endswith("/stream"):
+                rejoins.append(request.headers.get("last-event-id"))
+
+        page.route("**/threads/*/runs/stream", cut)
+        page.route(re.compile(r".*/threads/[^/]+/runs/[^/?]+$"), still_running)
+        page.on("request", watch)
+        say(page, "Weather in Paris?")
+        page.locator(".msg.assistant", has_text="It is sunny in Paris today.").wait_for()
+        page.wait_for_selector("#timeline .run .pill.done")
+        assert rejoins == ["6"]
+        assert page.locator("#timeline .row.tool").count() == 1
+        assert page.locator("#timeline .row.model").count() == 2
+        assert page.locator("#timeline .row.node").count() == 3
+        screenshot(page, tmp_path, "page-rejoined")
+        assert page.errors == []

@@ -1,0 +1,67 @@
+"""The web page's files over HTTP, without a browser: served ahead of the bearer token, with
+a content security policy that keeps the page to its own server, and installed as package
+data. (tests/server/test_page.py drives the page itself in headless Chromium.)"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from checkpoint import MemorySaver
+from graph_agent import ReactAgent, ScriptedChatModel
+from graph_agent.server import create_app
+from graph_agent.server._page import STATIC
+
+
+def client(token: str | None = None) -> TestClient:
+    agent = ReactAgent(name="echo", model=ScriptedChatModel(["hi"]), saver=MemorySaver())
+    return TestClient(create_app({"echo": agent}, token=token))
+
+
+def test_the_page_and_its_files_are_served_with_their_types_and_policy() -> None:
+    with client() as http:
+        page = http.get("/")
+        assert page.status_code == 200
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        assert 'src="static/app.js"' in page.text
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "connect-src 'self'" in policy
+        script = http.get("/static/app.js")
+        assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+        assert "run_events" in script.text
+        assert http.get("/static/app.css").headers["content-type"].startswith("text/css")
+        assert http.head("/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/static/nope.js", "/static/..%2F_page.py", "/static/.hidden"])
+def test_only_the_page_s_own_files_are_served(path: str) -> None:
+    with client() as http:
+        assert http.get(path).status_code == 404
+
+
+def test_with_a_token_the_page_loads_without_it_and_the_api_wants_it() -> None:
+    with client(token="s3cret") as http:
+        assert http.get("/").status_code == 200
+        assert http.get("/static/app.js").status_code == 200
+        assert http.post("/assistants/search", json={}).status_code == 401
+        assert http.post("/", json={}).status_code == 401  # only GET / is the page
+        answer = http.post(
+            "/assistants/search", json={}, headers={"Authorization": "Bearer s3cret"}
+        )
+        assert [a["graph_id"] for a in answer.json()] == ["echo"]
+
+
+def test_every_file_of_the_page_is_package_data() -> None:
+    """Each file in static/ is matched by pyproject's package-data, so it installs."""
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml")
+    root = Path(__file__).parents[2]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["graph_agent"]
+    files = sorted(p.name for p in STATIC.iterdir())
+    assert {"index.html", "app.js", "app.css"} <= set(files)
+    for name in files:
+        relative = (STATIC / name).relative_to(root / "graph_agent").as_posix()
+        assert any(fnmatch.fnmatch(relative, p) for p in patterns), f"{relative} won't install"
