@@ -368,8 +368,8 @@ def test_a_stream_cut_short_is_rejoined_after_its_last_event_id(page: Any, tmp_p
 
         def cut(route: Any) -> None:
             response = route.fetch()
-            events = response.text().split("\n\n")
-            route.fulfill(response=response, body="\n\n".join(events[:6]) + "\n\n")
+            events = re.split(r"\r?\n\r?\n", response.text())  # SSE events end with a blank line
+            route.fulfill(response=response, body="\r\n\r\n".join(events[:6]) + "\r\n\r\n")
 
         said_running: list[str] = []
 
