@@ -39,6 +39,7 @@ from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
 
 from .conftest import live_server
+from .served_kit import get_weather, refund
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="needs Playwright's Python package (the dev extra)"
@@ -54,18 +55,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 TIMEOUT = 15_000  # ms, for each wait in the page
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def refund(amount: int) -> str:
-    """Refund an amount."""
-    return f"refunded {amount}"
 
 
 def asks(name: str, arguments: dict[str, Any], call_id: str) -> ChatResponse:

@@ -14,23 +14,12 @@ from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from checkpoint import MemorySaver
-from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool
+from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
 
 from .conftest import live_server
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def refund(amount: int) -> str:
-    """Refund an amount."""
-    return f"refunded {amount}"
+from .served_kit import get_weather, refund
 
 
 def asks(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> AssistantMessage:
