@@ -224,6 +224,9 @@ class Server:
             value = None  # ``Command(resume=None)`` arrives as {}: no resume, as LangGraph
         record.graph_id = served.graph_id
         record.updated_at = _now()
+        # as LangGraph's server does: thread lists filter on these (threads.search)
+        record.metadata.setdefault("graph_id", served.graph_id)
+        record.metadata.setdefault("assistant_id", assistant_id_for(served.graph_id))
         subgraphs = bool(body.get("stream_subgraphs"))
         restart = self.runs.restart_from.pop(thread_id, None)
         if restart is not None and config.checkpoint_id is None:
@@ -393,6 +396,33 @@ def create_app(
             record = server.threads[thread_id] = ThreadRecord(thread_id, now, now, dict(metadata))
         return JSONResponse(await server.thread_wire(record))
 
+    @route("/threads/search", ["POST"])
+    async def threads_search(request: Request) -> Response:
+        query = await body(request)
+        metadata, ids, status = query.get("metadata") or {}, query.get("ids"), query.get("status")
+        try:
+            limit, offset = int(query.get("limit") or 10), int(query.get("offset") or 0)
+        except (TypeError, ValueError):
+            raise HTTPProblem(422, "limit and offset must be integers") from None
+        if not isinstance(metadata, dict) or (ids is not None and not isinstance(ids, list)):
+            raise HTTPProblem(422, "metadata must be a JSON object and ids a list")
+        sort_by = query.get("sort_by") or "updated_at"
+        if sort_by not in ("thread_id", "status", "created_at", "updated_at", "state_updated_at"):
+            raise HTTPProblem(422, f"sort_by {sort_by!r} is not a field threads sort by")
+        chosen = [
+            r
+            for r in server.threads.values()
+            if all(r.metadata.get(k) == v for k, v in metadata.items())
+            and (ids is None or r.thread_id in ids)
+        ]
+        found = [await server.thread_wire(r) for r in chosen]
+        if status is not None:
+            found = [t for t in found if t["status"] == status]
+        found.sort(key=lambda t: str(t[sort_by]), reverse=query.get("sort_order") != "asc")
+        return JSONResponse(
+            found[offset : offset + limit], headers={"X-Pagination-Total": str(len(found))}
+        )
+
     @route("/threads/{thread_id}", ["GET"])
     async def thread_get(request: Request) -> Response:
         record = await server.find_thread(request.path_params["thread_id"])
@@ -501,6 +531,7 @@ def create_app(
         assistant_graph,
         assistant_get,
         threads_create,
+        threads_search,
         thread_state,
         thread_update,
         thread_history,

@@ -290,3 +290,21 @@ def test_a_rejoined_stream_keeps_the_sub_agents_events(url: str) -> None:
     assert any(e.startswith("run_events|planner:") for e in nested)
     assert any(e.startswith("updates|writer:") for e in nested)
     assert [(p.event, p.data) for p in again] == [(p.event, p.data) for p in live]
+
+
+def test_search_lists_an_agent_s_threads_newest_first_and_filters_them(url: str) -> None:
+    client = sync_client(url)
+    first, second = client.threads.create(), client.threads.create()
+    for thread in (first, second):
+        client.runs.wait(
+            thread["thread_id"], "weather", input={"messages": [{"role": "user", "content": "hi"}]}
+        )
+    other = client.threads.create()  # never run: no agent of its own yet
+    found = client.threads.search(metadata={"graph_id": "weather"})
+    assert [t["thread_id"] for t in found] == [second["thread_id"], first["thread_id"]]
+    assert found[0]["metadata"]["graph_id"] == "weather"
+    assert client.threads.search(metadata={"graph_id": "refunds"}) == []
+    assert [t["thread_id"] for t in client.threads.search(ids=[other["thread_id"]])] == [
+        other["thread_id"]
+    ]
+    assert len(client.threads.search(status="idle", limit=2)) == 2
