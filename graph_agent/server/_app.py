@@ -295,6 +295,7 @@ class Server:
         except Exception as error:
             for part in encoder.error(error):
                 await log.append(*part)
+            run.error_reported = True
             raise
         return "success"
 

@@ -134,6 +134,8 @@ class Run:
     done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     rolled_back: bool = False
+    # the execute wrote the failure into the log itself (in its protocol's words)
+    error_reported: bool = False
 
     def mark(self, status: RunStatus, error: str | None = None) -> None:
         self.status = status
@@ -231,9 +233,10 @@ class RunManager:
                     raise
                 except Exception as error:
                     run.mark("error", f"{type(error).__name__}: {error}")
-                    await run.log.append(
-                        "error", {"error": type(error).__name__, "message": str(error)}
-                    )
+                    if not run.error_reported:
+                        await run.log.append(
+                            "error", {"error": type(error).__name__, "message": str(error)}
+                        )
                 else:
                     run.mark(status)
         finally:

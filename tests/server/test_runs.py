@@ -178,3 +178,20 @@ def test_a_cancelled_run_is_interrupted_and_its_log_ends() -> None:
     status, events = run_async(scenario())
     assert status == "interrupted"
     assert events == ["metadata", "values", "values"]
+
+
+def test_a_failure_the_run_reported_itself_is_not_reported_twice() -> None:
+    async def failing(run: Run) -> RunStatus:
+        run.started.set()
+        await run.log.append("error", {"error": "ModelError", "message": "down"})
+        run.error_reported = True
+        raise RuntimeError("down")
+
+    async def scenario() -> list[str]:
+        manager = RunManager()
+        run = await manager.start("t", "a", {}, {}, "reject", failing, no_head)
+        await manager.join(run)
+        assert run.status == "error"
+        return [e.event for e in await read(run.log)]
+
+    assert run_async(scenario()) == ["error"]
