@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._wire_stream import sse_event
@@ -24,6 +25,7 @@ __all__ = [
     "HTTPProblem",
     "json_body",
     "problem_response",
+    "route",
     "sse_response",
 ]
 
@@ -42,6 +44,25 @@ class HTTPProblem(Exception):
 
 def problem_response(problem: HTTPProblem) -> JSONResponse:
     return JSONResponse({"detail": problem.detail}, problem.status, headers=problem.headers)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def route(path: str, methods: list[str]) -> Callable[[Handler], Route]:
+    """A decorator making ``handler`` the route of ``path``; an ``HTTPProblem`` it raises is
+    answered as JSON with its status."""
+
+    def wrap(handler: Handler) -> Route:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except HTTPProblem as problem:
+                return problem_response(problem)
+
+        return Route(path, endpoint, methods=methods)
+
+    return wrap
 
 
 async def json_body(request: Request, max_body: int = DEFAULT_MAX_BODY) -> dict[str, Any]:

@@ -1,0 +1,318 @@
+"""What the app's routes share: the served objects, the threads this process knows, and the
+runs (the wire shapes are in ``_wire_*``, the run bookkeeping in ``_runs``)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..events import CheckpointEvent, RunEnd
+from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
+from ._http import HTTPProblem, json_body, sse_response
+from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
+from ._wire_encoder import RunStreamEncoder
+from ._wire_state import (
+    assistant_id_for,
+    command_from_wire,
+    input_from_wire,
+    run_config_from_wire,
+    run_to_wire,
+    state_to_wire,
+    thread_interrupts,
+    thread_status,
+    thread_to_wire,
+    values_to_wire,
+)
+from ._wire_stream import parse_stream_modes
+
+__all__ = ["Served", "Server", "ThreadRecord", "now", "read_body", "server_of"]
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclasses.dataclass
+class Served:
+    """One object the server serves: its graph id (the name clients use), the object (an
+    agent or a compiled graph) and its compiled graph."""
+
+    graph_id: str
+    target: Any
+    graph: CompiledGraph
+    description: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=now)
+
+    @classmethod
+    def of(cls, graph_id: str, target: Any) -> Served:
+        graph = getattr(target, "graph", target)
+        if not isinstance(graph, CompiledGraph):
+            raise TypeError(
+                f"cannot serve {graph_id!r}: {type(target).__name__} is neither an agent nor a "
+                "compiled graph (StateGraph(...).compile(saver=...))"
+            )
+        if graph.saver is None:
+            raise TypeError(
+                f"cannot serve {graph_id!r}: its graph has no saver; threads need one "
+                "(compile(saver=SqliteSaver(...)), or an agent's .saver(...))"
+            )
+        return cls(graph_id, target, graph, getattr(target, "description", None))
+
+    def events(self, value: Any, config: RunnableConfig) -> AsyncIterator[Any]:
+        """The run's events: an agent takes its input as ``call`` does, a graph as it is."""
+        stream = getattr(self.target, "astream_events", None)
+        if stream is not None and self.target is not self.graph:
+            return stream(value, config)  # type: ignore[no-any-return]
+        return self.graph.astream_events(value, config)
+
+
+@dataclasses.dataclass
+class ThreadRecord:
+    thread_id: str
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any]
+    graph_id: str | None = None
+
+
+class Server:
+    """What the app's routes share: the served objects, the threads and the runs."""
+
+    def __init__(self, served: Mapping[str, Any], max_body: int) -> None:
+        if not served:
+            raise ValueError("serve at least one agent, flow or graph")
+        self.served = {name: Served.of(name, target) for name, target in served.items()}
+        self.by_assistant = {assistant_id_for(n): s for n, s in self.served.items()}
+        self.threads: dict[str, ThreadRecord] = {}
+        self.runs = RunManager()
+        self.max_body = max_body
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def assistant(self, assistant_id: Any) -> Served:
+        if isinstance(assistant_id, str):
+            found = self.by_assistant.get(assistant_id) or self.served.get(assistant_id)
+            if found is not None:
+                return found
+        raise HTTPProblem(
+            404,
+            f"assistant {assistant_id!r} not found; served: {', '.join(sorted(self.served))}",
+        )
+
+    def thread(self, thread_id: str) -> ThreadRecord:
+        record = self.threads.get(thread_id)
+        if record is None:
+            raise HTTPProblem(404, f"thread {thread_id!r} not found")
+        return record
+
+    async def find_thread(self, thread_id: str) -> ThreadRecord:
+        """The thread, also one this process has not seen: a thread kept by a served
+        object's saver (from before a restart, or another server process) is found there."""
+        record = self.threads.get(thread_id)
+        if record is not None:
+            return record
+        for served in self.served.values():
+            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=thread_id))
+            if snapshot is not None:
+                record = ThreadRecord(
+                    thread_id, snapshot.created_at, snapshot.created_at, {}, served.graph_id
+                )
+                return self.threads.setdefault(thread_id, record)
+        raise HTTPProblem(404, f"thread {thread_id!r} not found")
+
+    def graph_of(self, record: ThreadRecord) -> Served | None:
+        if record.graph_id is not None:
+            return self.served.get(record.graph_id)
+        return next(iter(self.served.values())) if len(self.served) == 1 else None
+
+    async def snapshot(
+        self, record: ThreadRecord, checkpoint_id: str | None = None
+    ) -> StateSnapshot | None:
+        served = self.graph_of(record)
+        if served is None:
+            return None
+        config = RunnableConfig(thread_id=record.thread_id, checkpoint_id=checkpoint_id)
+        return await served.graph.aget_state(config)
+
+    async def thread_wire(self, record: ThreadRecord) -> dict[str, Any]:
+        snapshot = await self.snapshot(record)
+        runs = self.runs.thread_runs(record.thread_id)
+        # a run refused on a paused thread (new input, not an answer) leaves the pause as it
+        # was: the thread still waits for its answer
+        paused = snapshot is not None and bool(snapshot.interrupts)
+        failed = bool(runs) and runs[0].status == "error" and not paused
+        state = state_to_wire(snapshot, thread_id=record.thread_id) if snapshot else None
+        return thread_to_wire(
+            record.thread_id,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            metadata=record.metadata,
+            status=thread_status(snapshot, busy=self.runs.busy(record.thread_id), failed=failed),
+            values=state["values"] if state else None,
+            interrupts=thread_interrupts(state) if state else None,
+        )
+
+    def run_wire(self, run: Run) -> dict[str, Any]:
+        return run_to_wire(
+            run.run_id,
+            thread_id=run.thread_id,
+            assistant_id=run.assistant_id,
+            created_at=datetime.fromtimestamp(run.created_at, timezone.utc),
+            updated_at=datetime.fromtimestamp(run.updated_at, timezone.utc),
+            status=run.status,
+            metadata=run.metadata,
+            kwargs=run.kwargs,
+            multitask_strategy=run.multitask_strategy,
+        )
+
+    def run_of(self, thread_id: str, run_id: str) -> Run:
+        run = self.runs.runs.get(run_id)
+        if run is None or run.thread_id != thread_id:
+            raise HTTPProblem(404, f"run {run_id!r} not found on thread {thread_id!r}")
+        return run
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def start_run(self, thread_id: str, body: dict[str, Any]) -> Run:
+        record = await self.find_thread(thread_id)
+        served = self.assistant(body.get("assistant_id"))
+        if record.graph_id not in (None, served.graph_id):
+            raise HTTPProblem(
+                409,
+                f"thread {thread_id!r} belongs to {record.graph_id!r}, not {served.graph_id!r}",
+            )
+        strategy = body.get("multitask_strategy") or "enqueue"
+        if strategy not in MULTITASK_STRATEGIES:
+            raise HTTPProblem(
+                422, f"multitask_strategy {strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
+            )
+        try:
+            modes = parse_stream_modes(body.get("stream_mode"))
+            config = run_config_from_wire(thread_id, body)
+            command = body.get("command")
+            value: Any = (
+                command_from_wire(command) if command else input_from_wire(body.get("input"))
+            )
+        except ValueError as error:
+            raise HTTPProblem(422, str(error)) from None
+        if isinstance(value, Command) and not value.has_resume and value.update is None:
+            value = None  # ``Command(resume=None)`` arrives as {}: no resume, as LangGraph
+        record.graph_id = served.graph_id
+        record.updated_at = now()
+        # as LangGraph's server does: thread lists filter on these (threads.search)
+        record.metadata.setdefault("graph_id", served.graph_id)
+        record.metadata.setdefault("assistant_id", assistant_id_for(served.graph_id))
+        subgraphs = bool(body.get("stream_subgraphs"))
+        restart = self.runs.restart_from.pop(thread_id, None)
+        if restart is not None and config.checkpoint_id is None:
+            config = config.replace(checkpoint_id=restart)
+
+        async def execute(run: Run) -> RunStatus:
+            return await self._execute(run, served, value, config, modes, subgraphs)
+
+        async def head() -> str | None:
+            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=thread_id))
+            return snapshot.checkpoint_id if snapshot is not None else None
+
+        kwargs = {k: v for k, v in body.items() if k != "assistant_id"}
+        try:
+            return await self.runs.start(
+                thread_id,
+                assistant_id_for(served.graph_id),
+                kwargs,
+                dict(body.get("metadata") or {}),
+                strategy,
+                execute,
+                head,
+            )
+        except ThreadBusyError as error:
+            raise HTTPProblem(409, str(error)) from None
+
+    async def _execute(
+        self,
+        run: Run,
+        served: Served,
+        value: Any,
+        config: RunnableConfig,
+        modes: list[str],
+        subgraphs: bool,
+    ) -> RunStatus:
+        encoder = RunStreamEncoder(
+            modes=modes, thread_id=run.thread_id, run_id=run.run_id, subgraphs=subgraphs
+        )
+        log = run.log
+        for part in encoder.start():
+            await log.append(*part)
+        if value is None or isinstance(value, Command):
+            snapshot = await served.graph.aget_state(config)
+            if snapshot is not None:
+                for part in encoder.resume(snapshot):
+                    await log.append(*part)
+            run.started.set()  # nothing new to store: the thread has it
+        try:
+            async for event in served.events(value, config):
+                for part in encoder.event(event):
+                    await log.append(*part)
+                if isinstance(event, CheckpointEvent) and not event.namespace:
+                    run.started.set()  # the input (then each step) is stored
+                    if encoder.needs_snapshots:
+                        at = RunnableConfig(
+                            thread_id=run.thread_id, checkpoint_id=event.checkpoint_id
+                        )
+                        snapshot = await served.graph.aget_state(at)
+                        if snapshot is not None:
+                            for part in encoder.checkpoint(snapshot):
+                                await log.append(*part)
+                if isinstance(event, RunEnd) and not event.namespace:
+                    self.thread(run.thread_id).updated_at = now()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            for part in encoder.error(error):
+                await log.append(*part)
+            run.error_reported = True
+            raise
+        return "success"
+
+    async def final_values(self, run: Run) -> dict[str, Any]:
+        """What ``runs.wait`` and ``join`` answer: the thread's values after the run (with
+        ``__interrupt__`` when it paused), or ``__error__`` when it failed."""
+        if run.status == "error":
+            name, _, message = (run.error or "").partition(": ")
+            return {"__error__": {"error": name, "message": message}}
+        snapshot = await self.snapshot(self.thread(run.thread_id))
+        if snapshot is None:
+            return {}
+        waiting = [i for i in snapshot.interrupts if i.when == "during"]
+        return values_to_wire(snapshot.values, thread_id=run.thread_id, interrupts=waiting)
+
+    def stream(self, run: Run, last_event_id: str | None) -> Response:
+        log = run.log
+        try:
+            log.position_after(last_event_id)
+        except ValueError as error:
+            raise HTTPProblem(400, str(error)) from None
+
+        async def parts() -> AsyncIterator[tuple[str | None, str, Any]]:
+            async for entry in log.follow(last_event_id):
+                yield entry.id, entry.event, entry.data
+
+        where = f"/threads/{run.thread_id}/runs/{run.run_id}/stream"
+        return sse_response(parts(), headers={"Location": where, "Content-Location": where})
+
+
+def server_of(request: Request) -> Server:
+    """The ``Server`` of the app that answers ``request``."""
+    server: Server = request.app.state.server
+    return server
+
+
+async def read_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object, within the server's body limit."""
+    return await json_body(request, server_of(request).max_body)
