@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 
-from ._http import DEFAULT_MAX_BODY, BearerAuth
+from ._http import DEFAULT_MAX_BODY, HEARTBEAT_SECONDS, BearerAuth
 from ._page import mount_page
 from ._routes_runs import RUN_ROUTES
 from ._routes_threads import THREAD_ROUTES
@@ -23,12 +23,16 @@ def create_app(
     *,
     token: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    heartbeat: float = HEARTBEAT_SECONDS,
 ) -> Starlette:
     """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
     Protocol. With ``token``, every request needs ``Authorization: Bearer <token>``; bodies
-    over ``max_body`` bytes are refused (413)."""
+    over ``max_body`` bytes are refused (413); a quiet stream or a long ``wait`` sends a
+    keep-alive every ``heartbeat`` seconds."""
+    if heartbeat <= 0:
+        raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
     app = Starlette(routes=[*THREAD_ROUTES, *RUN_ROUTES])
-    app.state.server = Server(served, max_body)
+    app.state.server = Server(served, max_body, heartbeat)
     if token:
         app.add_middleware(BearerAuth, token=token, open_paths=("/ok",))
     mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token

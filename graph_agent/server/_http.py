@@ -7,29 +7,36 @@ Every error is a JSON body ``{"detail": "..."}`` with the right status (the shap
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._wire_stream import sse_event
+from ._wire_stream import HEARTBEAT, sse_event
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "HEARTBEAT_SECONDS",
     "BearerAuth",
     "HTTPProblem",
     "json_body",
+    "json_when_ready",
     "problem_response",
     "route",
     "sse_response",
 ]
 
 DEFAULT_MAX_BODY = 10 * 1024 * 1024  # bytes a request body may have
+HEARTBEAT_SECONDS = 5.0  # a quiet stream or a long wait sends a keep-alive this often
+
+T = TypeVar("T")
 
 
 class HTTPProblem(Exception):
@@ -117,18 +124,80 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+async def _with_heartbeats(source: AsyncIterator[T], every: float) -> AsyncIterator[T | None]:
+    """``source``'s items, and ``None`` each time ``every`` seconds pass without one."""
+    pending: asyncio.Future[T] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(source))
+            done, _ = await asyncio.wait({pending}, timeout=every)
+            if not done:
+                yield None
+                continue
+            try:
+                item = pending.result()
+            except StopAsyncIteration:
+                pending = None
+                return
+            pending = None
+            yield item
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 def sse_response(
     events: AsyncIterator[tuple[str | None, str, Any]],
     headers: Mapping[str, str] | None = None,
+    *,
+    heartbeat: float = HEARTBEAT_SECONDS,
 ) -> Response:
-    """A ``text/event-stream`` of ``(id, event, data)``; nothing is buffered on the way."""
+    """A ``text/event-stream`` of ``(id, event, data)``, with a heartbeat comment each
+    ``heartbeat`` seconds without an event (proxies close quiet connections); nothing is
+    buffered on the way."""
 
     async def body() -> AsyncIterator[bytes]:
-        async for event_id, event, data in events:
-            yield sse_event(event, data, event_id)
+        async for item in _with_heartbeats(events, heartbeat):
+            if item is None:
+                yield HEARTBEAT
+            else:
+                event_id, event, data = item
+                yield sse_event(event, data, event_id)
 
     return StreamingResponse(
         body(),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", **(headers or {})},
     )
+
+
+def json_when_ready(
+    answer: Awaitable[Any],
+    headers: Mapping[str, str] | None = None,
+    *,
+    heartbeat: float = HEARTBEAT_SECONDS,
+) -> Response:
+    """A 200 JSON response whose body is ``answer``'s value once it is ready, preceded by a
+    newline each ``heartbeat`` seconds until then (JSON parsers skip the leading whitespace;
+    proxies see a live connection), as LangGraph's server answers ``runs.wait``."""
+
+    async def body() -> AsyncIterator[bytes]:
+        async for value in _with_heartbeats(_once(answer), heartbeat):
+            yield b"\n" if value is None else _json_bytes(value)
+
+    return StreamingResponse(body(), media_type="application/json", headers=dict(headers or {}))
+
+
+async def _once(answer: Awaitable[T]) -> AsyncIterator[T]:
+    yield await answer
+
+
+def _json_bytes(value: Any) -> bytes:
+    """``value`` as Starlette's ``JSONResponse`` writes it."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()

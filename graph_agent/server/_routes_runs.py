@@ -1,84 +1,149 @@
-"""The routes of runs: create (in the background, waited for, streamed), list, read, join,
-rejoin a stream, cancel."""
+"""The routes of runs: create (in the background, waited for, streamed; on a thread, or
+stateless on a thread of their own), list, read, join, rejoin a stream, cancel, delete."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ._http import HTTPProblem, route
-from ._server import read_body, server_of
+from ._http import HTTPProblem, json_when_ready, route
+from ._runs import Run
+from ._server import Server, read_body, server_of
 
 __all__ = ["RUN_ROUTES"]
 
 
-# -- runs --------------------------------------------------------------------------------
+RUN_STATUSES = ("pending", "running", "success", "error", "interrupted")
 
 
-@route("/threads/{thread_id}/runs", ["POST"])
+def _thread_id(request: Request) -> str | None:
+    """The path's thread, or ``None`` on the stateless routes (``/runs/...``)."""
+    thread_id = request.path_params.get("thread_id")
+    return str(thread_id) if thread_id is not None else None
+
+
+def _run(server: Server, request: Request) -> Run:
+    thread_id, run_id = _thread_id(request), request.path_params["run_id"]
+    if thread_id is None:
+        run = server.runs.runs.get(run_id)
+        if run is None:
+            raise HTTPProblem(404, f"run {run_id!r} not found")
+        return run
+    return server.run_of(thread_id, run_id)
+
+
+def _flag(request: Request, name: str) -> bool:
+    return request.query_params.get(name) in ("1", "true", "True")
+
+
+async def _finished(server: Server, run: Run) -> Any:
+    await server.runs.join(run)
+    return await server.final_values(run)
+
+
 async def runs_create(request: Request) -> Response:
     server = server_of(request)
-    run = await server.start_run(request.path_params["thread_id"], await read_body(request))
-    where = f"/threads/{run.thread_id}/runs/{run.run_id}"
-    return JSONResponse(server.run_wire(run), headers={"Content-Location": where})
+    run = await server.start_run(_thread_id(request), await read_body(request))
+    headers = server.run_headers(run, "")
+    return JSONResponse(
+        server.run_wire(run), headers={"Content-Location": headers["Content-Location"]}
+    )
+
+
+async def runs_wait(request: Request) -> Response:
+    server = server_of(request)
+    body = await read_body(request)
+    run = await server.start_run(_thread_id(request), body)
+    if body.get("on_disconnect") == "cancel":
+        # a client that stops waiting stops the run: the answer is then never read
+        return json_when_ready(
+            server.cancel_unless_answered(run, _finished(server, run)),
+            server.run_headers(run, "/join"),
+            heartbeat=server.heartbeat,
+        )
+    return json_when_ready(
+        _finished(server, run), server.run_headers(run, "/join"), heartbeat=server.heartbeat
+    )
+
+
+async def runs_stream(request: Request) -> Response:
+    server = server_of(request)
+    body = await read_body(request)
+    run = await server.start_run(_thread_id(request), body)
+    return server.stream(run, None, cancel_on_disconnect=body.get("on_disconnect") == "cancel")
 
 
 @route("/threads/{thread_id}/runs", ["GET"])
 async def runs_list(request: Request) -> Response:
     server = server_of(request)
     await server.find_thread(request.path_params["thread_id"])
-    runs = server.runs.thread_runs(request.path_params["thread_id"])
-    return JSONResponse([server.run_wire(r) for r in runs])
+    try:
+        limit = int(request.query_params.get("limit") or 10)
+        offset = int(request.query_params.get("offset") or 0)
+    except ValueError:
+        raise HTTPProblem(422, "limit and offset must be integers") from None
+    status = request.query_params.get("status")
+    if status is not None and status not in RUN_STATUSES:
+        raise HTTPProblem(422, f"status {status!r} is not one of {list(RUN_STATUSES)}")
+    runs = [
+        r
+        for r in server.runs.thread_runs(request.path_params["thread_id"])
+        if status in (None, r.status)
+    ]
+    return JSONResponse([server.run_wire(r) for r in runs[offset : offset + limit]])
 
 
-@route("/threads/{thread_id}/runs/wait", ["POST"])
-async def runs_wait(request: Request) -> Response:
-    server = server_of(request)
-    run = await server.start_run(request.path_params["thread_id"], await read_body(request))
-    await server.runs.join(run)
-    where = f"/threads/{run.thread_id}/runs/{run.run_id}/join"
-    return JSONResponse(await server.final_values(run), headers={"Location": where})
-
-
-@route("/threads/{thread_id}/runs/stream", ["POST"])
-async def runs_stream(request: Request) -> Response:
-    server = server_of(request)
-    run = await server.start_run(request.path_params["thread_id"], await read_body(request))
-    return server.stream(run, None)
-
-
-@route("/threads/{thread_id}/runs/{run_id}", ["GET"])
 async def run_get(request: Request) -> Response:
     server = server_of(request)
-    run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
-    return JSONResponse(server.run_wire(run))
+    return JSONResponse(server.run_wire(_run(server, request)))
+
+
+@route("/threads/{thread_id}/runs/{run_id}", ["DELETE"])
+async def run_delete(request: Request) -> Response:
+    server = server_of(request)
+    run = _run(server, request)
+    if run.status in ("pending", "running"):
+        raise HTTPProblem(409, f"run {run.run_id!r} is {run.status}: cancel it first")
+    server.runs.delete(run)
+    return Response(status_code=204)
 
 
 @route("/threads/{thread_id}/runs/{run_id}/join", ["GET"])
 async def run_join(request: Request) -> Response:
     server = server_of(request)
-    run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
-    await server.runs.join(run)
-    return JSONResponse(await server.final_values(run))
+    run = _run(server, request)
+    answer = _finished(server, run)
+    if _flag(request, "cancel_on_disconnect"):
+        answer = server.cancel_unless_answered(run, answer)
+    return json_when_ready(answer, server.run_headers(run, "/join"), heartbeat=server.heartbeat)
 
 
-@route("/threads/{thread_id}/runs/{run_id}/stream", ["GET"])
 async def run_rejoin(request: Request) -> Response:
     server = server_of(request)
-    run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
-    return server.stream(run, request.headers.get("last-event-id"))
+    run = _run(server, request)
+    return server.stream(
+        run,
+        request.headers.get("last-event-id"),
+        cancel_on_disconnect=_flag(request, "cancel_on_disconnect"),
+    )
 
 
 @route("/threads/{thread_id}/runs/{run_id}/cancel", ["POST"])
 async def run_cancel(request: Request) -> Response:
     server = server_of(request)
-    run = server.run_of(request.path_params["thread_id"], request.path_params["run_id"])
-    wait = request.query_params.get("wait") in ("1", "true", "True")
+    run = _run(server, request)
+    wait = _flag(request, "wait")
     action = request.query_params.get("action") or "interrupt"
     if action not in ("interrupt", "rollback"):
         raise HTTPProblem(422, f"action {action!r} is not 'interrupt' or 'rollback'")
     await server.runs.cancel(run, rollback=action == "rollback", wait=wait)
-    return Response(status_code=200 if wait else 202)
+    if wait:
+        return JSONResponse(
+            await server.final_values(run), headers=server.run_headers(run, "/join")
+        )
+    return Response(status_code=202)
 
 
 @route("/ok", ["GET"])
@@ -86,14 +151,28 @@ async def ok(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
 
+@route("/info", ["GET"])
+async def info(request: Request) -> Response:
+    from .. import __version__
+
+    return JSONResponse({"version": __version__, "flags": {}})
+
+
+def _both(path: str, methods: list[str], handler: Any) -> list[Any]:
+    """``handler`` on a thread's path and on the stateless one (``/runs/...``)."""
+    return [route("/threads/{thread_id}" + path, methods)(handler), route(path, methods)(handler)]
+
+
 RUN_ROUTES = [
-    runs_wait,
-    runs_stream,
-    runs_create,
+    *_both("/runs/wait", ["POST"], runs_wait),
+    *_both("/runs/stream", ["POST"], runs_stream),
+    *_both("/runs", ["POST"], runs_create),
     runs_list,
     run_join,
-    run_rejoin,
+    *_both("/runs/{run_id}/stream", ["GET"], run_rejoin),
     run_cancel,
-    run_get,
+    run_delete,
+    *_both("/runs/{run_id}", ["GET"], run_get),
     ok,
+    info,
 ]

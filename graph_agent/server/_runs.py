@@ -136,6 +136,10 @@ class Run:
     rolled_back: bool = False
     # the execute wrote the failure into the log itself (in its protocol's words)
     error_reported: bool = False
+    # what the run answers (``wait``, ``join``) once it succeeded, kept with it
+    output: dict[str, Any] | None = None
+    # run on a thread of its own (``POST /runs/...``), deleted when it ends
+    stateless: bool = False
 
     def mark(self, status: RunStatus, error: str | None = None) -> None:
         self.status = status
@@ -263,3 +267,18 @@ class RunManager:
 
     async def join(self, run: Run) -> None:
         await run.done.wait()
+
+    def forget_thread(self, thread_id: str) -> None:
+        """Drop the records of a deleted thread's runs (none of them is running)."""
+        for run_id in self._by_thread.pop(thread_id, []):
+            self.runs.pop(run_id, None)
+        self._locks.pop(thread_id, None)
+        self._current.pop(thread_id, None)
+        self.restart_from.pop(thread_id, None)
+
+    def delete(self, run: Run) -> None:
+        """Drop the record of a run that is over."""
+        self.runs.pop(run.run_id, None)
+        ids = self._by_thread.get(run.thread_id, [])
+        if run.run_id in ids:
+            ids.remove(run.run_id)

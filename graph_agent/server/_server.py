@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from checkpoint.errors import CheckpointNotFoundError
+
 from ..events import CheckpointEvent, RunEnd
 from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
-from ._http import HTTPProblem, json_body, sse_response
+from ._http import HEARTBEAT_SECONDS, HTTPProblem, json_body, sse_response
 from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
 from ._wire_encoder import RunStreamEncoder
 from ._wire_state import (
@@ -32,6 +35,8 @@ from ._wire_state import (
 from ._wire_stream import parse_stream_modes
 
 __all__ = ["Served", "Server", "ThreadRecord", "now", "read_body", "server_of"]
+
+T = TypeVar("T")
 
 
 def now() -> datetime:
@@ -79,12 +84,16 @@ class ThreadRecord:
     updated_at: datetime
     metadata: dict[str, Any]
     graph_id: str | None = None
+    # the saver threads of its subgraphs' checkpoints this process saw written (deleted with it)
+    children: set[str] = dataclasses.field(default_factory=set)
 
 
 class Server:
     """What the app's routes share: the served objects, the threads and the runs."""
 
-    def __init__(self, served: Mapping[str, Any], max_body: int) -> None:
+    def __init__(
+        self, served: Mapping[str, Any], max_body: int, heartbeat: float = HEARTBEAT_SECONDS
+    ) -> None:
         if not served:
             raise ValueError("serve at least one agent, flow or graph")
         self.served = {name: Served.of(name, target) for name, target in served.items()}
@@ -92,6 +101,8 @@ class Server:
         self.threads: dict[str, ThreadRecord] = {}
         self.runs = RunManager()
         self.max_body = max_body
+        self.heartbeat = heartbeat
+        self._cleanups: set[asyncio.Task[None]] = set()
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -126,19 +137,43 @@ class Server:
                 return self.threads.setdefault(thread_id, record)
         raise HTTPProblem(404, f"thread {thread_id!r} not found")
 
+    def create_thread(
+        self, thread_id: str, metadata: Mapping[str, Any], graph_id: str | None = None
+    ) -> ThreadRecord:
+        created = now()
+        record = ThreadRecord(thread_id, created, created, dict(metadata), graph_id)
+        self.threads[thread_id] = record
+        return record
+
+    async def delete_thread(self, record: ThreadRecord) -> None:
+        """Stop the thread's runs, then forget it: its checkpoints (and those of its
+        subgraphs this process saw written), its runs and its record."""
+        for run in self.runs.thread_runs(record.thread_id):
+            await self.runs.cancel(run)
+        self.threads.pop(record.thread_id, None)
+        self.runs.forget_thread(record.thread_id)
+        served = self.graph_of(record)
+        if served is not None and served.graph.saver is not None:
+            for saver_thread in (record.thread_id, *sorted(record.children)):
+                await served.graph.saver.adelete_thread(saver_thread)
+
     def graph_of(self, record: ThreadRecord) -> Served | None:
         if record.graph_id is not None:
             return self.served.get(record.graph_id)
         return next(iter(self.served.values())) if len(self.served) == 1 else None
 
     async def snapshot(
-        self, record: ThreadRecord, checkpoint_id: str | None = None
+        self, record: ThreadRecord, checkpoint_id: str | None = None, *, subgraphs: bool = False
     ) -> StateSnapshot | None:
+        """The thread's state (at ``checkpoint_id``; ``None`` if it has none there)."""
         served = self.graph_of(record)
         if served is None:
             return None
         config = RunnableConfig(thread_id=record.thread_id, checkpoint_id=checkpoint_id)
-        return await served.graph.aget_state(config)
+        try:
+            return await served.graph.aget_state(config, subgraphs=subgraphs)
+        except CheckpointNotFoundError:
+            return None
 
     async def thread_wire(self, record: ThreadRecord) -> dict[str, Any]:
         snapshot = await self.snapshot(record)
@@ -179,9 +214,33 @@ class Server:
 
     # -- runs --------------------------------------------------------------------------------
 
-    async def start_run(self, thread_id: str, body: dict[str, Any]) -> Run:
-        record = await self.find_thread(thread_id)
+    async def start_run(self, thread_id: str | None, body: dict[str, Any]) -> Run:
+        """Start the run ``body`` asks for on ``thread_id`` (``None``: a stateless run, on a
+        thread of its own, deleted once the run ends unless ``on_completion`` is ``"keep"``);
+        answered once its input is stored (or it is queued)."""
         served = self.assistant(body.get("assistant_id"))
+        _refuse_unsupported(body)
+        stateless = thread_id is None
+        if thread_id is None:
+            command = body.get("command")
+            if isinstance(command, Mapping) and "resume" in command:
+                raise HTTPProblem(400, "You must provide a thread_id when resuming.")
+            completion = body.get("on_completion") or "delete"
+            if completion not in ("delete", "keep"):
+                raise HTTPProblem(422, f"on_completion {completion!r} is not 'delete' or 'keep'")
+            record = self.create_thread(str(uuid.uuid4()), {}, served.graph_id)
+            thread_id = record.thread_id
+        elif body.get("if_not_exists") == "create" and thread_id not in self.threads:
+            try:
+                record = await self.find_thread(thread_id)
+            except HTTPProblem:
+                record = self.create_thread(thread_id, {}, served.graph_id)
+        else:
+            if body.get("if_not_exists") not in (None, "reject", "create"):
+                raise HTTPProblem(
+                    422, f"if_not_exists {body['if_not_exists']!r} is not 'reject' or 'create'"
+                )
+            record = await self.find_thread(thread_id)
         if record.graph_id not in (None, served.graph_id):
             raise HTTPProblem(
                 409,
@@ -216,13 +275,15 @@ class Server:
         async def execute(run: Run) -> RunStatus:
             return await self._execute(run, served, value, config, modes, subgraphs)
 
+        tid = thread_id
+
         async def head() -> str | None:
-            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=thread_id))
+            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=tid))
             return snapshot.checkpoint_id if snapshot is not None else None
 
         kwargs = {k: v for k, v in body.items() if k != "assistant_id"}
         try:
-            return await self.runs.start(
+            run = await self.runs.start(
                 thread_id,
                 assistant_id_for(served.graph_id),
                 kwargs,
@@ -233,6 +294,14 @@ class Server:
             )
         except ThreadBusyError as error:
             raise HTTPProblem(409, str(error)) from None
+        run.stateless = stateless
+        if stateless and body.get("on_completion") != "keep":
+            self._spawn(self._delete_when_done(run, record))
+        return run
+
+    async def _delete_when_done(self, run: Run, record: ThreadRecord) -> None:
+        await self.runs.join(run)
+        await self.delete_thread(record)
 
     async def _execute(
         self,
@@ -247,6 +316,7 @@ class Server:
             modes=modes, thread_id=run.thread_id, run_id=run.run_id, subgraphs=subgraphs
         )
         log = run.log
+        record = self.thread(run.thread_id)
         for part in encoder.start():
             await log.append(*part)
         if value is None or isinstance(value, Command):
@@ -259,6 +329,8 @@ class Server:
             async for event in served.events(value, config):
                 for part in encoder.event(event):
                     await log.append(*part)
+                if isinstance(event, CheckpointEvent) and event.namespace:
+                    record.children.add("|".join((run.thread_id, *event.namespace)))
                 if isinstance(event, CheckpointEvent) and not event.namespace:
                     run.started.set()  # the input (then each step) is stored
                     if encoder.needs_snapshots:
@@ -270,7 +342,7 @@ class Server:
                             for part in encoder.checkpoint(snapshot):
                                 await log.append(*part)
                 if isinstance(event, RunEnd) and not event.namespace:
-                    self.thread(run.thread_id).updated_at = now()
+                    record.updated_at = now()
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as error:
@@ -278,6 +350,7 @@ class Server:
                 await log.append(*part)
             run.error_reported = True
             raise
+        run.output = await self.final_values(run)  # kept: a stateless run's thread goes
         return "success"
 
     async def final_values(self, run: Run) -> dict[str, Any]:
@@ -286,13 +359,21 @@ class Server:
         if run.status == "error":
             name, _, message = (run.error or "").partition(": ")
             return {"__error__": {"error": name, "message": message}}
-        snapshot = await self.snapshot(self.thread(run.thread_id))
+        if run.output is not None:
+            return run.output
+        record = self.threads.get(run.thread_id)
+        snapshot = await self.snapshot(record) if record is not None else None
         if snapshot is None:
             return {}
         waiting = [i for i in snapshot.interrupts if i.when == "during"]
         return values_to_wire(snapshot.values, thread_id=run.thread_id, interrupts=waiting)
 
-    def stream(self, run: Run, last_event_id: str | None) -> Response:
+    def stream(
+        self, run: Run, last_event_id: str | None, *, cancel_on_disconnect: bool = False
+    ) -> Response:
+        """The run's events as SSE, from after ``last_event_id`` (none: from the start), with
+        heartbeats while it is quiet; with ``cancel_on_disconnect``, a client that goes away
+        before the run ends cancels it."""
         log = run.log
         try:
             log.position_after(last_event_id)
@@ -300,11 +381,60 @@ class Server:
             raise HTTPProblem(400, str(error)) from None
 
         async def parts() -> AsyncIterator[tuple[str | None, str, Any]]:
-            async for entry in log.follow(last_event_id):
-                yield entry.id, entry.event, entry.data
+            finished = False
+            try:
+                async for entry in log.follow(last_event_id):
+                    yield entry.id, entry.event, entry.data
+                finished = True
+            finally:
+                if not finished and cancel_on_disconnect:
+                    self._spawn(self.runs.cancel(run, wait=False))
 
-        where = f"/threads/{run.thread_id}/runs/{run.run_id}/stream"
-        return sse_response(parts(), headers={"Location": where, "Content-Location": where})
+        return sse_response(
+            parts(), headers=self.run_headers(run, "/stream"), heartbeat=self.heartbeat
+        )
+
+    def run_headers(self, run: Run, suffix: str) -> dict[str, str]:
+        """``Location`` (where to follow the run: ``suffix`` is ``/stream`` or ``/join``) and
+        ``Content-Location`` (the run), as clients read them to reconnect."""
+        where = (
+            f"/runs/{run.run_id}"
+            if run.stateless
+            else f"/threads/{run.thread_id}/runs/{run.run_id}"
+        )
+        location = f"/threads/{run.thread_id}/runs/{run.run_id}{suffix}"
+        if run.stateless and suffix == "/stream":
+            location = f"/runs/{run.run_id}/stream"
+        return {"Location": location, "Content-Location": where}
+
+    async def cancel_unless_answered(self, run: Run, answer: Awaitable[T]) -> T:
+        """``answer``'s value; if the one waiting for it goes away first (the request is
+        cancelled), ``run`` is cancelled too (``on_disconnect="cancel"``)."""
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            self._spawn(self.runs.cancel(run, wait=False))
+            raise
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
+
+
+# What a run request may ask for that this server does not do: refused, not ignored.
+_UNSUPPORTED = {
+    "interrupt_before": "compile the graph with interrupt_before=[...] (per run they are not served)",
+    "interrupt_after": "compile the graph with interrupt_after=[...] (per run they are not served)",
+    "webhook": "follow the run with join or its stream instead",
+    "after_seconds": "runs start at once; start it later from the client",
+}
+
+
+def _refuse_unsupported(body: Mapping[str, Any]) -> None:
+    for key, instead in _UNSUPPORTED.items():
+        if body.get(key):
+            raise HTTPProblem(422, f"{key} is not supported by this server: {instead}")
 
 
 def server_of(request: Request) -> Server:
