@@ -228,24 +228,10 @@ class Server:
             completion = body.get("on_completion") or "delete"
             if completion not in ("delete", "keep"):
                 raise HTTPProblem(422, f"on_completion {completion!r} is not 'delete' or 'keep'")
-            record = self.create_thread(str(uuid.uuid4()), {}, served.graph_id)
-            thread_id = record.thread_id
-        elif body.get("if_not_exists") == "create" and thread_id not in self.threads:
-            try:
-                record = await self.find_thread(thread_id)
-            except HTTPProblem:
-                record = self.create_thread(thread_id, {}, served.graph_id)
-        else:
-            if body.get("if_not_exists") not in (None, "reject", "create"):
-                raise HTTPProblem(
-                    422, f"if_not_exists {body['if_not_exists']!r} is not 'reject' or 'create'"
-                )
-            record = await self.find_thread(thread_id)
-        if record.graph_id not in (None, served.graph_id):
-            raise HTTPProblem(
-                409,
-                f"thread {thread_id!r} belongs to {record.graph_id!r}, not {served.graph_id!r}",
-            )
+            thread_id = str(uuid.uuid4())
+        if_not_exists = body.get("if_not_exists") or "reject"
+        if if_not_exists not in ("reject", "create"):
+            raise HTTPProblem(422, f"if_not_exists {if_not_exists!r} is not 'reject' or 'create'")
         strategy = body.get("multitask_strategy") or "enqueue"
         if strategy not in MULTITASK_STRATEGIES:
             raise HTTPProblem(
@@ -260,6 +246,21 @@ class Server:
             )
         except ValueError as error:
             raise HTTPProblem(422, str(error)) from None
+        # the thread last, so that a refused request leaves none behind
+        if stateless:
+            record = self.create_thread(thread_id, {}, served.graph_id)
+        else:
+            try:
+                record = await self.find_thread(thread_id)
+            except HTTPProblem:
+                if if_not_exists != "create":
+                    raise
+                record = self.create_thread(thread_id, {}, served.graph_id)
+        if record.graph_id not in (None, served.graph_id):
+            raise HTTPProblem(
+                409,
+                f"thread {thread_id!r} belongs to {record.graph_id!r}, not {served.graph_id!r}",
+            )
         if isinstance(value, Command) and not value.has_resume and value.update is None:
             value = None  # ``Command(resume=None)`` arrives as {}: no resume, as LangGraph
         record.graph_id = served.graph_id

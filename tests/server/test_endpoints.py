@@ -110,6 +110,9 @@ def test_a_stateless_wait_answers_and_leaves_no_thread_behind(kit: Kit) -> None:
         time.sleep(0.02)
     assert saver_threads(kit.savers["weather"]) == []  # type: ignore[attr-defined]
     assert kit.client.threads.search() == []
+    with pytest.raises(UnprocessableEntityError):  # refused: no thread made for it either
+        kit.client.runs.create(None, "weather", input=HI, stream_mode="nonsense")
+    assert kit.client.threads.search() == []
 
 
 def test_a_stateless_stream_kept_on_completion_leaves_its_thread(kit: Kit) -> None:
