@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Coroutine, Mapping
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -69,12 +69,12 @@ class Served:
             )
         return cls(graph_id, target, graph, getattr(target, "description", None))
 
-    def events(self, value: Any, config: RunnableConfig) -> AsyncIterator[Any]:
+    def events(self, value: Any, config: RunnableConfig) -> AsyncGenerator[Any, None]:
         """The run's events: an agent takes its input as ``call`` does, a graph as it is."""
         stream = getattr(self.target, "astream_events", None)
         if stream is not None and self.target is not self.graph:
-            return stream(value, config)  # type: ignore[no-any-return]
-        return self.graph.astream_events(value, config)
+            return cast("AsyncGenerator[Any, None]", stream(value, config))
+        return cast("AsyncGenerator[Any, None]", self.graph.astream_events(value, config))
 
 
 @dataclasses.dataclass
@@ -326,25 +326,39 @@ class Server:
                 for part in encoder.resume(snapshot):
                     await log.append(*part)
             run.started.set()  # nothing new to store: the thread has it
+        stored: str | None = None  # the last checkpoint of the root graph the log shows
         try:
-            async for event in served.events(value, config):
-                for part in encoder.event(event):
-                    await log.append(*part)
-                if isinstance(event, CheckpointEvent) and event.namespace:
-                    record.children.add("|".join((run.thread_id, *event.namespace)))
-                if isinstance(event, CheckpointEvent) and not event.namespace:
-                    run.started.set()  # the input (then each step) is stored
-                    if encoder.needs_snapshots:
-                        at = RunnableConfig(
-                            thread_id=run.thread_id, checkpoint_id=event.checkpoint_id
-                        )
-                        snapshot = await served.graph.aget_state(at)
-                        if snapshot is not None:
-                            for part in encoder.checkpoint(snapshot):
-                                await log.append(*part)
-                if isinstance(event, RunEnd) and not event.namespace:
-                    record.updated_at = now()
-        except (asyncio.CancelledError, KeyboardInterrupt):
+            # closed here, not by the garbage collector: closing it stops the run
+            events = served.events(value, config)
+            try:
+                async for event in events:
+                    for part in encoder.event(event):
+                        await log.append(*part)
+                    if isinstance(event, CheckpointEvent) and event.namespace:
+                        record.children.add("|".join((run.thread_id, *event.namespace)))
+                    if isinstance(event, CheckpointEvent) and not event.namespace:
+                        run.started.set()  # the input (then each step) is stored
+                        stored = event.checkpoint_id
+                        if encoder.needs_snapshots:
+                            at = RunnableConfig(thread_id=run.thread_id, checkpoint_id=stored)
+                            snapshot = await served.graph.aget_state(at)
+                            if snapshot is not None:
+                                for part in encoder.checkpoint(snapshot):
+                                    await log.append(*part)
+                    if isinstance(event, RunEnd) and not event.namespace:
+                        record.updated_at = now()
+            finally:
+                await events.aclose()
+        except asyncio.CancelledError:
+            # a cancelled run ends its step and stores it (nothing it streamed is lost):
+            # the stream ends on what was stored
+            if encoder.needs_snapshots:
+                snapshot = await served.graph.aget_state(RunnableConfig(thread_id=run.thread_id))
+                if snapshot is not None and snapshot.checkpoint_id != stored:
+                    for part in encoder.checkpoint(snapshot):
+                        await log.append(*part)
+            raise
+        except KeyboardInterrupt:
             raise
         except Exception as error:
             for part in encoder.error(error):

@@ -1,0 +1,171 @@
+"""What a run promises when its server dies or its client cancels it:
+
+- langgraph #8764: a run the server accepted is not lost when the process is killed before
+  the run's first checkpoint. Ours answers ``runs.create`` only once the run's input is
+  stored, so a ``graph-agent serve`` killed with SIGKILL right after leaves a thread that a
+  new server process finds and finishes;
+- langgraph #5672: cancelling a run loses nothing it streamed. A cancelled run ends the step
+  it is in and stores it, so every message part the client saw is in the thread, the parallel
+  tool call that finished is kept, and the stream ends on the stored state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+httpx = pytest.importorskip("httpx")
+from langgraph_sdk import get_sync_client  # noqa: E402
+
+from checkpoint import MemorySaver  # noqa: E402
+from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool  # noqa: E402
+from graph_agent.server import create_app  # noqa: E402
+from tests.redis_servers import free_port  # noqa: E402
+
+from .conftest import live_server  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SERVED = """
+import os, time
+from graph_agent import AssistantMessage, FunctionChatModel, ReactAgent, ToolCall, tool
+from graph_agent import ToolResponseMessage
+
+@tool
+def archive(note: str) -> str:
+    \"\"\"Archive a note (slowly, in the first server process).\"\"\"
+    if os.environ.get("ARCHIVE_HANGS"):
+        time.sleep(120)
+    return f"archived {note}"
+
+def reply(prompt):  # the same answer in every process: it reads the conversation
+    if isinstance(prompt.messages[-1], ToolResponseMessage):
+        return "Archived."
+    return AssistantMessage(
+        "", tool_calls=[ToolCall(id="call_1", name="archive", arguments='{"note": "n1"}')]
+    )
+
+agent = ReactAgent(name="keeper", model=FunctionChatModel(reply), tools=[archive])
+"""
+
+
+def serve(module: Path, db: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "graph_agent.cli", "serve", f"{module}:agent",
+         "--port", str(port), "--saver", f"sqlite:{db}"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT), **env),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "graph-agent serve did not start"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ok", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    process.send_signal(sig)
+    process.wait(20)
+    assert process.stderr is not None
+    process.stderr.close()
+
+
+def test_an_accepted_run_survives_its_server_killed_before_it_ends(tmp_path: Path) -> None:
+    module, db = tmp_path / "served.py", tmp_path / "threads.sqlite"
+    module.write_text(SERVED)
+    port = free_port()
+    first = serve(module, db, port, ARCHIVE_HANGS="1")
+    try:
+        with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
+            thread = client.threads.create()
+            run = client.runs.create(
+                thread["thread_id"],
+                "keeper",
+                input={"messages": [{"role": "user", "content": "keep this"}]},
+            )
+            assert run["status"] in ("pending", "running")
+    finally:
+        stop(first, signal.SIGKILL)  # at once: the run is in its first steps, or waiting
+    second = serve(module, db, port)
+    try:
+        with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
+            found = client.threads.get(thread["thread_id"])
+            assert found["values"]["messages"][0]["content"] == "keep this"
+            assert found["status"] == "interrupted"  # stopped between steps: it goes on
+            done = client.runs.wait(thread["thread_id"], "keeper", input=None)
+    finally:
+        stop(second)
+    assert isinstance(done, dict)
+    assert [m["type"] for m in done["messages"]] == ["human", "ai", "tool", "ai"]
+    assert done["messages"][-1]["content"] == "Archived."
+
+
+def test_a_cancelled_run_keeps_everything_it_streamed() -> None:
+    slow_started = threading.Event()
+
+    @tool
+    async def quick(q: str) -> str:
+        """Answers at once."""
+        return "quick result"
+
+    @tool
+    async def slow(q: str) -> str:
+        """Takes its time."""
+        slow_started.set()
+        await asyncio.sleep(0.5)
+        return "slow result"
+
+    both = AssistantMessage(
+        "Let me check both.",
+        tool_calls=[
+            ToolCall(id="c1", name="quick", arguments=json.dumps({"q": "a"})),
+            ToolCall(id="c2", name="slow", arguments=json.dumps({"q": "b"})),
+        ],
+    )
+    agent = ReactAgent(
+        name="two",
+        model=ScriptedChatModel([both, "Both checked."]),
+        tools=[quick, slow],
+        saver=MemorySaver(),
+    )
+    with live_server(create_app({"two": agent})) as url, get_sync_client(url=url) as client:
+        thread = client.threads.create()
+        run = client.runs.create(
+            thread["thread_id"],
+            "two",
+            input={"messages": [{"role": "user", "content": "go"}]},
+            stream_mode=["values", "messages-tuple"],
+        )
+        assert slow_started.wait(10)
+        client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+        assert client.runs.get(thread["thread_id"], run["run_id"])["status"] == "interrupted"
+        streamed = list(client.runs.join_stream(thread["thread_id"], run["run_id"]))
+        state = client.threads.get_state(thread["thread_id"])
+    stored: list[dict[str, Any]] = state["values"]["messages"]
+    text = "".join(
+        p.data[0]["content"]
+        for p in streamed
+        if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"
+    )
+    assert text == "Let me check both."
+    assert stored[1]["content"] == text  # what the client saw is stored
+    results = {m["tool_call_id"]: m["content"] for m in stored if m["type"] == "tool"}
+    assert results == {"c1": "quick result", "c2": "slow result"}  # the step ended, kept
+    last_values = [p.data for p in streamed if p.event == "values"][-1]
+    assert last_values["messages"] == stored  # the stream ends on what was stored
+    assert state["next"] == ["model"]  # and the thread goes on from there
