@@ -71,12 +71,15 @@ class RunEvent:
 class RunStart(RunEvent):
     """A run began with ``input`` (a dict, ``None`` to resume, or a ``Command``). ``graph``
     is the graph's name (``compile(name=...)``; an agent's name; a subgraph's node name when
-    it has none); ``agent`` says the graph is a ``ReactAgent``'s."""
+    it has none); ``agent`` says the graph is a ``ReactAgent``'s; ``call_id`` is the id of
+    the tool call that runs it (an agent called as a tool: the ``ToolStart.call_id`` its
+    events nest under), else ``""``."""
 
     kind: Literal["run_start"] = "run_start"
     input: Any = None
     graph: str = ""
     agent: bool = False
+    call_id: str = ""
 
 
 @_frozen

@@ -50,7 +50,7 @@ class GraphRun(Cursor):
     After the effects generator finishes, ``values`` holds the final state.
     """
 
-    __slots__ = ("child_outputs", "inputs", "stream")
+    __slots__ = ("call_id", "child_outputs", "inputs", "stream")
 
     def __init__(
         self,
@@ -64,6 +64,7 @@ class GraphRun(Cursor):
         super().__init__(spec, config, has_saver, scope)
         self.inputs = inputs
         self.stream = stream
+        self.call_id = ""  # a subgraph run by a tool call: that call's id
         # made when someone collects them (stream(subgraphs=True), a parent's stream)
         self.child_outputs: list[NodeOutput] | None = None
 
@@ -74,7 +75,13 @@ class GraphRun(Cursor):
 
     def _announced(self) -> Generator[Effect, Any, None]:
         scope = self.scope
-        scope.event(RunStart, input=self.inputs, graph=self.graph_name(), agent=self.spec.is_agent)
+        scope.event(
+            RunStart,
+            input=self.inputs,
+            graph=self.graph_name(),
+            agent=self.spec.is_agent,
+            call_id=self.call_id,
+        )
         try:
             yield from self._run()
         except GeneratorExit:  # its stream was closed early: a normal stop, reported as one

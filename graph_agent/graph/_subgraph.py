@@ -88,9 +88,11 @@ class ChildRun(GraphRun):
         inputs: SubgraphEntry,
         stream: bool,
         scope: RunScope,
+        call_id: str = "",
     ) -> None:
         super().__init__(spec, config, has_saver, inputs, stream, scope)
         self.entered: Entered | None = None
+        self.call_id = call_id
 
     def _enter(self) -> Generator[Effect, Any, Command | Mapping[str, Any] | None]:
         entered = yield from super()._enter()
@@ -160,6 +162,7 @@ class SubgraphNode:
             SubgraphEntry(values, task.resume, task.resuming),
             stream=parent.outputs is not None,
             scope=scope,
+            call_id=task.key.rpartition("/")[2],  # a tool call's id, when a tool runs it
         )
         scope.outputs = run.collect_child_outputs()
         return run, scope, values

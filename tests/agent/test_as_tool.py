@@ -24,7 +24,7 @@ from graph_agent import (
     tool,
 )
 from graph_agent.errors import ModelError
-from graph_agent.events import ModelDelta, ModelStart, RunEvent, ToolEnd, ToolStart
+from graph_agent.events import ModelDelta, ModelStart, RunEvent, RunStart, ToolEnd, ToolStart
 from graph_agent.models import FunctionChatModel, Prompt, ScriptedChatModel
 from hooks import HumanInTheLoopHook, ToolFeedback
 
@@ -354,6 +354,12 @@ def test_two_parallel_calls_of_one_agent_tool_run_apart(run: Runner) -> None:
             asked.setdefault(event.namespace, set()).update(users)
     assert sorted(asked.values(), key=sorted) == [{"tides"}, {"winds"}]
     assert all(ns[0].startswith("researcher:") for ns in asked)
+    # each nested run names the call that runs it: a UI nests it under that ToolStart
+    called = {e.call_id: e.arguments for e in seen if isinstance(e, ToolStart) and not e.namespace}
+    started = {e.namespace: e.call_id for e in seen if isinstance(e, RunStart) and e.namespace}
+    for namespace, users in asked.items():
+        assert json.loads(called[started[namespace]]) == {"input": next(iter(users))}
+    assert [e.call_id for e in seen if isinstance(e, RunStart) and not e.namespace] == [""]
     for prompt in researcher.model.prompts:
         requests = [m.text for m in prompt.messages if isinstance(m, UserMessage)]
         assert len(requests) == 1

@@ -28,6 +28,7 @@ from checkpoint import MemorySaver
 from graph_agent import (
     AssistantMessage,
     ChatResponse,
+    FunctionChatModel,
     ReactAgent,
     ScriptedChatModel,
     SequentialAgent,
@@ -295,6 +296,44 @@ def test_sub_agents_nest_under_the_tool_call_or_the_flow_node_that_ran_them(
         assert inner.locator("pre.result").inner_text() == "sunny in Rome"
         assert outer.locator(".row.model").count() == 2  # the sub-agent's two model calls
         screenshot(page, tmp_path, "page-sub-agent")
+        assert page.errors == []
+
+
+def twins_agent() -> ReactAgent:
+    """An agent that asks the same agent twice at once: each run nests under its own call."""
+
+    async def research(prompt: Any) -> str:
+        await asyncio.sleep(0.2)  # both calls are running at once
+        return f"notes on {prompt.messages[-1].text}"
+
+    helper = ReactAgent(name="researcher", model=FunctionChatModel(research))
+    both = AssistantMessage(
+        "",
+        tool_calls=[
+            ToolCall(id=f"call_{city}", name="researcher", arguments=json.dumps({"input": city}))
+            for city in ("Oslo", "Lima")
+        ],
+    )
+    model = ScriptedChatModel([both, says("Both researched.")])
+    return ReactAgent(name="twins", model=model, tools=[helper.as_tool()], saver=MemorySaver())
+
+
+def test_two_calls_of_one_agent_at_once_each_nest_under_their_own_call(
+    page: Any, tmp_path: Path
+) -> None:
+    with live_server(create_app({"twins": twins_agent()})) as url:
+        page.goto(url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        say(page, "Research both")
+        page.locator(".msg.assistant", has_text="Both researched.").wait_for()
+        calls = page.locator("#timeline .row.tool", has_text="researcher")
+        assert calls.count() == 2
+        for i in range(2):
+            call = calls.nth(i)
+            city = json.loads(call.locator("pre.args").first.inner_text())["input"]
+            said = call.locator(".row.model .said")
+            assert said.count() == 1
+            assert said.inner_text() == f"notes on {city}"
         assert page.errors == []
 
 

@@ -883,6 +883,13 @@
       switch (ev.kind) {
         case "run_start":
           if (ns.length) {
+            // an agent called as a tool nests under that call's row (found by its id)
+            const call = ev.call_id ? this.rows.get(`tool|${ns.slice(0, -1).join("|")}|${ev.call_id}`) : null;
+            if (call && !this.rows.has(nsKey)) {
+              this.claimed.add(call);
+              call.li.classList.add("has-sub");
+              this.rows.set(nsKey, call);
+            }
             this.container(ns);
             const row = this.rows.get(nsKey);
             if (row && ev.graph && ev.graph !== row.name) {
