@@ -3,6 +3,7 @@ stateless on a thread of their own), list, read, join, rejoin a stream, cancel, 
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from starlette.requests import Request
@@ -153,9 +154,7 @@ async def ok(request: Request) -> Response:
 
 @route("/info", ["GET"])
 async def info(request: Request) -> Response:
-    from .. import __version__
-
-    return JSONResponse({"version": __version__, "flags": {}})
+    return JSONResponse({"version": version("graph-agent"), "flags": {}})
 
 
 def _both(path: str, methods: list[str], handler: Any) -> list[Any]:
