@@ -64,6 +64,22 @@ def test_a_missing_extra_says_what_to_install():
         assert f"pip install 'graph-agent[{extra}]'" in last, last
 
 
+def test_the_serving_example_without_the_server_extra_says_what_to_install():
+    done = _run(
+        """
+        import runpy
+        sys.argv = ["serving.py"]
+        sys.path[:0] = ["examples", "."]
+        runpy.run_path("examples/serving.py", run_name="__main__")
+        """
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "serving.py needs the server extra, and uvicorn is not installed: "
+        "pip install 'graph-agent[server]'"
+    ]
+
+
 def _pytest(*args: str, before: str = "") -> None:
     """pytest on ``args`` in an interpreter without the extras (after ``before``): every test
     passes, none is skipped."""
