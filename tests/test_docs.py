@@ -22,7 +22,8 @@ fence):
 
 Everything runs offline: python blocks and commands see no ``OPENAI_*`` settings (so
 ``OpenAIChatModel()`` has no key or server to reach), and commands run with proxies that
-point at a closed local port. ``graph-agent`` and ``python`` resolve to this interpreter:
+point at a closed local port (only loopback addresses, a server the block started itself,
+are reached directly). ``graph-agent`` and ``python`` resolve to this interpreter:
 its directory comes first on ``PATH``, followed by stand-ins for both (for an interpreter
 without the ``graph-agent`` console script), and ``PYTHONPATH`` is the repository root.
 """
@@ -55,6 +56,11 @@ _MODEL_SETTINGS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPH_AGENT_MODEL", "DA
 
 # Blocks marked no-run: (page, info string, first line) -> why they cannot run in the suite.
 NO_RUN: dict[tuple[str, str, str], str] = {
+    (
+        "docs/serving.md",
+        "nginx no-run",
+        "location / {",
+    ): "an nginx configuration to adapt, not a command (nginx is not part of the test setup)",
     (
         "docs/index.md",
         "console no-run",
@@ -292,6 +298,7 @@ def _command_env(shims: Path) -> dict[str, str]:
         "all_proxy",
     ):
         env[name] = "http://127.0.0.1:9"  # nothing listens there: no request leaves
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"  # a server the block started
     interpreter = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([interpreter, str(shims), env.get("PATH", "")])
     env["PYTHONPATH"] = str(ROOT)

@@ -3,6 +3,7 @@ Protocol, ``graph_agent.server``), on uvicorn."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,9 +96,16 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         file=out,
         flush=True,
     )
+    # the server's own warnings and errors (a failed run, with its traceback) on stderr
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("graph-agent serve: %(levelname)s %(message)s"))
+    server_log = logging.getLogger("graph_agent.server")
+    server_log.addHandler(handler)
+    server_log.setLevel(logging.WARNING)
     try:
         uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
     finally:
+        server_log.removeHandler(handler)
         if made is not None:
             close_saver(made)
     return 0

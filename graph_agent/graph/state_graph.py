@@ -47,6 +47,17 @@ class StateGraph:
         *,
         private_keys: Iterable[str] = (),
     ) -> None:
+        if isinstance(key_strategies, type) or not isinstance(
+            key_strategies, (Mapping, type(None))
+        ):
+            raise GraphValidationError(
+                [
+                    f"StateGraph takes key_strategies, a mapping of state key -> strategy, not "
+                    f"{getattr(key_strategies, '__name__', type(key_strategies).__name__)!r}: the "
+                    "state has whatever keys nodes write (a state schema such as a TypedDict is "
+                    "not needed); e.g. StateGraph({'messages': KeyStrategy.APPEND})"
+                ]
+            )
         strategies = dict(key_strategies or {})
         for key, strategy in strategies.items():
             if not isinstance(key, str):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,6 +37,8 @@ __all__ = [
     "ThreadBusyError",
     "UnknownEventIdError",
 ]
+
+_log = logging.getLogger("graph_agent.server")
 
 RunStatus = Literal["pending", "running", "success", "error", "interrupted"]
 MULTITASK_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
@@ -127,6 +130,7 @@ class Run:
     created_at: float = dataclasses.field(default_factory=time.time)
     updated_at: float = dataclasses.field(default_factory=time.time)
     error: str | None = None
+    failure: BaseException | None = None  # what it failed with
     log: RunLog = dataclasses.field(default_factory=RunLog)
     # where its thread stood when it started (``rollback`` starts the thread again there)
     started_at_checkpoint: str | None = None
@@ -153,10 +157,17 @@ class Run:
 Execute = Callable[[Run], Awaitable[RunStatus]]
 
 
-class RunManager:
-    """Every run of a server process, one runner per thread at a time."""
+def _error_data(error: BaseException) -> Any:
+    return {"error": type(error).__name__, "message": str(error)}
 
-    def __init__(self) -> None:
+
+class RunManager:
+    """Every run of a server process, one runner per thread at a time. A run that fails is
+    logged (``graph_agent.server``, with its traceback); ``error_data(error)`` is what its
+    stream's ``error`` event says (the protocol decides what a client may see)."""
+
+    def __init__(self, error_data: Callable[[BaseException], Any] = _error_data) -> None:
+        self.error_data = error_data
         self.runs: dict[str, Run] = {}
         self._by_thread: dict[str, list[str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -237,10 +248,12 @@ class RunManager:
                     raise
                 except Exception as error:
                     run.mark("error", f"{type(error).__name__}: {error}")
+                    run.failure = error
+                    _log.error(
+                        "run %s on thread %s failed", run.run_id, run.thread_id, exc_info=error
+                    )
                     if not run.error_reported:
-                        await run.log.append(
-                            "error", {"error": type(error).__name__, "message": str(error)}
-                        )
+                        await run.log.append("error", self.error_data(error))
                 else:
                     run.mark(status)
         finally:

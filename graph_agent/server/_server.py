@@ -20,6 +20,7 @@ from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
 from ._http import HEARTBEAT_SECONDS, HTTPProblem, json_body, sse_response
 from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
 from ._wire_encoder import RunStreamEncoder
+from ._wire_messages import error_to_wire
 from ._wire_state import (
     assistant_id_for,
     command_from_wire,
@@ -99,7 +100,7 @@ class Server:
         self.served = {name: Served.of(name, target) for name, target in served.items()}
         self.by_assistant = {assistant_id_for(n): s for n, s in self.served.items()}
         self.threads: dict[str, ThreadRecord] = {}
-        self.runs = RunManager()
+        self.runs = RunManager(error_to_wire)
         self.max_body = max_body
         self.heartbeat = heartbeat
         self._cleanups: set[asyncio.Task[None]] = set()
@@ -371,9 +372,8 @@ class Server:
     async def final_values(self, run: Run) -> dict[str, Any]:
         """What ``runs.wait`` and ``join`` answer: the thread's values after the run (with
         ``__interrupt__`` when it paused), or ``__error__`` when it failed."""
-        if run.status == "error":
-            name, _, message = (run.error or "").partition(": ")
-            return {"__error__": {"error": name, "message": message}}
+        if run.status == "error" and run.failure is not None:
+            return {"__error__": error_to_wire(run.failure)}
         if run.output is not None:
             return run.output
         record = self.threads.get(run.thread_id)

@@ -144,3 +144,15 @@ def test_router_without_path_map_may_reach_any_node():
     graph.add_edge(START, "a").add_conditional_edges("a", lambda s: END).add_edge("b", END)
     g = graph.compile().get_graph()  # 'b' is reachable through the router
     assert g.has_edge("a", "b") and g.has_edge("a", END)
+
+
+def test_a_state_schema_given_as_key_strategies_is_refused_with_what_to_do() -> None:
+    from typing import TypedDict
+
+    class State(TypedDict):
+        count: int
+
+    with pytest.raises(GraphValidationError, match=r"not 'State'.*KeyStrategy\.APPEND"):
+        StateGraph(State)  # what a LangGraph user writes
+    with pytest.raises(GraphValidationError, match="not 'list'"):
+        StateGraph(["messages"])

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
 from tests.redis_servers import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -32,3 +40,33 @@ def live_server(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def serve_process(module: Path, db: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
+    """``graph-agent serve <module>:agent`` as a real process on ``port``, threads in the
+    SQLite file ``db``, with ``env`` added; returned once it answers ``/ok``. Its stderr is
+    a pipe (``stop_process`` closes it)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "graph_agent.cli", "serve", f"{module}:agent",
+         "--port", str(port), "--saver", f"sqlite:{db}"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT), **env),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "graph-agent serve did not start"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ok", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.05)
+
+
+def stop_process(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> str:
+    """Stop a ``serve_process`` with ``sig``; what it wrote to stderr."""
+    process.send_signal(sig)
+    process.wait(20)
+    assert process.stderr is not None
+    with process.stderr:
+        return process.stderr.read().decode()

@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +29,7 @@ from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCal
 from graph_agent.server import create_app  # noqa: E402
 from tests.redis_servers import free_port  # noqa: E402
 
-from .conftest import live_server  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
+from .conftest import live_server, serve_process, stop_process  # noqa: E402
 
 SERVED = """
 import os, time
@@ -60,36 +54,11 @@ agent = ReactAgent(name="keeper", model=FunctionChatModel(reply), tools=[archive
 """
 
 
-def serve(module: Path, db: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "graph_agent.cli", "serve", f"{module}:agent",
-         "--port", str(port), "--saver", f"sqlite:{db}"],
-        env=dict(os.environ, PYTHONPATH=str(ROOT), **env),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, "graph-agent serve did not start"
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/ok", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.05)
-
-
-def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    process.send_signal(sig)
-    process.wait(20)
-    assert process.stderr is not None
-    process.stderr.close()
-
-
 def test_an_accepted_run_survives_its_server_killed_before_it_ends(tmp_path: Path) -> None:
     module, db = tmp_path / "served.py", tmp_path / "threads.sqlite"
     module.write_text(SERVED)
     port = free_port()
-    first = serve(module, db, port, ARCHIVE_HANGS="1")
+    first = serve_process(module, db, port, ARCHIVE_HANGS="1")
     try:
         with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
             thread = client.threads.create()
@@ -100,8 +69,8 @@ def test_an_accepted_run_survives_its_server_killed_before_it_ends(tmp_path: Pat
             )
             assert run["status"] in ("pending", "running")
     finally:
-        stop(first, signal.SIGKILL)  # at once: the run is in its first steps, or waiting
-    second = serve(module, db, port)
+        stop_process(first, signal.SIGKILL)  # at once: the run is in its first steps, or waiting
+    second = serve_process(module, db, port)
     try:
         with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
             found = client.threads.get(thread["thread_id"])
@@ -109,7 +78,7 @@ def test_an_accepted_run_survives_its_server_killed_before_it_ends(tmp_path: Pat
             assert found["status"] == "interrupted"  # stopped between steps: it goes on
             done = client.runs.wait(thread["thread_id"], "keeper", input=None)
     finally:
-        stop(second)
+        stop_process(second)
     assert isinstance(done, dict)
     assert [m["type"] for m in done["messages"]] == ["human", "ai", "tool", "ai"]
     assert done["messages"][-1]["content"] == "Archived."
