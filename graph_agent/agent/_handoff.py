@@ -23,7 +23,7 @@ from ..graph import END, START, Command, CompiledGraph, KeyStrategy, OverAllStat
 from ..messages import ToolResponse, ToolResponseMessage
 from ..tools import ToolDefinition, ToolMetadata
 from ._parts import MESSAGES
-from ._subagent import ACTIVE_AGENT, NAME, Shape, SubAgentNode
+from ._subagent import ACTIVE_AGENT, NAME, STRUCTURED, Shape, SubAgentNode
 from ._unanswered import answer_unfinished_calls
 
 if TYPE_CHECKING:
@@ -192,7 +192,9 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     graph = StateGraph(strategies, private_keys=private)
     names = list(members_)
     for name, agent in members_.items():
-        node = SubAgentNode(agent, Shape.HISTORY, graph=agent._graph)
+        node = SubAgentNode(
+            agent, Shape.HISTORY, graph=agent._graph, structured=STRUCTURED in strategies
+        )
         if agent is not entry:  # a member with handoffs keeps its listeners off its loop
             node.listeners = tuple(getattr(agent, "_listeners", node.listeners))
         # where its handoffs may lead (what compile() checks and the drawing shows)

@@ -108,6 +108,7 @@ class SubAgentNode(SubgraphNode):
         hidden: Iterable[str] = (),
         graph: CompiledGraph | None = None,
         result_key: str | None = None,
+        structured: bool = False,
     ) -> None:
         graph = graph if graph is not None else agent.graph
         super().__init__(node or agent.name, graph._spec, None, None, graph.listeners)
@@ -121,6 +122,9 @@ class SubAgentNode(SubgraphNode):
         # The parent flow's output_key, when this sub-agent's result is the flow's result
         # (the last step of a sequential flow or of a loop's round).
         self.result_key = result_key
+        # A swarm's member answers for the swarm: its validated answer (or none, when it
+        # has no output_type) is the swarm's ``structured_response``.
+        self.structured = structured
 
     def _seen(self, state: OverAllState) -> OverAllState:
         if self.swarm:
@@ -145,6 +149,8 @@ class SubAgentNode(SubgraphNode):
         }
         if self.swarm and ACTIVE_AGENT in kept:
             kept[ACTIVE_AGENTS] = {self.agent.name: kept.pop(ACTIVE_AGENT)}
+        if self.structured:
+            kept[STRUCTURED] = update.get(STRUCTURED)
         added = update.get(MESSAGES)
         added = list(added) if isinstance(added, (list, tuple)) else []
         if self.shape is Shape.HISTORY:

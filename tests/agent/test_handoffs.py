@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from checkpoint import MemorySaver
 from graph_agent import (
     AgentBuildError,
     AssistantMessage,
@@ -29,6 +31,10 @@ from ._strict import assert_prompts_valid, assert_valid
 from .conftest import Runner, tool_calls
 
 TRANSFER_TO_BILLING = tool_calls(("transfer_to_billing", {}))
+
+
+class Ticket(BaseModel):
+    topic: str
 
 
 class Desk:
@@ -484,3 +490,55 @@ def test_a_swarm_under_a_router_starts_the_next_turn_with_the_agent_that_took_ov
     assert len(x_entry.prompts) == 1 and len(x_target.prompts) == 2
     assert flow.get_state(config).values["active_agents"] == {"xa": "xb"}
     assert_prompts_valid(x_entry, x_target)
+
+
+def ticket_desk(triage_output: bool) -> tuple[ReactAgent, list[ScriptedChatModel]]:
+    """``triage`` hands the first turn to ``billing``, whose answer is a ``Ticket``; the
+    second turn billing hands back, and triage answers in text."""
+    billing_model = ScriptedChatModel(
+        [
+            tool_calls(("final_answer_ticket", {"topic": "refund"})),
+            tool_calls(("transfer_to_triage", {})),
+        ]
+    )
+    triage_model = ScriptedChatModel([TRANSFER_TO_BILLING, "Anything else?"])
+    billing = ReactAgent(
+        name="billing",
+        description="billing questions",
+        model=billing_model,
+        output_type=Ticket,
+        handoffs=["triage"],
+    )
+    triage = ReactAgent(
+        name="triage",
+        description="first contact",
+        model=triage_model,
+        handoffs=[billing],
+        output_type=Ticket if triage_output else None,
+        saver=MemorySaver(),
+    )
+    return triage, [triage_model, billing_model]
+
+
+def test_the_agent_that_answers_gives_the_swarm_its_structured_answer(run: Runner) -> None:
+    """A member with an ``output_type`` that answers the turn: its validated answer is the
+    swarm's ``structured_response``, and ``call_structured`` of the entry returns it."""
+    triage, models = ticket_desk(triage_output=True)
+    config = {"thread_id": "ticket"}
+    if run.is_async:
+        answer = asyncio.run(triage.acall_structured("I want a refund", config))
+    else:
+        answer = triage.call_structured("I want a refund", config)
+    assert answer == Ticket(topic="refund")
+    assert_prompts_valid(*models)
+
+
+def test_a_later_turn_answered_in_text_leaves_no_structured_answer_behind(run: Runner) -> None:
+    triage, models = ticket_desk(triage_output=False)
+    config = {"thread_id": "ticket"}
+    first = run.invoke(triage, "I want a refund", config)
+    assert first["structured_response"] == Ticket(topic="refund")
+    second = run.invoke(triage, "Back to you", config)  # billing hands back, triage answers
+    assert second["messages"][-1].text == "Anything else?"
+    assert second["structured_response"] is None  # not the first turn's
+    assert_prompts_valid(*models)
