@@ -197,6 +197,8 @@ def emit_lines(
             "added_us_per_run": round(wait - base, 1),
             "added_us_per_run_vs_invoke": round(wait - inproc["inprocess_invoke_us"], 1),
             "server_cpu_us_per_run": runs.get("server_cpu_wait_us"),
+            "server_cpu_raw_us_per_run": runs.get("server_cpu_wait_raw_us"),
+            "client_cpu_us_per_run": runs.get("client_cpu_wait_us"),
             "added_cpu_us_per_run": _minus(runs.get("server_cpu_wait_us"), base_cpu),
             "trial_us": runs["wait_trial_us"],
         },
@@ -213,6 +215,8 @@ def emit_lines(
                 (stream - inproc["inprocess_invoke_us"]) / events, 1
             ),
             "server_cpu_us_per_run": runs.get("server_cpu_stream_us"),
+            "server_cpu_raw_us_per_run": runs.get("server_cpu_stream_raw_us"),
+            "client_cpu_us_per_run": runs.get("client_cpu_stream_us"),
             "added_cpu_us_per_event": _per(
                 _minus(runs.get("server_cpu_stream_us"), base_cpu), events
             ),
@@ -224,6 +228,7 @@ def emit_lines(
             peak_rss_mb=server.get("rss_after_runs_mb"),
             thread_create_us=runs["thread_create_us"],
             sdk_reconnects=runs.get("sdk_reconnects"),
+            server_idle_cpu_share=runs.get("server_idle_cpu_share"),
             **common,
         )
     count = streams["streams"]

@@ -56,7 +56,8 @@ def table(records: list[dict[str, object]]) -> str:
     for r in records:
         notes = []
         for key in ("growth_ratio", "bytes_per_turn_1_10", "bytes_per_turn_191_200", "create_threads_per_s",
-                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us", "history_s", "limit10_ms"):  # fmt: skip
+                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us", "history_s", "limit10_ms",
+                    "added_us_per_run", "added_us_per_event", "server_cpu_us_per_run", "wall_minus_hold_s", "errors"):  # fmt: skip
             if key in r:
                 notes.append(f"{key}={r[key]}")
         per_op = r.get("per_op_us")
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="graph-agent benchmarks (benchmarks/WORKLOADS.md)")
     parser.add_argument(
         "--only",
-        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14",
+        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14,W15",
         help="comma-separated workloads",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")

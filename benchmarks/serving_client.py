@@ -105,6 +105,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+async def idle_cpu_share(pid: int, seconds: float = 2.0) -> float:
+    """The server's CPU time per second while no request is in flight (0 without a pid)."""
+    if not pid:
+        return 0.0
+    c0 = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    return (cpu_seconds(pid) - c0) / seconds
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -143,8 +156,10 @@ async def runs_phase(args: argparse.Namespace) -> dict[str, Any]:
             await one_wait(client, thread["thread_id"], args.assistant, answer)
             thread = await client.threads.create()
             await one_stream(client, thread["thread_id"], args.assistant, answer)
+        idle_before = await idle_cpu_share(args.server_pid)
         trials: dict[str, list[float]] = {"wait": [], "stream": []}
         cpu: dict[str, list[float]] = {"wait": [], "stream": []}
+        client_cpu: dict[str, list[float]] = {"wait": [], "stream": []}
         creates: list[float] = []
         events_per_run: set[int] = set()
         kinds: dict[str, int] = {}
@@ -155,6 +170,7 @@ async def runs_phase(args: argparse.Namespace) -> dict[str, Any]:
                 threads = [(await client.threads.create())["thread_id"] for _ in range(args.runs)]
                 creates.append((time.perf_counter() - t0) / args.runs)
                 c0 = cpu_seconds(args.server_pid) if args.server_pid else 0.0
+                p0 = time.process_time()
                 t0 = time.perf_counter()
                 for thread_id in threads:
                     if mode == "wait":
@@ -163,9 +179,16 @@ async def runs_phase(args: argparse.Namespace) -> dict[str, Any]:
                         events, kinds = await one_stream(client, thread_id, args.assistant, answer)
                         events_per_run.add(events)
                 trials[mode].append((time.perf_counter() - t0) / args.runs)
+                client_cpu[mode].append((time.process_time() - p0) / args.runs)
                 if args.server_pid:
                     cpu[mode].append((cpu_seconds(args.server_pid) - c0) / args.runs)
+        idle_after = await idle_cpu_share(args.server_pid)
     assert len(events_per_run) == 1, events_per_run  # every run streams the same events
+    # what the server burns while idle (timers, polls) accrues over a run's wall time too
+    idle = (idle_before + idle_after) / 2
+    busy = {
+        mode: [c - idle * w for c, w in zip(cpu[mode], trials[mode])] for mode in cpu if cpu[mode]
+    }
     return {
         "runs": args.runs,
         "wait_trial_us": [round(t * 1e6, 1) for t in trials["wait"]],
@@ -175,11 +198,10 @@ async def runs_phase(args: argparse.Namespace) -> dict[str, Any]:
         "events_per_run": events_per_run.pop(),
         "event_kinds": kinds,
         "thread_create_us": round(sorted(creates)[len(creates) // 2] * 1e6, 1),
-        **{
-            f"server_cpu_{mode}_us": round(sorted(c)[len(c) // 2] * 1e6, 1)
-            for mode, c in cpu.items()
-            if c
-        },
+        **{f"server_cpu_{mode}_raw_us": round(median(c) * 1e6, 1) for mode, c in cpu.items() if c},
+        **{f"server_cpu_{mode}_us": round(median(c) * 1e6, 1) for mode, c in busy.items()},
+        **{f"client_cpu_{mode}_us": round(median(c) * 1e6, 1) for mode, c in client_cpu.items()},
+        "server_idle_cpu_share": [round(idle_before, 4), round(idle_after, 4)],
     }
 
 
