@@ -33,10 +33,13 @@ CLIENT = HERE / "serving_client.py"
 SIZES = {"runs": 200, "peer_runs": 20, "trials": 3, "streams": 1000, "hold_s": 10.0, "procs": 4}
 SMOKE = {"runs": 5, "peer_runs": 2, "trials": 1, "streams": 20, "hold_s": 0.5, "procs": 2}
 WARMUP = 5
-OFFLINE_ENV = {  # no tracing, no LangSmith key, no version check (nothing leaves the machine)
+# langgraph dev offline: no tracing, no version check (a thread asking PyPI), no CLI analytics
+# (a thread posting the command to the CLI's usage log); the caller drops any LangSmith key
+OFFLINE_ENV = {
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING_V2": "false",
     "LANGGRAPH_NO_VERSION_CHECK": "true",
+    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
 }
 
 

@@ -23,8 +23,10 @@ process, from a temporary folder whose generated ``langgraph.json`` names ``benc
 - ``LANGSMITH_TRACING=false``, ``LANGCHAIN_TRACING_V2=false``, no LangSmith key (so its
   metadata loop does not start: it says "No license key ... skipping metadata loop") and
   ``LANGGRAPH_NO_VERSION_CHECK=true`` (else a thread asks PyPI for a newer langgraph-api at
-  start). Checked with ``strace -f -e trace=connect``: the server then connects to nothing but
-  loopback.
+  start) and ``LANGGRAPH_CLI_NO_ANALYTICS=1`` (else a thread of the CLI posts the command to
+  its usage log, a Supabase host: strace showed its DNS query). Checked with ``strace -f -e
+  trace=connect`` over a start, runs, streams and a minute idle: the server then connects to
+  nothing but loopback.
 
 The client (benchmarks/serving_client.py) and the JSON lines are ours' (benchmarks/_serving.py).
 Its in-memory queue takes a pending run at most every 0.5 s when idle (``Runs.next`` sleeps
