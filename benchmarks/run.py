@@ -6,7 +6,8 @@ Every workload prints JSON lines (the fields of benchmarks/peer_langgraph.py); t
 collected into ``benchmarks/results/ours-<time>.jsonl`` (or ``--out``). W5 starts its own
 redis-server on a free loopback port (``$REDIS_SERVER`` or redis-server/valkey-server on PATH)
 and is skipped with a message when none exists. ``--smoke`` runs tiny sizes in seconds: it
-checks that the suite still runs, not how fast.
+checks that the suite still runs, not how fast. W15 (benchmarks/serving.py: the Agent Protocol
+server, in processes of its own) runs only when named, ``--only W15`` (about 1.5 minutes).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="graph-agent benchmarks (benchmarks/WORKLOADS.md)")
     parser.add_argument(
         "--only",
-        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14,W15",
+        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14",
         help="comma-separated workloads",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")
