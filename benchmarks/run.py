@@ -6,7 +6,8 @@ Every workload prints JSON lines (the fields of benchmarks/peer_langgraph.py); t
 collected into ``benchmarks/results/ours-<time>.jsonl`` (or ``--out``). W5 starts its own
 redis-server on a free loopback port (``$REDIS_SERVER`` or redis-server/valkey-server on PATH)
 and is skipped with a message when none exists. ``--smoke`` runs tiny sizes in seconds: it
-checks that the suite still runs, not how fast.
+checks that the suite still runs, not how fast. W15 (benchmarks/serving.py: the Agent Protocol
+server, in processes of its own) runs only when named, ``--only W15`` (under 2 minutes).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def table(records: list[dict[str, object]]) -> str:
     for r in records:
         notes = []
         for key in ("growth_ratio", "bytes_per_turn_1_10", "bytes_per_turn_191_200", "create_threads_per_s",
-                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us", "history_s", "limit10_ms"):  # fmt: skip
+                    "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us", "history_s", "limit10_ms",
+                    "added_us_per_run", "added_us_per_event", "server_cpu_us_per_run", "wall_minus_hold_s", "errors"):  # fmt: skip
             if key in r:
                 notes.append(f"{key}={r[key]}")
         per_op = r.get("per_op_us")

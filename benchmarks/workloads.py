@@ -1,4 +1,4 @@
-"""The workloads of benchmarks/WORKLOADS.md (W1-W6), plus W7-W14, on graph-agent's public API.
+"""The workloads of benchmarks/WORKLOADS.md (W1-W6), plus W7-W15, on graph-agent's public API.
 
 Each function runs in its own process (see run.py) and prints JSON lines with the same field
 names and correctness asserts as benchmarks/peer_langgraph.py, so the two compare as ratios.
@@ -14,7 +14,9 @@ Redis, whole and with ``limit=10``) in benchmarks/history.py; W12 (5,000 convers
 on one loop: turns/s and the garbage collector's share, ours only) in benchmarks/concurrency.py;
 W13 (what storing finished work costs, ours only) in benchmarks/progress.py; W14 (multi-agent
 flows, per model call: three agents in sequence and a supervisor over three, against one
-agent; LangGraph's side in benchmarks/peer_extra.py) in benchmarks/multi_agent.py.
+agent; LangGraph's side in benchmarks/peer_extra.py) in benchmarks/multi_agent.py; W15 (what
+the Agent Protocol server adds to a run, and 1,000 streams at once; LangGraph's side, ``langgraph
+dev``, in benchmarks/peer_serving.py) in benchmarks/serving.py.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import history
 import long_threads
 import multi_agent
 import progress
+import serving
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
 from _common import SIZES, cfg, emit, median_trial
@@ -447,6 +450,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     ),
     "W13": progress.w13_progress,
     "W14": multi_agent.w14_multi_agent,
+    "W15": serving.w15_serving,
     "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
     "W10": lambda: tracing.w10_tracing(
         SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit
