@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 import hmac
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -152,23 +152,30 @@ async def _with_heartbeats(source: AsyncIterator[T], every: float) -> AsyncItera
             await aclose()
 
 
+class SSEEvent(Protocol):
+    """What ``sse_response`` writes: an event's ``id``, its name and its JSON-able data."""
+
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def event(self) -> str: ...
+    @property
+    def data(self) -> Any: ...
+
+
 def sse_response(
-    events: AsyncIterator[tuple[str | None, str, Any]],
-    headers: Mapping[str, str] | None = None,
-    *,
-    heartbeat: float = HEARTBEAT_SECONDS,
+    batches: AsyncIterator[Sequence[SSEEvent]], headers: Mapping[str, str] | None = None
 ) -> Response:
-    """A ``text/event-stream`` of ``(id, event, data)``, with a heartbeat comment each
-    ``heartbeat`` seconds without an event (proxies close quiet connections); nothing is
+    """A ``text/event-stream`` of the events of ``batches``, each batch in one write; an
+    empty batch is a heartbeat comment (proxies close quiet connections). Nothing is
     buffered on the way."""
 
     async def body() -> AsyncIterator[bytes]:
-        async for item in _with_heartbeats(events, heartbeat):
-            if item is None:
+        async for batch in batches:
+            if not batch:
                 yield HEARTBEAT
             else:
-                event_id, event, data = item
-                yield sse_event(event, data, event_id)
+                yield b"".join(sse_event(e.event, e.data, e.id) for e in batch)
 
     return StreamingResponse(
         body(),

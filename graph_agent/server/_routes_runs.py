@@ -56,7 +56,7 @@ async def runs_create(request: Request) -> Response:
 async def runs_wait(request: Request) -> Response:
     server = server_of(request)
     body = await read_body(request)
-    run = await server.start_run(_thread_id(request), body)
+    run = await server.start_run(_thread_id(request), body, waited=True)
     if body.get("on_disconnect") == "cancel":
         # a client that stops waiting stops the run: the answer is then never read
         return json_when_ready(

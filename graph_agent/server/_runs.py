@@ -68,19 +68,21 @@ class RunLog:
     def __init__(self) -> None:
         self.entries: list[Entry] = []
         self.closed = False
-        self._changed = asyncio.Condition()
+        self._wake = asyncio.Event()  # set (and replaced) at each change
+
+    def _changed(self) -> None:
+        wake, self._wake = self._wake, asyncio.Event()
+        wake.set()
 
     async def append(self, event: str, data: Any) -> Entry:
-        async with self._changed:
-            entry = Entry(str(len(self.entries) + 1), event, data)
-            self.entries.append(entry)
-            self._changed.notify_all()
-            return entry
+        entry = Entry(str(len(self.entries) + 1), event, data)
+        self.entries.append(entry)
+        self._changed()
+        return entry
 
     async def close(self) -> None:
-        async with self._changed:
-            self.closed = True
-            self._changed.notify_all()
+        self.closed = True
+        self._changed()
 
     def position_after(self, last_id: str | None) -> int:
         """Where a reader who last saw ``last_id`` goes on (``None``, or ``"-1"`` as
@@ -100,20 +102,34 @@ class RunLog:
             )
         return seen
 
-    async def follow(self, last_id: str | None = None) -> AsyncIterator[Entry]:
-        """Every event after ``last_id``, as they come, until the run's log closes."""
+    async def batches(
+        self, last_id: str | None = None, *, idle: float | None = None
+    ) -> AsyncIterator[list[Entry]]:
+        """Every event after ``last_id``, as they come, in lists of those there at once (a
+        reader writes each list in one go), until the run's log closes; with ``idle``, an
+        empty list each ``idle`` seconds without an event."""
         position = self.position_after(last_id)
         while True:
-            async with self._changed:
-                while position >= len(self.entries) and not self.closed:
-                    await self._changed.wait()
+            if position < len(self.entries):
                 fresh = self.entries[position:]
-                closed = self.closed
-            for entry in fresh:
-                yield entry
-            position += len(fresh)
-            if closed and position >= len(self.entries):
+                position += len(fresh)
+                yield fresh
+                continue
+            if self.closed:
                 return
+            if idle is None:
+                await self._wake.wait()
+                continue
+            try:
+                await asyncio.wait_for(self._wake.wait(), idle)
+            except asyncio.TimeoutError:
+                yield []
+
+    async def follow(self, last_id: str | None = None) -> AsyncIterator[Entry]:
+        """Every event after ``last_id``, one at a time, until the run's log closes."""
+        async for batch in self.batches(last_id):
+            for entry in batch:
+                yield entry
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ from checkpoint.errors import CheckpointNotFoundError
 from ..events import CheckpointEvent, RunEnd
 from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
 from ._http import HEARTBEAT_SECONDS, HTTPProblem, json_body, sse_response
-from ._runs import MULTITASK_STRATEGIES, Run, RunManager, RunStatus, ThreadBusyError
+from ._runs import MULTITASK_STRATEGIES, Entry, Run, RunManager, RunStatus, ThreadBusyError
 from ._wire_encoder import RunStreamEncoder
 from ._wire_messages import error_to_wire
 from ._wire_state import (
@@ -215,10 +215,14 @@ class Server:
 
     # -- runs --------------------------------------------------------------------------------
 
-    async def start_run(self, thread_id: str | None, body: dict[str, Any]) -> Run:
+    async def start_run(
+        self, thread_id: str | None, body: dict[str, Any], *, waited: bool = False
+    ) -> Run:
         """Start the run ``body`` asks for on ``thread_id`` (``None``: a stateless run, on a
         thread of its own, deleted once the run ends unless ``on_completion`` is ``"keep"``);
-        answered once its input is stored (or it is queued)."""
+        answered once its input is stored (or it is queued). A ``waited`` run (``wait``: its
+        answer is the final values) streams only the modes it names (none by default: the
+        values of each step are not converted for nobody)."""
         served = self.assistant(body.get("assistant_id"))
         _refuse_unsupported(body)
         stateless = thread_id is None
@@ -239,7 +243,9 @@ class Server:
                 422, f"multitask_strategy {strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
             )
         try:
-            modes = parse_stream_modes(body.get("stream_mode"))
+            modes = parse_stream_modes(
+                body.get("stream_mode"), default=() if waited else ("values",)
+            )
             config = run_config_from_wire(thread_id, body)
             command = body.get("command")
             value: Any = (
@@ -395,19 +401,17 @@ class Server:
         except ValueError as error:
             raise HTTPProblem(400, str(error)) from None
 
-        async def parts() -> AsyncIterator[tuple[str | None, str, Any]]:
+        async def batches() -> AsyncIterator[list[Entry]]:
             finished = False
             try:
-                async for entry in log.follow(last_event_id):
-                    yield entry.id, entry.event, entry.data
+                async for batch in log.batches(last_event_id, idle=self.heartbeat):
+                    yield batch
                 finished = True
             finally:
                 if not finished and cancel_on_disconnect:
                     self._spawn(self.runs.cancel(run, wait=False))
 
-        return sse_response(
-            parts(), headers=self.run_headers(run, "/stream"), heartbeat=self.heartbeat
-        )
+        return sse_response(batches(), headers=self.run_headers(run, "/stream"))
 
     def run_headers(self, run: Run, suffix: str) -> dict[str, str]:
         """``Location`` (where to follow the run: ``suffix`` is ``/stream`` or ``/join``) and

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeGuard
 
@@ -29,10 +29,10 @@ from ..graph import Command, Interrupt, StateSnapshot
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
 from ._wire_messages import (
     MESSAGE_TYPES,
+    MessagesMemo,
     WireDict,
     error_to_wire,
     interrupt_to_wire,
-    messages_to_wire,
     to_jsonable,
     usage_to_wire,
 )
@@ -130,6 +130,8 @@ class RunStreamEncoder:
         self._providers: dict[tuple[tuple[str, ...], str | None], str] = {}
         self._started: dict[tuple[str, ...], dict[str, str]] = {}  # task id -> node, not ended
         self._seen_ids: set[str] = set()
+        # the message lists of each namespace's state, converted once per message per run
+        self._memos: dict[tuple[tuple[str, ...], str], MessagesMemo] = {}
 
     @property
     def needs_snapshots(self) -> bool:
@@ -203,7 +205,17 @@ class RunStreamEncoder:
         self._values[()] = snapshot.values
         if "values" not in self.modes:
             return []
-        return [("values", values_to_wire(snapshot.values, thread_id=self.thread_id))]
+        wire = values_to_wire(snapshot.values, thread_id=self.thread_id, memo=self._memo(()))
+        return [("values", wire)]
+
+    def _memo(self, ns: tuple[str, ...]) -> Callable[[str], MessagesMemo]:
+        def memo(key: str) -> MessagesMemo:
+            found = self._memos.get((ns, key))
+            if found is None:
+                found = self._memos[(ns, key)] = MessagesMemo(self.thread_id)
+            return found
+
+        return memo
 
     def checkpoint(self, snapshot: StateSnapshot, *, namespace: Sequence[str] = ()) -> list[Chunk]:
         """The parts of a checkpoint (``snapshot`` read at the ``CheckpointEvent``'s id)."""
@@ -219,7 +231,7 @@ class RunStreamEncoder:
             parts.append(
                 (
                     self._name("values", ns),
-                    values_to_wire(snapshot.values, thread_id=self.thread_id),
+                    values_to_wire(snapshot.values, thread_id=self.thread_id, memo=self._memo(ns)),
                 )
             )
         if snapshot.interrupts and source in ("input", "loop", "interrupt"):
@@ -227,7 +239,12 @@ class RunStreamEncoder:
                 pause = {INTERRUPT_KEY: interrupts_to_wire(waiting, thread_id=self.thread_id)}
                 parts.append((self._name("updates", ns), pause))
             if "values" in self.modes and waiting:
-                wire = values_to_wire(snapshot.values, thread_id=self.thread_id, interrupts=waiting)
+                wire = values_to_wire(
+                    snapshot.values,
+                    thread_id=self.thread_id,
+                    interrupts=waiting,
+                    memo=self._memo(ns),
+                )
                 parts.append((self._name("values", ns), wire))
         if "checkpoints" in self.modes or "debug" in self.modes:
             payload = self._checkpoint_payload(snapshot)
@@ -275,7 +292,9 @@ class RunStreamEncoder:
         return {
             "config": self._config(snapshot.checkpoint_id, ns),
             "parent_config": self._config(snapshot.parent_id, ns),
-            "values": values_to_wire(snapshot.values, thread_id=self.thread_id),
+            "values": values_to_wire(
+                snapshot.values, thread_id=self.thread_id, memo=self._memo(ns)
+            ),
             "metadata": {**to_jsonable(dict(snapshot.metadata)), "step": snapshot.step},
             "next": list(snapshot.next),
             "tasks": tasks,
@@ -355,11 +374,8 @@ class RunStreamEncoder:
         for key, value in update.items():
             if _messages_in(value):
                 before = state.get(key)
-                wire[str(key)] = messages_to_wire(
-                    value,
-                    thread_id=self.thread_id,
-                    before=before if _messages_in(before) else (),
-                )
+                memo = self._memo(ns)(str(key))
+                wire[str(key)] = memo.convert_added(value, before if _messages_in(before) else ())
             else:
                 wire[str(key)] = to_jsonable(value, thread_id=self.thread_id)
         return wire

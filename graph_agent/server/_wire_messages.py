@@ -52,6 +52,7 @@ from ..messages import (
 __all__ = [
     "MESSAGE_TYPES",
     "NAMESPACE_WIRE",
+    "MessagesMemo",
     "WireDict",
     "error_to_wire",
     "interrupt_to_wire",
@@ -197,6 +198,70 @@ def messages_to_wire(
             wire["id"] = given if given else _derived_id(thread_id, seen, key)
             out.append(wire)
     return out
+
+
+# one message's dicts (without ids yet), each with the id it was given and its fingerprint
+_Converted = list[tuple[WireDict, "str | None", str]]
+
+
+def _converted(message: Message) -> _Converted:
+    return [(wire, given, _fingerprint(wire)) for wire, given in _dicts_of(message)]
+
+
+class MessagesMemo:
+    """``messages_to_wire`` for the successive states of one message list in one thread (a
+    run's ``values``, step after step): the messages a state shares with the one before (its
+    prefix, equal message by message) keep their dicts, and only the new ones are converted.
+    The dicts it returns share their nested parts between calls: read them, do not change
+    them."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self._messages: list[Message] = []
+        self._converted: list[_Converted] = []
+        self._ids: dict[tuple[int, str], str] = {}
+
+    def _update(self, messages: Sequence[Message]) -> list[_Converted]:
+        old = self._messages
+        same, most = 0, min(len(old), len(messages))
+        while same < most and (messages[same] is old[same] or messages[same] == old[same]):
+            same += 1
+        if same < len(messages) or same < len(old):
+            self._converted = self._converted[:same] + [_converted(m) for m in messages[same:]]
+            self._messages = list(messages)
+        return self._converted
+
+    def _counts(self, converted: Iterable[_Converted]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for dicts in converted:
+            for _, _, key in dicts:
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def convert(self, messages: Sequence[Message]) -> list[WireDict]:
+        """What ``messages_to_wire(messages, thread_id=...)`` gives."""
+        return self._with_ids(self._update(messages), {})
+
+    def convert_added(self, added: Sequence[Message], state: Sequence[Message]) -> list[WireDict]:
+        """What ``messages_to_wire(added, thread_id=..., before=state)`` gives (a node's
+        update, ids counted after the state's messages)."""
+        counts = self._counts(self._update(state))
+        return self._with_ids([_converted(m) for m in added], counts)
+
+    def _with_ids(self, converted: Iterable[_Converted], counts: dict[str, int]) -> list[WireDict]:
+        out: list[WireDict] = []
+        for dicts in converted:
+            for wire, given, key in dicts:
+                seen = counts.get(key, 0)
+                counts[key] = seen + 1
+                if given:
+                    out.append({**wire, "id": given})
+                    continue
+                derived = self._ids.get((seen, key))
+                if derived is None:
+                    derived = self._ids[(seen, key)] = _derived_id(self.thread_id, seen, key)
+                out.append({**wire, "id": derived})
+        return out
 
 
 def _derived_id(thread_id: str, occurrence: int, fingerprint: str) -> str:

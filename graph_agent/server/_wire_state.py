@@ -9,13 +9,15 @@ follow; messages and other values go through ``_wire_messages``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from ..graph import Command, Interrupt, RunnableConfig, Send, StateSnapshot
 from ._wire_messages import (
+    MESSAGE_TYPES,
     NAMESPACE_WIRE,
+    MessagesMemo,
     WireDict,
     interrupt_to_wire,
     messages_from_wire,
@@ -171,15 +173,33 @@ def values_to_wire(
     *,
     thread_id: str = "",
     interrupts: Iterable[Interrupt] = (),
+    memo: Callable[[str], MessagesMemo] | None = None,
 ) -> WireDict:
     """A state's values as JSON (messages as LangChain dicts); with interrupts waiting for
     an answer, ``"__interrupt__": [{value, id}, ...]`` too, as LangGraph's last ``values``
-    of a paused run and ``runs.wait`` carry them."""
-    wire = {str(k): to_jsonable(v, thread_id=thread_id) for k, v in values.items()}
+    of a paused run and ``runs.wait`` carry them. ``memo(key)``: the ``MessagesMemo`` that
+    converts the message list under ``key`` (a run's successive states)."""
+    if memo is None:
+        wire = {str(k): to_jsonable(v, thread_id=thread_id) for k, v in values.items()}
+    else:
+        wire = {
+            str(k): memo(str(k)).convert(v)
+            if _all_messages(v)
+            else to_jsonable(v, thread_id=thread_id)
+            for k, v in values.items()
+        }
     waiting = interrupts_to_wire(interrupts, thread_id=thread_id)
     if waiting:
         wire[INTERRUPT_KEY] = waiting
     return wire
+
+
+def _all_messages(value: Any) -> bool:
+    return (
+        isinstance(value, (list, tuple))
+        and bool(value)
+        and all(isinstance(item, MESSAGE_TYPES) for item in value)
+    )
 
 
 def interrupts_to_wire(interrupts: Iterable[Interrupt], *, thread_id: str = "") -> list[WireDict]:

@@ -19,10 +19,10 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from graph_agent.server import create_app  # noqa: E402
+from graph_agent.server import create_app
 
-from .conftest import live_server  # noqa: E402
-from .test_sdk_client import refund_agent, weather_agent  # noqa: E402
+from .conftest import live_server
+from .test_sdk_client import refund_agent, weather_agent
 
 HERE = Path(__file__).resolve().parent / "js"
 

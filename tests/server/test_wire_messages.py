@@ -27,6 +27,7 @@ from graph_agent import (  # noqa: E402
 from graph_agent.errors import GraphUsageError  # noqa: E402
 from graph_agent.graph import Interrupt, Send  # noqa: E402
 from graph_agent.server._wire_messages import (  # noqa: E402
+    MessagesMemo,
     error_to_wire,
     message_to_wire,
     messages_from_wire,
@@ -289,3 +290,32 @@ def test_bad_messages_are_named(items: Any, says: str) -> None:
         messages_from_wire(items)
     assert says in str(raised.value)
     assert "accepted:" in str(raised.value)
+
+
+def test_a_memo_converts_successive_states_as_messages_to_wire_does() -> None:
+    """``MessagesMemo`` (a run's states, step after step) gives exactly what
+    ``messages_to_wire`` gives: for a growing list, a list that changed in the middle, one
+    trimmed, repeated identical messages (their occurrence ids), and a node's added
+    messages counted after the state's."""
+    call = ToolCall(id="c1", name="get_weather", arguments='{"city": "Rome"}')
+    said = [
+        UserMessage("hi"),
+        AssistantMessage("", tool_calls=[call]),
+        ToolResponseMessage(
+            responses=[ToolResponse(id="c1", name="get_weather", response_data="sun")]
+        ),
+        AssistantMessage("yes"),
+        UserMessage("hi"),
+        AssistantMessage("yes"),
+        UserMessage("given id", metadata={"id": "mine"}),
+    ]
+    memo = MessagesMemo("t")
+    states = [said[:n] for n in range(1, len(said) + 1)]
+    states += [[said[0], UserMessage("edited"), *said[2:]], said[:3], said]
+    for state in states:
+        assert memo.convert(state) == messages_to_wire(state, thread_id="t")
+    for n in range(len(said)):
+        added = said[n:]
+        assert memo.convert_added(added, said[:n]) == messages_to_wire(
+            added, thread_id="t", before=said[:n]
+        )
