@@ -220,6 +220,8 @@ class MessagesMemo:
         self._messages: list[Message] = []
         self._converted: list[_Converted] = []
         self._ids: dict[tuple[int, str], str] = {}
+        # what ``convert_added`` converted last: the next state holds it after its prefix
+        self._added: list[tuple[Message, _Converted]] = []
 
     def _update(self, messages: Sequence[Message]) -> list[_Converted]:
         old = self._messages
@@ -227,7 +229,16 @@ class MessagesMemo:
         while same < most and (messages[same] is old[same] or messages[same] == old[same]):
             same += 1
         if same < len(messages) or same < len(old):
-            self._converted = self._converted[:same] + [_converted(m) for m in messages[same:]]
+            added = iter(self._added)
+            fresh = []
+            for message in messages[same:]:
+                known = next(added, None)
+                if known is not None and (known[0] is message or known[0] == message):
+                    fresh.append(known[1])
+                else:
+                    fresh.append(_converted(message))
+                    added = iter(())
+            self._converted = self._converted[:same] + fresh
             self._messages = list(messages)
         return self._converted
 
@@ -246,7 +257,8 @@ class MessagesMemo:
         """What ``messages_to_wire(added, thread_id=..., before=state)`` gives (a node's
         update, ids counted after the state's messages)."""
         counts = self._counts(self._update(state))
-        return self._with_ids([_converted(m) for m in added], counts)
+        self._added = [(m, _converted(m)) for m in added]
+        return self._with_ids([converted for _, converted in self._added], counts)
 
     def _with_ids(self, converted: Iterable[_Converted], counts: dict[str, int]) -> list[WireDict]:
         out: list[WireDict] = []

@@ -319,3 +319,9 @@ def test_a_memo_converts_successive_states_as_messages_to_wire_does() -> None:
         assert memo.convert_added(added, said[:n]) == messages_to_wire(
             added, thread_id="t", before=said[:n]
         )
+    # a run's rhythm: a node's update, then the state that holds it (or holds another)
+    memo = MessagesMemo("t")
+    for n in range(len(said)):
+        memo.convert_added(said[n : n + 1], said[:n])
+        state = [*said[:n], UserMessage("other")] if n == 3 else said[: n + 1]
+        assert memo.convert(state) == messages_to_wire(state, thread_id="t")
