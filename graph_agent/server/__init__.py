@@ -6,11 +6,12 @@ LangGraph's Agent Server does, so the official ``langgraph-sdk`` clients work un
 
     app = create_app({"assistant": agent})   # an ASGI app: uvicorn.run(app)
 
-Work in progress (issue 29): threads, state, history, runs (background, ``wait``,
-``stream`` with event ids and rejoin, ``join``, ``cancel``) and the multitask strategies
-are served, and a web page at ``/`` (``_page``: chat with streamed answers, interrupts to
-approve, edit or reject, each run's timeline, the graph drawn); the ``graph-agent serve``
-command is not yet.
+Served: assistants, threads (state, history, search, edits, deletion), runs (in the
+background, ``wait``, ``stream`` with an id on every event and rejoin after
+``Last-Event-ID``, ``join``, ``cancel``; stateless ones too) with the multitask strategies,
+and a web page at ``/`` (``_page``: chat with streamed answers, interrupts to approve, edit
+or reject, each run's timeline, the graph drawn). ``graph-agent serve module:object`` runs
+it (docs/serving.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The Agent Protocol's stream parts, as LangGraph's Agent Server sends them, from our run
-events: ``RunStreamEncoder``, pure (no web framework, no I/O). ``protocol29.md`` (issue 29) is
-the contract it follows; the modes, event names and SSE bytes are in ``_wire_stream``.
+events: ``RunStreamEncoder``, pure (no web framework, no I/O). The modes, event names and
+SSE bytes are in ``_wire_stream``; the contract is what the official clients send and read
+(``langgraph-sdk`` 0.4.14's source), and docs/serving.md says where we differ.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Pure conversions, no web framework and no I/O: any value as plain JSON (``to_jsonable``;
 interrupts and errors as the ``langgraph-sdk`` clients read them), our messages as LangChain's
-message dicts, and the messages clients send back into ours. ``protocol29.md`` (issue 29) is
-the contract these follow.
+message dicts, and the messages clients send back into ours. The contract is what the
+official clients send and read (``langgraph-sdk`` 0.4.14's source, ``langchain_core``'s
+message dumps).
 
 Message ids. Our messages have no id field; a message's id on the wire is, in order:
 
@@ -20,7 +21,7 @@ Message ids. Our messages have no id field; a message's id on the wire is, in or
 A streamed answer's chunks cannot carry the derived id (the content is not known yet): they get
 an id of their own (``_wire_stream.stream_message_id``), and the answer then appears in
 ``values`` under its derived id. Giving the agent's answers an id when they are made
-(``metadata["id"]``) would make the two equal; see protocol29.md.
+(``metadata["id"]``) would make the two equal.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Pure conversions, no web framework and no I/O: a run's input, command and config from what the
 ``langgraph-sdk`` clients send, and thread states, interrupts, threads, runs, assistants and a
-graph's drawing as the dicts they expect. ``protocol29.md`` (issue 29) is the contract these
-follow; messages and other values go through ``_wire_messages``.
+graph's drawing as the dicts they expect; messages and other values go through
+``_wire_messages``. The contract is what the official clients send and read (``langgraph-sdk``
+0.4.14's source), and docs/serving.md says where we differ.
 """
 
 from __future__ import annotations

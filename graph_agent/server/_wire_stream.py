@@ -3,8 +3,8 @@
 Pure conversions, no web framework and no I/O: the stream modes we serve (as clients ask for
 them), a part's SSE event name, the id of a streamed answer's chunks, our run events as JSON
 (the ``run_events`` mode), down to the bytes of one server-sent event. The parts of each mode
-are built by ``_wire_encoder.RunStreamEncoder``. ``protocol29.md`` (issue 29) is the contract
-these follow.
+are built by ``_wire_encoder.RunStreamEncoder``. The contract is what the official clients
+send and read (``langgraph-sdk`` 0.4.14's source).
 """
 
 from __future__ import annotations
