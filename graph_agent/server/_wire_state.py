@@ -15,14 +15,13 @@ from datetime import datetime
 from typing import Any, Final
 
 from ..graph import Command, Interrupt, RunnableConfig, Send, StateSnapshot
+from ._wire_inbound import messages_from_wire, short_repr
 from ._wire_messages import (
     MESSAGE_TYPES,
     NAMESPACE_WIRE,
     MessagesMemo,
     WireDict,
     interrupt_to_wire,
-    messages_from_wire,
-    short_repr,
     to_jsonable,
 )
 

@@ -26,11 +26,11 @@ from graph_agent import (  # noqa: E402
 )
 from graph_agent.errors import GraphUsageError  # noqa: E402
 from graph_agent.graph import Interrupt, Send  # noqa: E402
+from graph_agent.server._wire_inbound import messages_from_wire  # noqa: E402
 from graph_agent.server._wire_messages import (  # noqa: E402
     MessagesMemo,
     error_to_wire,
     message_to_wire,
-    messages_from_wire,
     messages_to_wire,
     to_jsonable,
 )
