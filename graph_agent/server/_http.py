@@ -8,11 +8,10 @@ Every error is a JSON body ``{"detail": "..."}`` with the right status (the shap
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -35,8 +34,6 @@ __all__ = [
 
 DEFAULT_MAX_BODY = 10 * 1024 * 1024  # bytes a request body may have
 HEARTBEAT_SECONDS = 5.0  # a quiet stream or a long wait sends a keep-alive this often
-
-T = TypeVar("T")
 
 
 class HTTPProblem(Exception):
@@ -124,34 +121,6 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-async def _with_heartbeats(source: AsyncIterator[T], every: float) -> AsyncIterator[T | None]:
-    """``source``'s items, and ``None`` each time ``every`` seconds pass without one."""
-    pending: asyncio.Future[T] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(source))
-            done, _ = await asyncio.wait({pending}, timeout=every)
-            if not done:
-                yield None
-                continue
-            try:
-                item = pending.result()
-            except StopAsyncIteration:
-                pending = None
-                return
-            pending = None
-            yield item
-    finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
 class SSEEvent(Protocol):
     """What ``sse_response`` writes: an event's ``id``, its name and its JSON-able data."""
 
@@ -195,14 +164,15 @@ def json_when_ready(
     proxies see a live connection), as LangGraph's server answers ``runs.wait``."""
 
     async def body() -> AsyncIterator[bytes]:
-        async for value in _with_heartbeats(_once(answer), heartbeat):
-            yield b"\n" if value is None else _json_bytes(value)
+        ready = asyncio.ensure_future(answer)
+        try:
+            while not (await asyncio.wait({ready}, timeout=heartbeat))[0]:
+                yield b"\n"
+            yield _json_bytes(ready.result())
+        finally:
+            ready.cancel()  # the client went away first (a no-op once answered)
 
     return StreamingResponse(body(), media_type="application/json", headers=dict(headers or {}))
-
-
-async def _once(answer: Awaitable[T]) -> AsyncIterator[T]:
-    yield await answer
 
 
 def _json_bytes(value: Any) -> bytes:

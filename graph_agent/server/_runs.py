@@ -125,12 +125,6 @@ class RunLog:
             except asyncio.TimeoutError:
                 yield []
 
-    async def follow(self, last_id: str | None = None) -> AsyncIterator[Entry]:
-        """Every event after ``last_id``, one at a time, until the run's log closes."""
-        async for batch in self.batches(last_id):
-            for entry in batch:
-                yield entry
-
 
 @dataclasses.dataclass
 class Run:
