@@ -58,7 +58,9 @@ def test_parallel_calls_run_concurrently():
     tools = [FnTool(f"t{i}", lambda ctx: barrier.wait() is not None) for i in range(3)]
     response = _response(*[(f"c{i}", f"t{i}", "{}") for i in range(3)])
     result = ToolCallingManager().execute_tool_calls(_prompt(*tools), response)
-    assert len(result.records) == 3  # a sequential run would have timed out at the barrier
+    # Run one after the other, the first call times out at the barrier and the others find it
+    # broken: each failure becomes a response for the model, so the responses tell.
+    assert [(r.error, r.result) for r in result.records] == [(None, "True")] * 3
     sequential = ToolCallingManager(parallel=False)
     plain = [FnTool(f"p{i}", lambda ctx: "ok") for i in range(3)]
     sequential.execute_tool_calls(
