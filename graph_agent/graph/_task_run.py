@@ -38,9 +38,18 @@ def _call(fn: Any, takes_config: bool, task: Task) -> Any:
     return fn(task.state, task.config) if takes_config else fn(task.state)
 
 
+class _NodeFinishedAfterCancel(FinishedAfterCancel):
+    """The run was cancelled while a sync node ran in a worker thread, which then finished:
+    the node's own outcome. (A ``FinishedAfterCancel`` from inside a node, a sync tool's,
+    is not: what the tool finished with was kept by its call, and the node did not end.)"""
+
+
 async def _in_thread(task: Task) -> Any:
     node = task.node
-    out = await in_thread(_call, node.fn, node.takes_config, task)
+    try:
+        out = await in_thread(_call, node.fn, node.takes_config, task)
+    except FinishedAfterCancel as stop:
+        raise _NodeFinishedAfterCancel(stop.result, stop.error) from None
     return (await out) if inspect.isawaitable(out) else out  # a sync fn returned an awaitable
 
 
@@ -115,7 +124,7 @@ def _stopped(task: Task, scope: TaskScope, stop: BaseException, n: int, last: bo
     the retry loop to judge unless this is the ``last`` attempt there can be; what is not
     the task's own outcome (Ctrl-C, a cancel with nothing kept) propagates."""
     kept = scope.kept
-    if isinstance(stop, FinishedAfterCancel):  # cancelled; its thread ran on to its end
+    if isinstance(stop, _NodeFinishedAfterCancel):  # cancelled; its thread ran on to its end
         if stop.error is not None:
             raise asyncio.CancelledError from None  # it failed: a re-run runs it again
         result = _ended(task, scope, stop.result)  # it finished: the step keeps it
