@@ -32,6 +32,7 @@ from ._wire_messages import (
     MESSAGE_TYPES,
     MessagesMemo,
     WireDict,
+    error_text,
     error_to_wire,
     interrupt_to_wire,
     to_jsonable,
@@ -341,7 +342,7 @@ class RunStreamEncoder:
         payload = {
             "id": task_id or event.task_id,
             "name": node or event.node,
-            "error": None if error is None else f"{type(error).__name__}({error})",
+            "error": None if error is None else f"{type(error).__name__}({error_text(error)})",
             "result": result if result is not None else {},
             "interrupts": interrupts or [],
         }

@@ -38,7 +38,6 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from ..errors import GraphAgentError
 from ..graph import Command, Interrupt, Send
 from ..messages import (
     AssistantMessage,
@@ -50,6 +49,7 @@ from ..messages import (
 )
 
 __all__ = [
+    "HIDDEN_MESSAGE",
     "MESSAGE_TYPES",
     "META_ID",
     "META_IDS",
@@ -59,6 +59,7 @@ __all__ = [
     "OWN_META_KEYS",
     "MessagesMemo",
     "WireDict",
+    "error_text",
     "error_to_wire",
     "interrupt_to_wire",
     "message_to_wire",
@@ -144,9 +145,13 @@ def interrupt_to_wire(interrupt: Interrupt, *, thread_id: str = "") -> WireDict:
     return {"value": to_jsonable(interrupt.value, thread_id=thread_id), "id": interrupt.id}
 
 
-# The errors whose message a client sees, as LangGraph's server shows those of the builtins
-# and of its DSL; any other is "An internal error occurred" (a message may hold secrets).
-_REVEALED: Final = (
+HIDDEN_MESSAGE: Final = "An internal error occurred"
+"""What a client is shown instead of the message of an error that is neither Python's nor
+ours (``error_text``)."""
+
+# Python's errors whose message a client sees, as LangGraph's server shows them; any other
+# error of Python's (an OSError names files, a StopIteration carries a value) is hidden.
+_PYTHONS_SHOWN: Final = (
     ValueError,
     TypeError,
     KeyError,
@@ -154,18 +159,53 @@ _REVEALED: Final = (
     RuntimeError,
     RecursionError,
     TimeoutError,
-    GraphAgentError,
 )
+# The packages whose errors are ours: we write their messages, with no secret in them.
+_OUR_PACKAGES: Final = frozenset({"graph_agent", "checkpoint", "hooks"})
+
+
+def _own_words(error: BaseException) -> bool:
+    """Whether ``error``'s class is one of Python's shown above (not a subclass another
+    library defines) or one of our packages' (``graph_agent.errors``, ``checkpoint.errors``,
+    the built-in hooks' errors: by where the class is defined, whatever its bases)."""
+    home = type(error).__module__.partition(".")[0]
+    if home == "builtins":
+        return isinstance(error, _PYTHONS_SHOWN)
+    return home in _OUR_PACKAGES
+
+
+def error_text(error: BaseException) -> str:
+    """The message a client is shown for ``error``, wherever the server shows one (a failed
+    run's ``error`` event, ``__error__`` of ``wait`` and ``join``, a task's error in the
+    ``tasks`` and ``debug`` modes, the errors of ``run_events``): its own message when it is
+    one of Python's errors (``ValueError``, ``TypeError``, ``KeyError``, ``AttributeError``,
+    ``RuntimeError``, ``RecursionError``, ``TimeoutError``) or ours, and so is every error it
+    was raised from or while handling (an error of ours that wraps another, as a tool's
+    failure does, quotes its message); otherwise ``HIDDEN_MESSAGE``: a third party's message
+    may hold a secret (a password, a key, a customer's data). The server's log has it all."""
+    pending: list[BaseException] = [error]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if not _own_words(current):
+            return HIDDEN_MESSAGE
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+    return str(error)
 
 
 def error_to_wire(
     error: BaseException, *, reveal: Callable[[BaseException], bool] | None = None
 ) -> WireDict:
     """``{"error": <class name>, "message": ...}``: the ``error`` SSE event's data and a
-    ``runs.wait`` body's ``__error__``. The message is hidden ("An internal error occurred")
-    unless ``reveal(error)`` (default: the builtins LangGraph shows, and our own errors)."""
-    shown = reveal(error) if reveal is not None else isinstance(error, _REVEALED)
-    message = str(error) if shown else "An internal error occurred"
+    ``runs.wait`` body's ``__error__``. The message is ``error_text(error)``, or with
+    ``reveal``, the error's own when ``reveal(error)`` and ``HIDDEN_MESSAGE`` otherwise."""
+    if reveal is None:
+        message = error_text(error)
+    else:
+        message = str(error) if reveal(error) else HIDDEN_MESSAGE
     return {"error": type(error).__name__, "message": message}
 
 
