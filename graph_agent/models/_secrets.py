@@ -1,19 +1,26 @@
 """Keeping the API key secret: checked and kept in one object that adds it to requests, and
-masked in what a server sends back.
+masked in what we show of a server's text.
 
 Servers echo the key they were sent (OpenAI's 401 quotes it masked, proxies and some
-compatible servers quote it whole). ``Secrets.redact`` masks it in text; ``Scrubber`` masks
-it in a byte stream read piece by piece, where the key may be split across two pieces.
-``OpenAIChatModel`` applies them where the server's bytes are read, so no local variable,
-attribute or exception of ours ever holds the whole key (tracebacks that show their locals,
-as Sentry and ``pytest -l`` do, would pass it on).
+compatible servers quote it whole). ``Secrets.redact`` masks it in the text of a failed
+answer as that text is read, and in every message, body, log record and ``repr`` we make.
+A successful answer is never rewritten: a model may write the key (or, with a placeholder
+key such as ``"ollama"``, the word) in its answer, and the answer is the model's. A
+``ModelError`` raised while a successful answer is read leaves the frames it was raised
+through behind (``unframed``), so a traceback printed with its locals does not show the
+unmasked text those frames read.
+
+Only a key that can be told apart from ordinary text is searched for: one of at least
+``MIN_SECRET_LENGTH`` characters that is not a well-known placeholder (``PLACEHOLDER_KEYS``).
+Masking ``"k"`` or ``"ollama"`` would mangle every text that holds the letter or the word,
+and a placeholder protects nothing.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 
 import httpx
 
@@ -22,17 +29,35 @@ from ..errors import ModelError
 __all__ = [
     "HEADER_NAME",
     "MASK",
+    "MIN_SECRET_LENGTH",
+    "PLACEHOLDER_KEYS",
     "KeyAuth",
-    "Scrubber",
     "Secrets",
     "aread_text",
     "checked_key",
     "read_text",
+    "searchable",
+    "shown_url",
+    "unframed",
     "url_passwords",
 ]
 
 MASK = "***"
-_MASK_BYTES = MASK.encode()
+MIN_SECRET_LENGTH = 16
+"""Shorter keys and passwords are not searched for in a server's text (see the module's
+docstring); every provider's real key is longer (OpenAI's, Azure's and DashScope's have 32
+characters or more)."""
+PLACEHOLDER_KEYS = frozenset(
+    {"sk-no-key-required", "sk-no-key-needed", "no-key-required", "not-needed", "placeholder"}
+)
+"""Keys that local servers' docs tell users to pass (llama.cpp's ``sk-no-key-required``
+...), compared without case; the shorter ones (``ollama``, ``EMPTY``, ``none``,
+``lm-studio``) are below ``MIN_SECRET_LENGTH`` anyway."""
+
+
+def searchable(secret: str) -> bool:
+    """Whether ``secret`` is masked where it appears in a server's text."""
+    return len(secret) >= MIN_SECRET_LENGTH and secret.lower() not in PLACEHOLDER_KEYS
 
 
 def _forms(secret: str) -> set[str]:
@@ -43,14 +68,14 @@ def _forms(secret: str) -> set[str]:
 
 
 class Secrets:
-    """The strings a server's text must not carry on. ``repr`` never shows them."""
+    """The strings what we show must not carry (those ``searchable`` allows). ``repr`` never
+    shows them."""
 
-    __slots__ = ("_bytes", "_texts")
+    __slots__ = ("_texts",)
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
-        forms = set().union(*(_forms(secret) for secret in secrets if secret))
+        forms = set().union(*(_forms(s) for s in secrets if s and searchable(s)))
         self._texts = tuple(sorted(forms, key=len, reverse=True))  # longest first
-        self._bytes = tuple(form.encode() for form in self._texts)
 
     def __repr__(self) -> str:
         return "Secrets(***)"
@@ -65,80 +90,24 @@ class Secrets:
                 text = text.replace(secret, MASK)
         return text
 
-    def scrubber(self) -> Scrubber | None:
-        """A ``Scrubber`` for one byte stream; ``None`` when there is nothing to hide."""
-        return Scrubber(self._bytes) if self._bytes else None
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:)[^/?#@]*@")
 
 
-class Scrubber:
-    """Masks secrets in a byte stream given in pieces.
+def shown_url(url: str) -> str:
+    """``url`` with the password of its user info, whatever its length, shown as ``***``."""
+    return _USERINFO.sub(rf"\g<1>{MASK}@", url, count=1)
 
-    ``feed`` returns the piece with every secret masked, minus a tail that may be the start
-    of a secret split across pieces: that tail is held until the next piece shows whether it
-    is one (``flush`` returns what is held at the end). A held tail is a proper prefix of a
-    secret, so it is never a whole secret and, as secrets hold no line breaks, it never holds
-    back the end of an event line.
-    """
 
-    __slots__ = ("_bytes_used", "_held", "_secrets")
-
-    def __init__(self, secrets: tuple[bytes, ...]) -> None:
-        self._secrets = secrets
-        self._bytes_used = frozenset(byte for secret in secrets for byte in secret)
-        self._held = b""
-
-    def __repr__(self) -> str:
-        return f"Scrubber({len(self._held)} bytes held)"
-
-    def feed(self, data: bytes) -> bytes:
-        if self._held:
-            data, self._held = self._held + data, b""
-        for secret in self._secrets:
-            if secret in data:
-                data = data.replace(secret, _MASK_BYTES)
-        keep = self._open_tail(data)
-        if keep:
-            data, self._held = data[:-keep], data[-keep:]
-        return data
-
-    def flush(self) -> bytes:
-        held, self._held = self._held, b""
-        return held
-
-    def _open_tail(self, data: bytes) -> int:
-        """The length of the longest end of ``data`` that begins some secret (0: none)."""
-        if not data or data[-1] not in self._bytes_used:
-            return 0  # the usual case: a read that ends in a line break
-        best = len(data)
-        for secret in self._secrets:
-            first = secret[:1]
-            position = data.find(first, max(0, len(data) - len(secret) + 1))
-            while 0 <= position < best:
-                if secret.startswith(data[position:]):
-                    best = position
-                    break
-                position = data.find(first, position + 1)
-        return len(data) - best
-
-    def pieces(self, data: Iterable[bytes]) -> Iterator[bytes]:
-        """The pieces of ``data``, scrubbed (empty ones left out), then the held tail."""
-        for piece in data:
-            piece = self.feed(piece)  # the unscrubbed piece is not kept
-            if piece:
-                yield piece
-        tail = self.flush()
-        if tail:
-            yield tail
-
-    async def apieces(self, data: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-        """The async form of ``pieces``."""
-        async for piece in data:
-            piece = self.feed(piece)  # the unscrubbed piece is not kept
-            if piece:
-                yield piece
-        tail = self.flush()
-        if tail:
-            yield tail
+def unframed(error: ModelError) -> ModelError:
+    """``error`` without the traceback it was raised with, nor an exception it suppressed
+    (``raise ... from None``): the locals of those frames may hold the unmasked text of an
+    answer. Its message and body are masked already; raise it again from a frame that holds
+    no such text."""
+    error.__traceback__ = None
+    if error.__suppress_context__:
+        error.__context__ = None
+    return error
 
 
 def checked_key(key: str | None) -> str | None:
@@ -198,11 +167,13 @@ def _decode(raw: bytes, response: httpx.Response) -> str:
 
 
 def read_text(response: httpx.Response, redact: Callable[[str], str]) -> str:
-    """The whole body of an unread response as text, redacted as it is read (httpx keeps no
-    copy: ``iter_bytes`` does not store the body on the response); the response is closed.
-    A failed answer whose body breaks off gives ``""``: its status says what happened."""
+    """The whole body of an unread response as text; the response is closed. A failed
+    answer's text is redacted as it is read (httpx keeps no copy: ``iter_bytes`` does not
+    store the body on the response), a successful one's is kept as the server sent it. A
+    failed answer whose body breaks off gives ``""``: its status says what happened."""
     try:
-        return redact(_decode(b"".join(response.iter_bytes()), response))
+        text = _decode(b"".join(response.iter_bytes()), response)
+        return text if response.is_success else redact(text)
     except httpx.HTTPError:
         if response.is_success:
             raise
@@ -214,9 +185,8 @@ def read_text(response: httpx.Response, redact: Callable[[str], str]) -> str:
 async def aread_text(response: httpx.Response, redact: Callable[[str], str]) -> str:
     """The async twin of ``read_text``."""
     try:
-        return redact(
-            _decode(b"".join([piece async for piece in response.aiter_bytes()]), response)
-        )
+        text = _decode(b"".join([piece async for piece in response.aiter_bytes()]), response)
+        return text if response.is_success else redact(text)
     except httpx.HTTPError:
         if response.is_success:
             raise

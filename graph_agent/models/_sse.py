@@ -20,7 +20,6 @@ from typing import Any
 
 from ..errors import ModelError
 from ._openai_wire import chunk_from_event, error_detail, truncate
-from ._secrets import Scrubber
 from .types import ChatResponse
 
 __all__ = ["SSEDecoder", "aiter_chunks", "iter_chunks"]
@@ -183,18 +182,14 @@ def iter_chunks(
     status: int | None = None,
     redact: Callable[[str], str] = str,
     idle: float | None = None,
-    scrubber: Scrubber | None = None,
 ) -> Iterator[ChatResponse]:
     """The ``ChatResponse`` chunks of a chat-completions event stream given as raw bytes.
 
     ``status`` goes into any ``ModelError``; ``redact`` is applied to every text an error
     carries (the model passes one that masks its API key). With ``idle``, bytes that bring
     no event for ``idle`` seconds (a server sending only keep-alive comments) are a
-    ``ModelError``. A ``scrubber`` masks secrets in the bytes before anything else sees them
-    (a key echoed in an error event never reaches a variable, even split across reads).
+    ``ModelError``. The events themselves are never rewritten.
     """
-    if scrubber is not None:
-        data = scrubber.pieces(data)
     decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
     waited, mark = 0.0, time.monotonic()
     for raw in data:
@@ -217,11 +212,8 @@ async def aiter_chunks(
     status: int | None = None,
     redact: Callable[[str], str] = str,
     idle: float | None = None,
-    scrubber: Scrubber | None = None,
 ) -> AsyncIterator[ChatResponse]:
     """The async twin of ``iter_chunks``."""
-    if scrubber is not None:
-        data = scrubber.apieces(data)
     decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
     waited, mark = 0.0, time.monotonic()
     async for raw in data:

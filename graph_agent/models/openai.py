@@ -30,6 +30,8 @@ from ._secrets import (
     aread_text,
     checked_key,
     read_text,
+    shown_url,
+    unframed,
     url_passwords,
 )
 from ._sse import aiter_chunks, iter_chunks
@@ -100,8 +102,11 @@ class OpenAIChatModel:
     up to 25 % jitter (``Retry-After`` is honoured, capped at ``max_backoff``); a stream is
     retried only before its body is read.
     Every other failure raises ``ModelError`` with the status and the (truncated) body. The
-    API key never appears in ``repr``, log records or errors: where the server's text is
-    read, a key it echoes is masked before anything keeps that text.
+    API key never appears in ``repr``, log records or errors: a key a failed answer echoes
+    is masked as its text is read, and a password in ``base_url`` is shown as ``***``. A
+    successful answer is never rewritten, even where it holds the key. A key shorter than
+    16 characters or a placeholder (``"ollama"``, ``"EMPTY"``, ``"sk-no-key-required"``) is
+    not searched for: masking it would mangle ordinary text.
 
     ``default_options`` fill in what a prompt's options leave unset; ``extra_headers`` go
     with every request and ``extra_body`` into every request body (provider-specific fields).
@@ -152,6 +157,7 @@ class OpenAIChatModel:
             raise ValueError(f"api_key_header must be an HTTP header name; got {api_key_header!r}")
         self._auth = KeyAuth(self._api_key, api_key_header) if self._api_key else None
         self._url = _completions_url(self.base_url)
+        self._shown_url = shown_url(self._url)
         self._secrets = Secrets((self._api_key, *url_passwords(self.base_url)))
         self.timeout = timeout
         self._idle_setting: float | _UpToTimeout | None = _UP_TO_TIMEOUT
@@ -176,7 +182,7 @@ class OpenAIChatModel:
     # --- presentation and secrecy -------------------------------------------------------
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel(model={self.model!r}, base_url={self._redact(self.base_url)!r})"
+        return f"OpenAIChatModel(model={self.model!r}, base_url={shown_url(self.base_url)!r})"
 
     @property
     def url(self) -> str:
@@ -185,8 +191,8 @@ class OpenAIChatModel:
         return self._url
 
     def _redact(self, text: str) -> str:
-        """``text`` with the API key and the base URL's password masked (servers sometimes
-        echo the key; the URL goes into logs and errors)."""
+        """``text`` with the API key and the base URL's password masked where ``searchable``
+        (servers sometimes echo the key in an error): for what we show, never an answer."""
         return self._secrets.redact(text)
 
     def _headers(self, stream: bool) -> dict[str, str]:
@@ -305,8 +311,7 @@ class OpenAIChatModel:
 
     def call(self, prompt: Prompt) -> ChatResponse:
         """One completion; ``ModelError`` when it fails (after the retries)."""
-        response, text = self._send(self.http_client, self.request_body(prompt), stream=False)
-        return self._parse(response.status_code, text)
+        return self._parse(*self._send(self.http_client, self.request_body(prompt), stream=False))
 
     def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
         """The completion as chunks (``ChatResponse.merge`` folds them). The request is made
@@ -316,8 +321,7 @@ class OpenAIChatModel:
     async def acall(self, prompt: Prompt) -> ChatResponse:
         """The async twin of ``call``."""
         client = self.async_http_client
-        response, text = await self._asend(client, self.request_body(prompt), stream=False)
-        return self._parse(response.status_code, text)
+        return self._parse(*await self._asend(client, self.request_body(prompt), stream=False))
 
     def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """The async twin of ``stream``."""
@@ -325,50 +329,57 @@ class OpenAIChatModel:
 
     # --- internals ------------------------------------------------------------------------
     #
-    # The server's text is read by ``read_text`` / ``aread_text`` (whole bodies) and by the
-    # stream parser through a ``Scrubber`` (streams), which mask the key before the text is
-    # kept anywhere. The decisions (retry or raise, which error) are shared methods; the
-    # sync and async drivers only do the I/O.
+    # The text of a failed answer is masked as ``read_text`` / ``aread_text`` read it; a
+    # successful answer is kept as it came, and an error found in it (an error event, a body
+    # that is no completion) carries masked text and is raised again ``unframed``, from a
+    # frame holding none of that text. The decisions (retry or raise, which error) are shared
+    # methods; the sync and async drivers only do the I/O.
 
-    def _parse(self, status: int, text: str) -> ChatResponse:
+    def _parse(self, response: httpx.Response, text: str) -> ChatResponse:
+        status = response.status_code
         try:
-            data = json.loads(text)
+            return parse_completion(json.loads(text), status=status, body=text, redact=self._redact)
+        except ModelError as error:
+            failure = unframed(error)
         except ValueError as error:
-            raise ModelError(
-                f"HTTP {status} from POST {self._redact(self.url)} but the body is not "
-                f"JSON ({error})",
+            failure = ModelError(
+                f"HTTP {status} from POST {self._shown_url} but the body is not JSON ({error})",
                 status=status,
                 body=truncate(self._redact(text)),
-            ) from None
-        return parse_completion(data, status=status, body=text, redact=self._redact)
+            )
+        del text  # a traceback shows the locals of this frame
+        raise failure
 
-    def _whole_body_chunks(self, status: int, text: str) -> Iterator[ChatResponse]:
+    def _whole_body_chunks(self, response: httpx.Response, text: str) -> Iterator[ChatResponse]:
         """The chunks of a stream request answered with one JSON body: the completion, or
         the events when the body is an event stream after all."""
         if _looks_like_sse(text):
+            status = response.status_code
             yield from iter_chunks([text.encode()], status=status, redact=self._redact)
         else:
-            yield self._parse(status, text)
+            yield self._parse(response, text)
 
     def _stream(self, body: dict[str, Any]) -> Iterator[ChatResponse]:
         client = self.http_client
         response, _ = self._send(client, body, stream=True)
         try:
             if _is_json(response):
-                text = read_text(response, self._redact)
-                yield from self._whole_body_chunks(response.status_code, text)
+                yield from self._whole_body_chunks(response, read_text(response, self._redact))
                 return
             yield from iter_chunks(
                 response.iter_bytes(),
                 status=response.status_code,
                 redact=self._redact,
                 idle=self.stream_idle_timeout,
-                scrubber=self._secrets.scrubber(),
             )
+            return
         except httpx.HTTPError as error:
             raise self._interrupted(error, self._timeout_for(client, True).read) from error
+        except ModelError as error:
+            failure = unframed(error)  # the frames it left held the answer's text
         finally:
             response.close()
+        raise failure
 
     async def _astream(self, body: dict[str, Any]) -> AsyncIterator[ChatResponse]:
         client = self.async_http_client
@@ -376,7 +387,7 @@ class OpenAIChatModel:
         try:
             if _is_json(response):
                 text = await aread_text(response, self._redact)
-                for chunk in self._whole_body_chunks(response.status_code, text):
+                for chunk in self._whole_body_chunks(response, text):
                     yield chunk
                 return
             async for chunk in aiter_chunks(
@@ -384,13 +395,17 @@ class OpenAIChatModel:
                 status=response.status_code,
                 redact=self._redact,
                 idle=self.stream_idle_timeout,
-                scrubber=self._secrets.scrubber(),
             ):
                 yield chunk
+            return
         except httpx.HTTPError as error:
             raise self._interrupted(error, self._timeout_for(client, True).read) from error
+        except ModelError as error:
+            failure = unframed(error)  # the frames it left held the answer's text
+            text = ""  # and so did this one
         finally:
             await response.aclose()
+        raise failure
 
     def _request(
         self, client: httpx.Client | httpx.AsyncClient, body: dict[str, Any], stream: bool
@@ -421,7 +436,7 @@ class OpenAIChatModel:
         """POST ``body``, retrying what a retry can change (``checkpoint.retry.retried``,
         each POST an ``_Exchange``): the successful response and its text, redacted (a
         stream's response is left unread, with text ``""``); ``ModelError`` when it fails."""
-        logger.debug("POST %s (model=%s, stream=%s)", self._redact(self.url), body["model"], stream)
+        logger.debug("POST %s (model=%s, stream=%s)", self._shown_url, body["model"], stream)
         exchange = _Exchange(self, client, body, stream)
         attempts = 0
 
@@ -471,7 +486,7 @@ class OpenAIChatModel:
         logger.warning(
             "%s from POST %s; retry %d of %d in %.2fs",
             self._redact(reason),
-            self._redact(self.url),
+            self._shown_url,
             attempt,
             self.max_retries,
             delay,
@@ -486,14 +501,16 @@ class OpenAIChatModel:
             detail = error_detail(json.loads(text))
         except ValueError:
             detail = None
-        message = f"HTTP {status} from POST {self.url}{self._attempts(attempts)}"
+        message = f"HTTP {status} from POST {self._shown_url}{self._attempts(attempts)}"
         if detail:
             message += f": {detail}"
         return ModelError(self._redact(message), status=status, body=truncate(self._redact(text)))
 
     def _failed(self, error: httpx.HTTPError, attempts: int) -> ModelError:
         return ModelError(
-            self._redact(f"POST {self.url} failed{self._attempts(attempts)}: {_describe(error)}")
+            self._redact(
+                f"POST {self._shown_url} failed{self._attempts(attempts)}: {_describe(error)}"
+            )
         )
 
     def _interrupted(self, error: httpx.HTTPError, read_timeout: float | None) -> ModelError:
@@ -501,11 +518,11 @@ class OpenAIChatModel:
         silent for its read timeout says so."""
         if isinstance(error, httpx.ReadTimeout) and read_timeout is not None:
             message = (
-                f"the stream from POST {self.url} stalled: nothing came for {read_timeout:g} s "
+                f"the stream from POST {self._shown_url} stalled: nothing came for {read_timeout:g} s "
                 "(ReadTimeout); raise stream_idle_timeout (or timeout) if the server is just slow"
             )
         else:
-            message = f"the stream from POST {self.url} broke off: {_describe(error)}"
+            message = f"the stream from POST {self._shown_url} broke off: {_describe(error)}"
         return ModelError(self._redact(message), status=200)
 
 

@@ -287,20 +287,3 @@ def test_what_a_retry_can_change_is_retried(server: Replayer, status: int) -> No
     model, waits = model_for(server, max_retries=2, backoff=0.5)
     assert ask(model, "call").text == "ok"
     assert len(server.requests) == 3 and len(waits) == 2
-
-
-def test_a_key_split_anywhere_across_reads_is_masked() -> None:
-    from graph_agent.models._secrets import Secrets  # here: the rest of the file runs on old code
-
-    password = 'pa"ss'  # masked JSON-escaped too
-    scrubber = Secrets([KEY, password]).scrubber()
-    assert scrubber is not None
-    quoted = json.dumps(password)
-    text = f'data: {{"error": "{KEY[:9]} {KEY} {quoted} {password}"}}\n\n'.encode()
-    expected = text.replace(KEY.encode(), b"***").replace(b'pa\\"ss', b"***")
-    expected = expected.replace(b'pa"ss', b"***")
-    for cut in range(len(text) + 1):
-        out = [scrubber.feed(text[:cut]), scrubber.feed(text[cut:]), scrubber.flush()]
-        assert b"".join(out) == expected, cut
-        assert all(KEY.encode() not in piece for piece in out)
-    assert Secrets([]).scrubber() is None and KEY not in repr(Secrets([KEY]))
