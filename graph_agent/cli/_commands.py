@@ -15,7 +15,7 @@ from .. import __version__
 from ._errors import CliError
 from ._failures import Masker, mask_url
 from ._load import TARGET_HELP, load_graph
-from ._options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions
+from ._options import DEFAULT_SAVER, DEFAULT_THREAD, ChatOptions, parse_port
 
 __all__ = ["main"]
 
@@ -55,7 +55,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from ._serve import ServeOptions, run_serve
 
     options = ServeOptions(
-        targets=args.targets, host=args.host, port=args.port, saver=args.saver, token=args.token
+        targets=args.targets,
+        host=args.host,
+        port=parse_port(args.port),
+        saver=args.saver,
+        token=args.token,
     )
     return run_serve(options, sys.stderr)
 
@@ -150,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("targets", metavar="TARGET", nargs="+", help=TARGET_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="where to listen (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8123, help="the port (default: 8123)")
+    serve.add_argument("--port", default="8123", help="the port, 1 to 65535 (default: 8123)")
     serve.add_argument(
         "--saver",
         metavar="memory|sqlite:PATH|redis://...",

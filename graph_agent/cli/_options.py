@@ -1,10 +1,13 @@
-"""The settings of one ``graph-agent chat`` (its command-line options), and their defaults."""
+"""The settings of one ``graph-agent chat`` (its command-line options), and their defaults;
+``parse_port``, ``graph-agent serve --port`` read as a port number."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_SAVER", "DEFAULT_THREAD", "ChatOptions"]
+from ._errors import CliError
+
+__all__ = ["DEFAULT_SAVER", "DEFAULT_THREAD", "ChatOptions", "parse_port"]
 
 DEFAULT_SAVER = "sqlite:~/.graph-agent/chat.sqlite"
 DEFAULT_THREAD = "chat"
@@ -26,3 +29,15 @@ class ChatOptions:
     model: str | None = None
     base_url: str | None = None
     target: str | None = None
+
+
+def parse_port(text: str) -> int:
+    """``text`` as a TCP port to listen on, 1 to 65535; a ``CliError`` saying so otherwise
+    (uvicorn would take 99999 and listen elsewhere than the port announced)."""
+    try:
+        port = int(text.strip())
+    except ValueError:
+        port = -1
+    if not 1 <= port <= 65535:
+        raise CliError(f"--port {text!r} is not a port number: give one from 1 to 65535")
+    return port

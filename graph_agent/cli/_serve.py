@@ -3,6 +3,7 @@ Protocol, ``graph_agent.server``), on uvicorn."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 from collections.abc import Sequence
@@ -80,6 +81,18 @@ def served_objects(
     return served, made, mask_url(spec) if made is not None else "their own savers"
 
 
+def beyond_loopback(host: str) -> bool:
+    """Whether listening on ``host`` lets other machines in: anything but ``localhost`` and
+    the loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(name).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return True
+
+
 def run_serve(options: ServeOptions, out: TextIO) -> int:
     try:
         import uvicorn
@@ -90,6 +103,14 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
     served, made, where = served_objects(options.targets, options.saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
     app = create_app(served, token=token)
+    if not token and beyond_loopback(options.host):
+        print(
+            f"graph-agent serve: warning: --host {options.host} with no token: anyone who can "
+            f"reach the server can run its agents (set --token or {TOKEN_ENV}, or keep the "
+            "default --host 127.0.0.1)",
+            file=out,
+            flush=True,
+        )
     print(
         f"serving {', '.join(sorted(served))} on http://{options.host}:{options.port} "
         f"(threads kept in {where}; auth: {'bearer token' if token else 'none'})",

@@ -1,0 +1,85 @@
+"""``graph-agent serve``'s first contact: a port that is not one is one line and exit code 2;
+listening beyond the loopback without a token starts with a warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graph_agent.cli import main
+from tests._cli import cli_env, run_cli
+
+pytest.importorskip("uvicorn")
+
+AGENT = (
+    "from graph_agent import ReactAgent, ScriptedChatModel\n"
+    "agent = ReactAgent(name='helper', model=ScriptedChatModel(['hi']))\n"
+)
+SERVE_ERROR = "graph-agent serve: error: "
+
+
+@pytest.fixture
+def module(tmp_path: Path) -> Path:
+    path = tmp_path / "app.py"
+    path.write_text(AGENT)
+    return path
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1", "http", "65536"])
+def test_a_port_that_is_not_one_is_one_line_and_exit_2(
+    port: str, module: Path, tmp_path: Path
+) -> None:
+    done = run_cli("serve", f"{module}:agent", "--port", port, env=cli_env(tmp_path))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"{SERVE_ERROR}--port {port!r} is not a port number: give one from 1 to 65535\n"
+    )
+
+
+@pytest.fixture
+def listened(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What uvicorn was asked to listen on, in place of listening."""
+    import uvicorn
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append(options))
+    monkeypatch.delenv("GRAPH_AGENT_TOKEN", raising=False)
+    return calls
+
+
+def serve(module: Path, *options: str) -> int:
+    return main(["serve", f"{module}:agent", "--saver", "memory", *options])
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::", "example.org"])
+def test_beyond_the_loopback_without_a_token_it_warns(
+    host: str, module: Path, listened: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve(module, "--host", host, "--port", "8124") == 0
+    warning, serving = capsys.readouterr().err.splitlines()
+    assert warning == (
+        f"graph-agent serve: warning: --host {host} with no token: anyone who can reach the "
+        "server can run its agents (set --token or GRAPH_AGENT_TOKEN, or keep the default "
+        "--host 127.0.0.1)"
+    )
+    assert serving.startswith(f"serving helper on http://{host}:8124 ")
+    assert listened == [{"host": host, "port": 8124, "log_level": "warning"}]
+
+
+@pytest.mark.parametrize(
+    ("host", "token"),
+    [("127.0.0.1", None), ("127.0.0.2", None), ("localhost", None), ("::1", None),
+     ("0.0.0.0", "s3cret")],
+)  # fmt: skip
+def test_on_the_loopback_or_with_a_token_it_does_not(
+    host: str,
+    token: str | None,
+    module: Path,
+    listened: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert serve(module, "--host", host, *(["--token", token] if token else [])) == 0
+    (serving,) = capsys.readouterr().err.splitlines()
+    assert serving.startswith(f"serving helper on http://{host}:8123 ")
