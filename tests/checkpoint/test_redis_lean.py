@@ -17,6 +17,7 @@ import redis
 from checkpoint import RedisSaver
 from checkpoint.redis._lean import ScriptCalls, lean_pool, pack_command, packer
 
+from .._needs import unavailable
 from ._graphs import chat_graph
 
 
@@ -33,9 +34,7 @@ def require_hiredis(for_redis_py: bool = False) -> None:
         if for_redis_py and not redis.utils.HIREDIS_AVAILABLE:
             missing = f"redis-py does not use hiredis {hiredis.__version__} (it takes 3.2 or newer)"
     if missing is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{missing}: CI installs the hiredis extra")
-        pytest.skip(missing)
+        unavailable(missing, "CI installs the hiredis extra")
 
 
 @pytest.mark.parametrize("ci", [None, "true"], ids=["elsewhere", "on-ci"])

@@ -2,8 +2,8 @@
 
 Needs Debian's ``chromium`` and Mermaid's browser bundle: ``npm pack mermaid`` somewhere
 and point ``MERMAID_JS`` at its ``package/dist/mermaid.min.js``. ``.ci/run`` installs both
-(the bundle pinned, cached outside the clone), so it runs in CI; elsewhere it skips, saying
-what is missing. The syntax itself is checked in test_building.py.
+(the bundle pinned, cached outside the clone), so it runs in CI, where a missing piece is a
+failure; elsewhere it skips, saying what is missing (tests/_needs.py). The syntax itself is checked in test_building.py.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from graph_agent import END, START, StateGraph
+from tests._needs import unavailable
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 MERMAID_JS = os.environ.get("MERMAID_JS", "")
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and Path(MERMAID_JS).is_file()),
-    reason="needs chromium on PATH and MERMAID_JS=path/to/mermaid.min.js",
-)
+if not (CHROMIUM and Path(MERMAID_JS).is_file()):
+    unavailable(
+        "needs chromium on PATH and MERMAID_JS=path/to/mermaid.min.js "
+        f"(MERMAID_JS is {MERMAID_JS!r}); .ci/run installs both"
+    )
 
 
 def _awkward_graph() -> str:

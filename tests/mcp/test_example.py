@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("mcp", reason="install the mcp extra: make test does")
-
 from tests._examples import run_example
 
 

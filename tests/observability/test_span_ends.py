@@ -10,11 +10,6 @@ import time
 from typing import Any
 
 import pytest
-
-pytest.importorskip(
-    "opentelemetry.sdk", reason="install the otel extra and the SDK: make test does"
-)
-
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode

@@ -18,18 +18,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
+from langgraph_sdk import get_sync_client
 
-pytest.importorskip("starlette")
-httpx = pytest.importorskip("httpx")
-from langgraph_sdk import get_sync_client  # noqa: E402
+from checkpoint import MemorySaver
+from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool
+from graph_agent.server import create_app
+from tests.redis_servers import free_port
 
-from checkpoint import MemorySaver  # noqa: E402
-from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool  # noqa: E402
-from graph_agent.server import create_app  # noqa: E402
-from tests.redis_servers import free_port  # noqa: E402
-
-from .conftest import live_server, serve_process, stop_process  # noqa: E402
+from .conftest import live_server, serve_process, stop_process
 
 SERVED = """
 import os, time

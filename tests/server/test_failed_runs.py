@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("starlette")
 from langgraph_sdk import get_sync_client
 
 from tests.redis_servers import free_port

@@ -5,7 +5,7 @@ rejoins (``Last-Event-ID: -1``), an interrupt approved, history, search, a 404.
 
 Needs Node.js and the client installed from ``tests/server/js`` (``npm ci``): ``.ci/run``
 installs it and sets ``LANGGRAPH_SDK_JS`` to its ``node_modules``; without them the test
-skips and says so."""
+skips and says so (fails on CI: tests/_needs.py)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("starlette")
-
 from graph_agent.server import create_app
+from tests._needs import unavailable
 
 from .conftest import live_server
 from .test_sdk_client import refund_agent, weather_agent
@@ -38,7 +35,7 @@ def sdk_modules() -> Path | None:
 def test_the_js_client_streams_rejoins_and_approves(tmp_path: Path) -> None:
     modules, node = sdk_modules(), shutil.which("node")
     if modules is None or node is None:
-        pytest.skip(
+        unavailable(
             "needs node and @langchain/langgraph-sdk: npm ci --prefix tests/server/js "
             "(or LANGGRAPH_SDK_JS=<its node_modules>); .ci/run installs both"
         )

@@ -8,7 +8,7 @@ stream cut short and rejoined after its last event id, the bearer token asked fo
 Each test saves a screenshot in its ``tmp_path``; with ``GRAPH_AGENT_TEST_ARTIFACTS`` set
 (to a folder, or to ``1`` for ``tests/server/artifacts/``) it is copied there too. Skipped,
 saying why, when Playwright or Chromium is missing (``.ci/run`` installs Chromium, the
-``dev`` extra Playwright).
+``dev`` extra Playwright); on CI that is a failure (tests/_needs.py).
 """
 
 from __future__ import annotations
@@ -38,22 +38,20 @@ from graph_agent import (
 )
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
+from tests._needs import need_module, unavailable
 
 from .conftest import live_server
 from .served_kit import get_weather, refund
 
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="needs Playwright's Python package (the dev extra)"
-)
+sync_api = need_module("playwright.sync_api", "Playwright's Python package is in the dev extra")
 
 CHROMIUM = (
     os.environ.get("GRAPH_AGENT_CHROMIUM")
     or shutil.which("chromium")
     or shutil.which("chromium-browser")
 )
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="needs Debian's chromium on PATH (or GRAPH_AGENT_CHROMIUM)"
-)
+if CHROMIUM is None:
+    unavailable("needs Debian's chromium on PATH (or GRAPH_AGENT_CHROMIUM); .ci/run installs it")
 
 TIMEOUT = 15_000  # ms, for each wait in the page
 

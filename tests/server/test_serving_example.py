@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("starlette")
-
 from .._examples import run_example
 
 

@@ -8,15 +8,12 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
+from langchain_core.messages import AIMessageChunk
+from langgraph_sdk import schema
+from langgraph_sdk._shared.utilities import _sse_to_v2_dict
 
-langgraph_sdk = pytest.importorskip("langgraph_sdk")  # the dev extra has it
-from langchain_core.messages import AIMessageChunk  # noqa: E402
-from langgraph_sdk import schema  # noqa: E402
-from langgraph_sdk._shared.utilities import _sse_to_v2_dict  # noqa: E402
-
-from checkpoint import MemorySaver  # noqa: E402
-from graph_agent import (  # noqa: E402
+from checkpoint import MemorySaver
+from graph_agent import (
     END,
     START,
     Command,
@@ -26,13 +23,13 @@ from graph_agent import (  # noqa: E402
     StateGraph,
     UserMessage,
 )
-from graph_agent.events import emit  # noqa: E402
-from graph_agent.server._wire_encoder import RunStreamEncoder  # noqa: E402
-from graph_agent.server._wire_messages import to_jsonable  # noqa: E402
-from graph_agent.server._wire_state import state_to_wire, values_to_wire  # noqa: E402
-from hooks import ToolFeedback  # noqa: E402
+from graph_agent.events import emit
+from graph_agent.server._wire_encoder import RunStreamEncoder
+from graph_agent.server._wire_messages import to_jsonable
+from graph_agent.server._wire_state import state_to_wire, values_to_wire
+from hooks import ToolFeedback
 
-from .wire_kit import (  # noqa: E402
+from .wire_kit import (
     asks,
     careful_agent,
     conforms,

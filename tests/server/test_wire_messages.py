@@ -11,11 +11,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from langchain_core.messages import messages_from_dict
 
-langgraph_sdk = pytest.importorskip("langgraph_sdk")  # the dev extra has it
-from langchain_core.messages import messages_from_dict  # noqa: E402
-
-from graph_agent import (  # noqa: E402
+from graph_agent import (
     AssistantMessage,
     Command,
     SystemMessage,
@@ -24,10 +22,10 @@ from graph_agent import (  # noqa: E402
     ToolResponseMessage,
     UserMessage,
 )
-from graph_agent.errors import GraphUsageError  # noqa: E402
-from graph_agent.graph import Interrupt, Send  # noqa: E402
-from graph_agent.server._wire_inbound import messages_from_wire  # noqa: E402
-from graph_agent.server._wire_messages import (  # noqa: E402
+from graph_agent.errors import GraphUsageError
+from graph_agent.graph import Interrupt, Send
+from graph_agent.server._wire_inbound import messages_from_wire
+from graph_agent.server._wire_messages import (
     MessagesMemo,
     error_to_wire,
     message_to_wire,
@@ -35,7 +33,7 @@ from graph_agent.server._wire_messages import (  # noqa: E402
     to_jsonable,
 )
 
-from .wire_kit import json_clean  # noqa: E402
+from .wire_kit import json_clean
 
 # -- messages ------------------------------------------------------------------------------
 

@@ -8,12 +8,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from langgraph_sdk import schema
 
-langgraph_sdk = pytest.importorskip("langgraph_sdk")  # the dev extra has it
-from langgraph_sdk import schema  # noqa: E402
-
-from checkpoint import MemorySaver  # noqa: E402
-from graph_agent import (  # noqa: E402
+from checkpoint import MemorySaver
+from graph_agent import (
     END,
     START,
     Command,
@@ -21,9 +19,9 @@ from graph_agent import (  # noqa: E402
     StateGraph,
     UserMessage,
 )
-from graph_agent.graph import Send  # noqa: E402
-from graph_agent.server._wire_messages import to_jsonable  # noqa: E402
-from graph_agent.server._wire_state import (  # noqa: E402
+from graph_agent.graph import Send
+from graph_agent.server._wire_messages import to_jsonable
+from graph_agent.server._wire_state import (
     assistant_to_wire,
     checkpoint_to_wire,
     command_from_wire,
@@ -38,9 +36,9 @@ from graph_agent.server._wire_state import (  # noqa: E402
     thread_to_wire,
     values_to_wire,
 )
-from hooks import ToolFeedback  # noqa: E402
+from hooks import ToolFeedback
 
-from .wire_kit import careful_agent, conforms, json_clean, paused_subgraph  # noqa: E402
+from .wire_kit import careful_agent, conforms, json_clean, paused_subgraph
 
 # -- what clients send ---------------------------------------------------------------------
 

@@ -5,13 +5,11 @@ bytes, read back by the SDK's own SSE decoder.
 from __future__ import annotations
 
 import pytest
+from langgraph_sdk import schema
+from langgraph_sdk.sse import BytesLineDecoder, SSEDecoder
 
-langgraph_sdk = pytest.importorskip("langgraph_sdk")  # the dev extra has it
-from langgraph_sdk import schema  # noqa: E402
-from langgraph_sdk.sse import BytesLineDecoder, SSEDecoder  # noqa: E402
-
-from graph_agent import RunnableConfig  # noqa: E402
-from graph_agent.server._wire_stream import (  # noqa: E402
+from graph_agent import RunnableConfig
+from graph_agent.server._wire_stream import (
     HEARTBEAT,
     STREAM_MODES,
     event_name,
@@ -20,7 +18,7 @@ from graph_agent.server._wire_stream import (  # noqa: E402
     sse_event,
 )
 
-from .wire_kit import careful_agent, json_clean  # noqa: E402
+from .wire_kit import careful_agent, json_clean
 
 
 def decode(body: bytes, chunk: int = 7) -> list[schema.StreamPart]:
