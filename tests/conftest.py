@@ -1,14 +1,45 @@
-"""Fixtures shared by every test package."""
+"""Fixtures shared by every test package, and a home folder of the session's own."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ._cli import FakeOpenAI
 from .redis_servers import redis_cluster, redis_server
+
+# No test writes outside its temporary folder, and the user's home is outside: what reads
+# ``~`` (the default savers of ``graph-agent chat`` and ``serve``, ``~/.cache``, ...) finds a
+# fresh folder of the session's own, in every test and every process a test starts. What the
+# suite needs from the real home is passed by absolute paths (MERMAID_JS, LANGGRAPH_SDK_JS).
+HOME_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
+_SAVED = pytest.StashKey[tuple[Path, dict[str, str | None]]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    home = Path(tempfile.mkdtemp(prefix="graph-agent-tests-home-")).resolve()
+    config.stash[_SAVED] = (home, {name: os.environ.get(name) for name in HOME_VARIABLES})
+    os.environ["HOME"] = str(home)
+    for name, folder in zip(
+        HOME_VARIABLES[1:], (".config", ".local/share", ".cache", ".local/state")
+    ):
+        os.environ[name] = str(home / folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home, saved = config.stash[_SAVED]
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

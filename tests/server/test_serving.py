@@ -127,8 +127,10 @@ OPENED: list[SqliteSaver] = []  # savers the served module below opened, closed 
 
 
 def test_serve_keeps_threads_in_the_given_saver_unless_a_target_has_its_own(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    home = tmp_path / "home"  # the default saver's file is under HOME
+    monkeypatch.setenv("HOME", str(home))
     module = tmp_path / "served.py"
     module.write_text(
         "from checkpoint import SqliteSaver\n"
@@ -147,6 +149,7 @@ def test_serve_keeps_threads_in_the_given_saver_unless_a_target_has_its_own(
         made.close()
         assert sorted(served) == ["durable", "plain"]
         assert served["plain"].saver is made  # the default file, not memory
+        assert (home / ".graph-agent" / "server.sqlite").is_file()
         assert served["durable"].saver is OPENED[-1]  # its own
         assert where.startswith("sqlite:")
         with pytest.raises(CliError, match="its own saver"):
