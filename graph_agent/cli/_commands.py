@@ -60,6 +60,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         port=parse_port(args.port),
         saver=args.saver,
         token=args.token,
+        access_log=args.access_log,
     )
     return run_serve(options, sys.stderr)
 
@@ -165,6 +166,12 @@ def _parser() -> argparse.ArgumentParser:
         "--token",
         help="require 'Authorization: Bearer TOKEN' on every request (default: "
         "$GRAPH_AGENT_TOKEN; none: no auth)",
+    )
+    serve.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="do not log a line per request (METHOD PATH STATUS TIME ms) on stderr",
     )
     serve.set_defaults(handler=_cmd_serve)
     return parser

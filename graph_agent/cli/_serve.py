@@ -30,6 +30,7 @@ class ServeOptions:
     port: int = 8123
     saver: str | None = None
     token: str | None = None
+    access_log: bool = True
 
 
 def _name_of(target: str, owner: Any, graph: Any) -> str:
@@ -98,6 +99,7 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         import uvicorn
 
         from ..server import create_app
+        from ..server._access_log import ACCESS_LOGGER
     except ImportError as error:
         raise CliError(str(error)) from None
     served, made, where = served_objects(options.targets, options.saver)
@@ -117,16 +119,20 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         file=out,
         flush=True,
     )
-    # the server's own warnings and errors (a failed run, with its traceback) on stderr
-    handler = logging.StreamHandler()
+    # the server's own warnings and errors (a failed run, with its traceback) on stderr, and
+    # its access log (one line per request) unless --no-access-log
+    handler = logging.StreamHandler(out)
     handler.setFormatter(logging.Formatter("graph-agent serve: %(levelname)s %(message)s"))
     server_log = logging.getLogger("graph_agent.server")
     server_log.addHandler(handler)
     server_log.setLevel(logging.WARNING)
+    access_log = logging.getLogger(ACCESS_LOGGER)
+    access_log.setLevel(logging.INFO if options.access_log else logging.WARNING)
     try:
         uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
     finally:
         server_log.removeHandler(handler)
+        access_log.setLevel(logging.NOTSET)
         if made is not None:
             close_saver(made)
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from ._access_log import AccessLog
 from ._http import DEFAULT_MAX_BODY, HEARTBEAT_SECONDS, BearerAuth
 from ._page import mount_page
 from ._routes_runs import RUN_ROUTES
@@ -36,4 +37,5 @@ def create_app(
     if token:
         app.add_middleware(BearerAuth, token=token, open_paths=("/ok",))
     mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token
+    app.add_middleware(AccessLog)  # outermost: one line per request, the page's too
     return app

@@ -28,6 +28,11 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
+from checkpoint.errors import CheckpointNotFoundError
+from hooks.builtin.errors import ToolFeedbackError
+
+from ..errors import GraphResumeError, InvalidUpdateError
+
 __all__ = [
     "MULTITASK_STRATEGIES",
     "Entry",
@@ -36,6 +41,7 @@ __all__ = [
     "RunManager",
     "ThreadBusyError",
     "UnknownEventIdError",
+    "client_mistake",
 ]
 
 _log = logging.getLogger("graph_agent.server")
@@ -171,13 +177,29 @@ def _error_data(error: BaseException) -> Any:
     return {"error": type(error).__name__, "message": str(error)}
 
 
+def client_mistake(error: BaseException) -> bool:
+    """Whether a run failed on what its client sent, not on a fault of the server or of the
+    code it serves: an answer to a pause that does not fit it (``ToolFeedbackError``), a
+    thread that cannot go on the way it was asked to (``GraphResumeError``), a checkpoint
+    the thread does not have, an input the state cannot take."""
+    if isinstance(error, InvalidUpdateError):
+        return error.node == "__input__"
+    return isinstance(error, (ToolFeedbackError, GraphResumeError, CheckpointNotFoundError))
+
+
 class RunManager:
     """Every run of a server process, one runner per thread at a time. A run that fails is
-    logged (``graph_agent.server``, with its traceback); ``error_data(error)`` is what its
-    stream's ``error`` event says (the protocol decides what a client may see)."""
+    logged on ``graph_agent.server``: at ERROR with its traceback, or, when it failed on
+    what its client sent (``client_mistake``), in one line at WARNING; ``error_data(error)``
+    is what its stream's ``error`` event says (the protocol decides what a client may see)."""
 
-    def __init__(self, error_data: Callable[[BaseException], Any] = _error_data) -> None:
+    def __init__(
+        self,
+        error_data: Callable[[BaseException], Any] = _error_data,
+        client_mistake: Callable[[BaseException], bool] = client_mistake,
+    ) -> None:
         self.error_data = error_data
+        self.client_mistake = client_mistake
         self.runs: dict[str, Run] = {}
         self._by_thread: dict[str, list[str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -259,9 +281,7 @@ class RunManager:
                 except Exception as error:
                     run.mark("error", f"{type(error).__name__}: {error}")
                     run.failure = error
-                    _log.error(
-                        "run %s on thread %s failed", run.run_id, run.thread_id, exc_info=error
-                    )
+                    self._log_failure(run, error)
                     if not run.error_reported:
                         await run.log.append("error", self.error_data(error))
                 else:
@@ -270,6 +290,19 @@ class RunManager:
             run.started.set()
             await run.log.close()
             run.done.set()
+
+    def _log_failure(self, run: Run, error: BaseException) -> None:
+        if self.client_mistake(error):
+            said = " ".join(str(error).split())  # one line, whatever the message holds
+            _log.warning(
+                "run %s on thread %s failed on what its client sent: %s: %s",
+                run.run_id,
+                run.thread_id,
+                type(error).__name__,
+                said,
+            )
+        else:
+            _log.error("run %s on thread %s failed", run.run_id, run.thread_id, exc_info=error)
 
     async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
         """Stop ``run`` (``interrupted``); with ``rollback`` the thread's next run starts
