@@ -1,8 +1,11 @@
-"""``graph-agent serve``'s first contact: a port that is not one is one line and exit code 2;
-listening beyond the loopback without a token starts with a warning."""
+"""``graph-agent serve``'s first contact: without the ``server`` extra it says how to install
+it; a port that is not one is one line and exit code 2; listening beyond the loopback
+without a token starts with a warning."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +13,7 @@ import pytest
 
 from graph_agent.cli import main
 from tests._cli import cli_env, run_cli
+from tests.test_extras import WITHOUT_EXTRAS
 
 pytest.importorskip("uvicorn")
 
@@ -25,6 +29,23 @@ def module(tmp_path: Path) -> Path:
     path = tmp_path / "app.py"
     path.write_text(AGENT)
     return path
+
+
+def test_without_the_server_extra_it_says_how_to_install_it(module: Path, tmp_path: Path) -> None:
+    """Run where Starlette and uvicorn cannot be imported, as on a machine without them."""
+    code = WITHOUT_EXTRAS + (
+        "from graph_agent.cli import main\n"
+        f"sys.exit(main(['serve', {f'{module}:agent'!r}, '--saver', 'memory']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env(tmp_path), capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"{SERVE_ERROR}serving needs the 'server' extra, and uvicorn is not installed: "
+        "pip install 'graph-agent[server]'\n"
+    )
 
 
 @pytest.mark.parametrize("port", ["99999", "0", "-1", "http", "65536"])

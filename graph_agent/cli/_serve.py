@@ -94,6 +94,18 @@ def beyond_loopback(host: str) -> bool:
         return True
 
 
+def _missing_server(error: ImportError) -> str:
+    """What to tell a user whose ``server`` extra is missing (or broken)."""
+    missing = error if isinstance(error, ModuleNotFoundError) else error.__cause__
+    name = getattr(missing, "name", None) or ""
+    if name.partition(".")[0] in ("uvicorn", "starlette"):
+        return (
+            f"serving needs the 'server' extra, and {name.partition('.')[0]} is not installed: "
+            "pip install 'graph-agent[server]'"
+        )
+    return f"the server cannot be loaded ({error}); reinstall it: pip install 'graph-agent[server]'"
+
+
 def run_serve(options: ServeOptions, out: TextIO) -> int:
     try:
         import uvicorn
@@ -101,7 +113,7 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         from ..server import create_app
         from ..server._access_log import ACCESS_LOGGER
     except ImportError as error:
-        raise CliError(str(error)) from None
+        raise CliError(_missing_server(error)) from None
     served, made, where = served_objects(options.targets, options.saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
     app = create_app(served, token=token)
