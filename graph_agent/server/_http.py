@@ -1,8 +1,8 @@
-"""HTTP plumbing of the server: JSON errors, bearer-token auth, body limits, and
-Server-Sent Events with ids.
+"""HTTP plumbing of the server: JSON errors, bearer-token auth, and Server-Sent Events
+with ids.
 
 Every error is a JSON body ``{"detail": "..."}`` with the right status (the shape
-``langgraph-sdk`` reads); a malformed or oversized body is a 4xx, never a 500.
+``langgraph-sdk`` reads); what a client sends is read in ``_request``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ __all__ = [
     "HEARTBEAT_SECONDS",
     "BearerAuth",
     "HTTPProblem",
-    "json_body",
     "json_when_ready",
     "problem_response",
     "route",
@@ -67,30 +66,6 @@ def route(path: str, methods: list[str]) -> Callable[[Handler], Route]:
         return Route(path, endpoint, methods=methods)
 
     return wrap
-
-
-async def json_body(request: Request, max_body: int = DEFAULT_MAX_BODY) -> dict[str, Any]:
-    """The request's JSON object (``{}`` for an empty body): 413 beyond ``max_body`` bytes,
-    422 for what is not a JSON object."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_body:
-        raise HTTPProblem(413, f"the request body is over {max_body} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > max_body:
-            raise HTTPProblem(413, f"the request body is over {max_body} bytes")
-    if not body.strip():
-        return {}
-    try:
-        value = json.loads(body)
-    except ValueError as error:
-        raise HTTPProblem(422, f"the request body is not JSON: {error}") from None
-    if not isinstance(value, dict):
-        raise HTTPProblem(
-            422, f"the request body must be a JSON object, got {type(value).__name__}"
-        )
-    return value
 
 
 class BearerAuth:

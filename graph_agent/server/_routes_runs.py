@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ._http import HTTPProblem, json_when_ready, route
+from ._request import MAX_LIMIT, query_int
 from ._runs import Run
 from ._server import Server, read_body, server_of
 
@@ -80,11 +81,8 @@ async def runs_stream(request: Request) -> Response:
 async def runs_list(request: Request) -> Response:
     server = server_of(request)
     await server.find_thread(request.path_params["thread_id"])
-    try:
-        limit = int(request.query_params.get("limit") or 10)
-        offset = int(request.query_params.get("offset") or 0)
-    except ValueError:
-        raise HTTPProblem(422, "limit and offset must be integers") from None
+    limit = query_int(request, "limit", 10, 1, MAX_LIMIT)
+    offset = query_int(request, "offset", 0)
     status = request.query_params.get("status")
     if status is not None and status not in RUN_STATUSES:
         raise HTTPProblem(422, f"status {status!r} is not one of {list(RUN_STATUSES)}")

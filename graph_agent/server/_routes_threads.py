@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..graph import RunnableConfig
 from ._http import HTTPProblem, route
+from ._request import MAX_LIMIT, Fields, run_config_fields
 from ._server import now, read_body, server_of
 from ._wire_state import (
     assistant_to_wire,
@@ -23,6 +24,9 @@ from ._wire_state import (
 
 __all__ = ["THREAD_ROUTES"]
 
+THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
+SORT_FIELDS = ("thread_id", "status", "created_at", "updated_at", "state_updated_at")
+
 
 # -- assistants --------------------------------------------------------------------------
 
@@ -30,14 +34,15 @@ __all__ = ["THREAD_ROUTES"]
 @route("/assistants/search", ["POST"])
 async def assistants_search(request: Request) -> Response:
     server = server_of(request)
-    query = await read_body(request)
-    graph_id = query.get("graph_id")
+    query = Fields(await read_body(request))
+    graph_id = query.text("graph_id")
+    query.obj("metadata")
+    limit, offset = query.integer("limit", 10, 1, MAX_LIMIT), query.integer("offset", 0)
     found = [
         assistant_to_wire(s.graph_id, created_at=s.created_at, description=s.description)
         for s in server.served.values()
         if graph_id in (None, s.graph_id)
     ]
-    offset, limit = int(query.get("offset") or 0), int(query.get("limit") or 10)
     return JSONResponse(found[offset : offset + limit])
 
 
@@ -85,38 +90,25 @@ async def assistant_subgraphs(request: Request) -> Response:
 # -- threads -----------------------------------------------------------------------------
 
 
-def _metadata(given: Any, what: str = "metadata") -> dict[str, Any]:
-    if given is None:
-        return {}
-    if not isinstance(given, dict):
-        raise HTTPProblem(422, f"{what} must be a JSON object, got {type(given).__name__}")
-    return given
-
-
 @route("/threads", ["POST"])
 async def threads_create(request: Request) -> Response:
     server = server_of(request)
-    given = await read_body(request)
-    thread_id = given.get("thread_id") or str(uuid.uuid4())
-    if not isinstance(thread_id, str):
-        raise HTTPProblem(422, f"thread_id must be a string, got {thread_id!r}")
-    if_exists = given.get("if_exists") or "raise"
-    if if_exists not in ("raise", "do_nothing"):
-        raise HTTPProblem(422, f"if_exists {if_exists!r} is not 'raise' or 'do_nothing'")
+    given = Fields(await read_body(request))
+    thread_id = given.text("thread_id") or str(uuid.uuid4())
+    if_exists = given.choice("if_exists", ("raise", "do_nothing"), "raise")
     if given.get("supersteps"):
         raise HTTPProblem(
             422,
             "supersteps are not supported by this server: create the thread, then "
             "POST /threads/{thread_id}/state for each update",
         )
-    metadata = _metadata(given.get("metadata"))
+    metadata = given.obj("metadata")
     try:
         record = await server.find_thread(thread_id)
     except HTTPProblem:
         graph_id = metadata.get("graph_id")
-        record = server.create_thread(
-            thread_id, metadata, graph_id if graph_id in server.served else None
-        )
+        served = graph_id if isinstance(graph_id, str) and graph_id in server.served else None
+        record = server.create_thread(thread_id, metadata, served)
     else:
         if if_exists == "raise":
             raise HTTPProblem(
@@ -128,17 +120,12 @@ async def threads_create(request: Request) -> Response:
 @route("/threads/search", ["POST"])
 async def threads_search(request: Request) -> Response:
     server = server_of(request)
-    query = await read_body(request)
-    metadata, ids, status = _metadata(query.get("metadata")), query.get("ids"), query.get("status")
-    try:
-        limit, offset = int(query.get("limit") or 10), int(query.get("offset") or 0)
-    except (TypeError, ValueError):
-        raise HTTPProblem(422, "limit and offset must be integers") from None
-    if ids is not None and not isinstance(ids, list):
-        raise HTTPProblem(422, "ids must be a list of thread ids")
-    sort_by = query.get("sort_by") or "updated_at"
-    if sort_by not in ("thread_id", "status", "created_at", "updated_at", "state_updated_at"):
-        raise HTTPProblem(422, f"sort_by {sort_by!r} is not a field threads sort by")
+    query = Fields(await read_body(request))
+    metadata, ids = query.obj("metadata"), query.strings("ids")
+    status = query.choice("status", THREAD_STATUSES, "") or None
+    limit, offset = query.integer("limit", 10, 1, MAX_LIMIT), query.integer("offset", 0)
+    sort_by = query.choice("sort_by", SORT_FIELDS, "updated_at")
+    descending = query.choice("sort_order", ("asc", "desc"), "desc") == "desc"
     chosen = [
         r
         for r in server.threads.values()
@@ -148,7 +135,7 @@ async def threads_search(request: Request) -> Response:
     found = [await server.thread_wire(r) for r in chosen]
     if status is not None:
         found = [t for t in found if t["status"] == status]
-    found.sort(key=lambda t: str(t[sort_by]), reverse=query.get("sort_order") != "asc")
+    found.sort(key=lambda t: str(t[sort_by]), reverse=descending)
     return JSONResponse(
         found[offset : offset + limit], headers={"X-Pagination-Total": str(len(found))}
     )
@@ -165,8 +152,8 @@ async def thread_get(request: Request) -> Response:
 async def thread_patch(request: Request) -> Response:
     server = server_of(request)
     record = await server.find_thread(request.path_params["thread_id"])
-    given = await read_body(request)
-    record.metadata.update(_metadata(given.get("metadata")))
+    given = Fields(await read_body(request))
+    record.metadata.update(given.obj("metadata"))
     record.updated_at = now()
     if request.headers.get("prefer") == "return=minimal":
         return Response(status_code=204)
@@ -207,9 +194,9 @@ async def thread_state(request: Request) -> Response:
 
 @route("/threads/{thread_id}/state/checkpoint", ["POST"])
 async def thread_state_at(request: Request) -> Response:
-    given = await read_body(request)
-    checkpoint = _metadata(given.get("checkpoint"), "checkpoint")
-    return await _state(request, checkpoint.get("checkpoint_id"), bool(given.get("subgraphs")))
+    given = Fields(await read_body(request))
+    checkpoint = given.nested("checkpoint")
+    return await _state(request, checkpoint.text("checkpoint_id"), given.flag("subgraphs"))
 
 
 @route("/threads/{thread_id}/state/{checkpoint_id}", ["GET"])
@@ -222,6 +209,9 @@ async def thread_update(request: Request) -> Response:
     server = server_of(request)
     record = await server.find_thread(request.path_params["thread_id"])
     given = await read_body(request)
+    fields = Fields(given)
+    run_config_fields(fields)
+    as_node = fields.text("as_node")
     served_ = server.graph_of(record)
     if served_ is None:
         raise HTTPProblem(422, f"thread {record.thread_id!r} has no graph yet: run it first")
@@ -230,7 +220,7 @@ async def thread_update(request: Request) -> Response:
     try:
         config = run_config_from_wire(record.thread_id, given)
         values = input_from_wire(given.get("values"))
-        written = await served_.graph.aupdate_state(config, values, given.get("as_node"))
+        written = await served_.graph.aupdate_state(config, values, as_node)
     except (ValueError, TypeError) as error:  # GraphUsageError is a TypeError
         raise HTTPProblem(422, str(error)) from None
     record.updated_at = now()
@@ -241,23 +231,19 @@ async def thread_update(request: Request) -> Response:
 async def thread_history(request: Request) -> Response:
     server = server_of(request)
     record = await server.find_thread(request.path_params["thread_id"])
-    query = await read_body(request)
+    query = Fields(await read_body(request))
+    limit = query.integer("limit", 10, 1, MAX_LIMIT)
+    if isinstance(query.get("before"), dict):  # a checkpoint object, or its id
+        before = query.nested("before").text("checkpoint_id")
+    else:
+        before = query.text("before")
+    wanted = query.obj("metadata")
+    start = query.nested("checkpoint").text("checkpoint_id")
     served_ = server.graph_of(record)
     if served_ is None:
         return JSONResponse([])
-    try:
-        limit = int(query.get("limit") or 10)
-    except (TypeError, ValueError):
-        raise HTTPProblem(422, f"limit must be an integer, got {query.get('limit')!r}") from None
-    before = query.get("before")
-    if isinstance(before, dict):
-        before = before.get("checkpoint_id")
-    if before is not None and not isinstance(before, str):
-        raise HTTPProblem(422, "before must be a checkpoint id or a checkpoint object")
-    wanted = _metadata(query.get("metadata"))
-    start = _metadata(query.get("checkpoint"), "checkpoint").get("checkpoint_id")
     states: list[dict[str, Any]] = []
-    if isinstance(start, str):  # from that checkpoint on (it included)
+    if start is not None:  # from that checkpoint on (it included)
         first = await server.snapshot(record, start)
         if first is None:
             raise HTTPProblem(404, f"checkpoint {start!r} not found on thread {record.thread_id!r}")

@@ -17,7 +17,8 @@ from checkpoint.errors import CheckpointNotFoundError
 
 from ..events import CheckpointEvent, RunEnd
 from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
-from ._http import HEARTBEAT_SECONDS, HTTPProblem, json_body, sse_response
+from ._http import HEARTBEAT_SECONDS, HTTPProblem, sse_response
+from ._request import Fields, json_body, run_config_fields
 from ._runs import MULTITASK_STRATEGIES, Entry, Run, RunManager, RunStatus, ThreadBusyError
 from ._wire_encoder import RunStreamEncoder
 from ._wire_messages import error_to_wire
@@ -223,31 +224,28 @@ class Server:
         answered once its input is stored (or it is queued). A ``waited`` run (``wait``: its
         answer is the final values) streams only the modes it names (none by default: the
         values of each step are not converted for nobody)."""
-        served = self.assistant(body.get("assistant_id"))
+        fields = Fields(body)
+        served = self.assistant(fields.text("assistant_id"))
         _refuse_unsupported(body)
         stateless = thread_id is None
+        command = fields.obj("command") if "command" in body else None
+        keep = fields.choice("on_completion", ("delete", "keep"), "delete") == "keep"
         if thread_id is None:
-            command = body.get("command")
-            if isinstance(command, Mapping) and "resume" in command:
+            if command is not None and "resume" in command:
                 raise HTTPProblem(400, "You must provide a thread_id when resuming.")
-            completion = body.get("on_completion") or "delete"
-            if completion not in ("delete", "keep"):
-                raise HTTPProblem(422, f"on_completion {completion!r} is not 'delete' or 'keep'")
             thread_id = str(uuid.uuid4())
-        if_not_exists = body.get("if_not_exists") or "reject"
-        if if_not_exists not in ("reject", "create"):
-            raise HTTPProblem(422, f"if_not_exists {if_not_exists!r} is not 'reject' or 'create'")
-        strategy = body.get("multitask_strategy") or "enqueue"
-        if strategy not in MULTITASK_STRATEGIES:
-            raise HTTPProblem(
-                422, f"multitask_strategy {strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
-            )
+        if_not_exists = fields.choice("if_not_exists", ("reject", "create"), "reject")
+        strategy = fields.choice("multitask_strategy", MULTITASK_STRATEGIES, "enqueue")
+        metadata = fields.obj("metadata")
+        subgraphs = fields.flag("stream_subgraphs")
+        fields.choice("on_disconnect", ("cancel", "continue"), "continue")
+        fields.flag("stream_resumable")
+        run_config_fields(fields)
         try:
             modes = parse_stream_modes(
                 body.get("stream_mode"), default=() if waited else ("values",)
             )
             config = run_config_from_wire(thread_id, body)
-            command = body.get("command")
             value: Any = (
                 command_from_wire(command) if command else input_from_wire(body.get("input"))
             )
@@ -275,7 +273,6 @@ class Server:
         # as LangGraph's server does: thread lists filter on these (threads.search)
         record.metadata.setdefault("graph_id", served.graph_id)
         record.metadata.setdefault("assistant_id", assistant_id_for(served.graph_id))
-        subgraphs = bool(body.get("stream_subgraphs"))
         restart = self.runs.restart_from.pop(thread_id, None)
         if restart is not None and config.checkpoint_id is None:
             config = config.replace(checkpoint_id=restart)
@@ -295,7 +292,7 @@ class Server:
                 thread_id,
                 assistant_id_for(served.graph_id),
                 kwargs,
-                dict(body.get("metadata") or {}),
+                dict(metadata),
                 strategy,
                 execute,
                 head,
@@ -303,7 +300,7 @@ class Server:
         except ThreadBusyError as error:
             raise HTTPProblem(409, str(error)) from None
         run.stateless = stateless
-        if stateless and body.get("on_completion") != "keep":
+        if stateless and not keep:
             self._spawn(self._delete_when_done(run, record))
         return run
 
