@@ -10,8 +10,9 @@ from typing import Any
 from starlette.applications import Starlette
 
 from ._access_log import AccessLog
-from ._http import DEFAULT_MAX_BODY, HEARTBEAT_SECONDS, BearerAuth
+from ._http import DEFAULT_MAX_BODY, ERROR_HANDLERS, HEARTBEAT_SECONDS, BearerAuth
 from ._page import mount_page
+from ._routes_absent import ABSENT_ROUTES
 from ._routes_runs import RUN_ROUTES
 from ._routes_threads import THREAD_ROUTES
 from ._server import Server
@@ -29,10 +30,11 @@ def create_app(
     """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
     Protocol. With ``token``, every request needs ``Authorization: Bearer <token>``; bodies
     over ``max_body`` bytes are refused (413); a quiet stream or a long ``wait`` sends a
-    keep-alive every ``heartbeat`` seconds."""
+    keep-alive every ``heartbeat`` seconds. Every error is JSON, ``{"detail": ...}``."""
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
-    app = Starlette(routes=[*THREAD_ROUTES, *RUN_ROUTES])
+    routes = [*ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
+    app = Starlette(routes=routes, exception_handlers=dict(ERROR_HANDLERS))
     app.state.server = Server(served, max_body, heartbeat)
     if token:
         app.add_middleware(BearerAuth, token=token, open_paths=("/ok",))

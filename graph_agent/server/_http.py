@@ -2,7 +2,8 @@
 with ids.
 
 Every error is a JSON body ``{"detail": "..."}`` with the right status (the shape
-``langgraph-sdk`` reads); what a client sends is read in ``_request``.
+``langgraph-sdk`` reads), Starlette's own (404, 405) and a fault's (500) too; what a client
+sends is read in ``_request``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -22,6 +24,7 @@ from ._wire_stream import HEARTBEAT, sse_event
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "ERROR_HANDLERS",
     "HEARTBEAT_SECONDS",
     "BearerAuth",
     "HTTPProblem",
@@ -94,6 +97,31 @@ class BearerAuth:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """Starlette's own errors (no such route, a method the route does not take) as JSON."""
+    assert isinstance(error, HTTPException)
+    where = f"{request.method} {request.url.path}"
+    detail: Any = error.detail
+    if error.status_code == 404:
+        detail = f"{where} is not served here (docs/serving.md lists the endpoints)"
+    elif error.status_code == 405:
+        allowed = (error.headers or {}).get("Allow", "")
+        detail = f"{where}: the method is not allowed here (allowed: {allowed})"
+    return JSONResponse({"detail": detail}, error.status_code, headers=error.headers)
+
+
+async def _internal_error(request: Request, error: Exception) -> Response:
+    """A fault of the server's (the traceback goes to its log) as JSON, saying no more."""
+    return JSONResponse({"detail": "An internal error occurred"}, 500)
+
+
+# the app's exception handlers: every error answer is JSON, {"detail": ...}
+ERROR_HANDLERS: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    HTTPException: _http_error,
+    Exception: _internal_error,
+}
 
 
 class SSEEvent(Protocol):
