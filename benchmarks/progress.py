@@ -1,7 +1,7 @@
 """W13: what storing finished work as it finishes costs (docs/graph.md, "Finished work is
 never done twice"). On a durable saver, a task that finishes while others of its step still
-run is written at once (a ``progress`` checkpoint), and so is each of an agent's parallel
-tool calls that finishes while its siblings run. Each shape runs twice on the same saver
+run is stored at once (a pending write of the checkpoint its step started from), and so is
+each of an agent's parallel tool calls that finishes while its siblings run. Each shape runs twice on the same saver
 kind: as shipped (``durable = True``), and on a subclass that says ``durable = False``, which
 writes no progress; the ratio of the two is the cost.
 
@@ -40,6 +40,21 @@ from graph_agent import (
 from graph_agent.models import ChatResponse, Prompt
 
 __all__ = ["w13_progress"]
+
+
+_WRITES: dict[str, int] = {}  # thread id -> put_writes calls (the savers below count them)
+
+
+class _SqliteProgress(SqliteSaver):
+    def put_writes(self, checkpoint: Any, *, check_head: bool = True) -> None:
+        _WRITES[checkpoint.thread_id] = _WRITES.get(checkpoint.thread_id, 0) + 1
+        super().put_writes(checkpoint, check_head=check_head)
+
+
+class _RedisProgress(RedisSaver):
+    def put_writes(self, checkpoint: Any, *, check_head: bool = True) -> None:
+        _WRITES[checkpoint.thread_id] = _WRITES.get(checkpoint.thread_id, 0) + 1
+        super().put_writes(checkpoint, check_head=check_head)
 
 
 class _SqliteNoProgress(SqliteSaver):
@@ -95,14 +110,14 @@ def _pair(
 
 
 def _progress_in(app: Any, thread: str) -> int:
-    history = app.get_state_history(cfg(thread))
-    return sum(1 for s in history if s.metadata.get("source") == "progress")
+    """The pending writes stored while the thread's first invoke ran."""
+    return _WRITES.get(thread, 0)
 
 
 def _sqlite_apps(build: Callable[[Any], Any]) -> Callable[[bool], Iterator[Any]]:
     def make(durable: bool) -> Iterator[Any]:
         with tempfile.TemporaryDirectory() as folder:
-            kind = SqliteSaver if durable else _SqliteNoProgress
+            kind = _SqliteProgress if durable else _SqliteNoProgress
             with kind(Path(folder) / "bench.sqlite") as saver:
                 yield build(saver)
 
@@ -167,7 +182,7 @@ def w13_progress() -> None:
         import redis
 
         redis.Redis.from_url(url).flushdb()  # our own throw-away loopback server
-        kind = RedisSaver if durable else _RedisNoProgress
+        kind = _RedisProgress if durable else _RedisNoProgress
         with kind.from_url(url) as saver:
             yield ReactAgent(name="bench", model=_FourTools(), tools=[lookup], saver=saver)
 

@@ -207,6 +207,14 @@ class HeadCache:
             self._heads.move_to_end(thread_id)
             return True
 
+    def rewrite_header(self, thread_id: str, checkpoint_id: str, header: bytes) -> None:
+        """The stored header of ``checkpoint_id`` is now ``header`` (``put_writes``): the
+        head held for the thread takes it when it is that checkpoint."""
+        with self._lock:
+            head = self._heads.get(thread_id)
+            if head is not None and head.id == checkpoint_id:
+                head.header = header
+
     def forget(self, thread_id: str) -> None:
         with self._lock:
             self._heads.pop(thread_id, None)

@@ -151,10 +151,15 @@ class HeadRead:
 
 
 def head_checkpoint(
-    serializer: Serializer, thread_id: str, head: CachedHead, values: Mapping[str, Any]
+    serializer: Serializer,
+    thread_id: str,
+    head: CachedHead,
+    values: Mapping[str, Any],
+    stored_header: bytes | None = None,
 ) -> Checkpoint:
-    """The checkpoint a held head describes, with ``values`` (copies handed out)."""
-    header = serializer.loads(head.header)
+    """The checkpoint a held head describes, with ``values`` (copies handed out) and
+    ``stored_header`` when the read found it (``put_writes`` rewrites a stored header)."""
+    header = serializer.loads(head.header if stored_header is None else stored_header)
     return checkpoint_from(
         {**header, "parent": head.parent_id, "step": head.step}, head.id, thread_id, values
     )

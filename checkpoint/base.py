@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from .slots import slot_setters
 
-__all__ = ["BaseCheckpointSaver", "Checkpoint", "CheckpointDelta"]
+__all__ = ["BaseCheckpointSaver", "Checkpoint", "CheckpointDelta", "stores_writes"]
 
 
 # A frozen dataclass's own __init__ sets each field with ``object.__setattr__``, which costs
@@ -133,8 +133,8 @@ class BaseCheckpointSaver(abc.ABC):
 
     ``durable`` says whether what it stores outlives the process. The engine stores the
     work a step finished while the rest of the step still runs only on a durable saver
-    (see docs/graph.md, "Finished work is never done twice"); a saver kept in memory loses
-    it with the process anyway.
+    that implements ``put_writes`` (see docs/graph.md, "Finished work is never done
+    twice"); a saver kept in memory loses it with the process anyway.
     """
 
     durable: ClassVar[bool] = True
@@ -165,6 +165,26 @@ class BaseCheckpointSaver(abc.ABC):
     def delete_thread(self, thread_id: str) -> None:
         """Forget every checkpoint of the thread (no error if it has none)."""
 
+    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+        """Store the pending writes of a step that started from ``checkpoint``, while the
+        step still runs: ``checkpoint`` is one the thread holds, given again with the
+        engine's record of the running step (``pending_writes``: what its tasks finished so
+        far; ``resume_values``: the answers and kept results it was given; ``interrupts``:
+        the pauses it has not answered). That record replaces the stored one; nothing else
+        of the checkpoint changes (its values are not written) and no checkpoint is added,
+        so a history holds one checkpoint per step however its steps ran. Reads of the
+        checkpoint return it with the new record.
+
+        With ``check_head=True`` it succeeds only while ``checkpoint`` is the thread's head
+        (``CheckpointConflictError`` otherwise, with nothing written); a checkpoint the
+        thread does not hold raises ``CheckpointNotFoundError``. A value the serializer
+        cannot store raises ``UnserializableValueError``.
+
+        Optional: a saver without it stores no work of a step before the step ends (a
+        process killed mid-step runs the whole step again). See ``stores_writes``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not store pending writes")
+
     async def aput(
         self,
         checkpoint: Checkpoint,
@@ -188,3 +208,16 @@ class BaseCheckpointSaver(abc.ABC):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def aput_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+        await asyncio.to_thread(self.put_writes, checkpoint, check_head=check_head)
+
+
+def stores_writes(saver: BaseCheckpointSaver | None) -> bool:
+    """Whether runs on ``saver`` store a step's finished work while the step still runs:
+    a durable saver that implements ``put_writes``."""
+    return (
+        saver is not None
+        and saver.durable
+        and type(saver).put_writes is not BaseCheckpointSaver.put_writes
+    )

@@ -102,6 +102,17 @@ class CheckpointNotFoundError(CheckpointError, LookupError):
     def __str__(self) -> str:  # LookupError would repr() the message
         return str(self.args[0])
 
+    @classmethod
+    def for_writes(cls, thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
+        """The error for pending writes of a checkpoint the thread does not hold."""
+        return cls(
+            f"thread '{thread_id}' has no checkpoint {checkpoint_id!r} to store pending writes "
+            "for (pruned by max_retained, or the thread was deleted); nothing was written. "
+            "Run the thread again from its latest checkpoint",
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+        )
+
 
 class CheckpointConflictError(CheckpointError):
     """Another writer moved the thread's head since this writer read it; nothing was written."""

@@ -17,10 +17,10 @@ from typing import Any
 from ._delta import apply_deltas
 from ._frozen import hand_out, how_to_hand_out
 from ._head import HeadValues, Kinds, private_delta
-from ._index import encode_put, engine_record_list
+from ._index import encode_put, engine_record_list, header_of
 from ._retention import dropped
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
-from .errors import CheckpointConflictError, SerializationError
+from .errors import CheckpointConflictError, CheckpointNotFoundError, SerializationError
 from .serde import Serializer
 
 __all__ = ["MemorySaver"]
@@ -204,6 +204,24 @@ class MemorySaver(BaseCheckpointSaver):
                     child.body = self._body(full)
                     child.is_base = True
             del thread.records[oldest_id]
+
+    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+        """The running step's record replaces ``checkpoint``'s (``BaseCheckpointSaver``).
+        Implemented for a faithful saver, although the engine stores no work of a running
+        step here (``durable`` is false)."""
+        s = self.serializer
+        s.dumps(header_of(checkpoint), key="<checkpoint header>")  # what cannot be stored fails
+        header = s.dumps(engine_record_list(checkpoint))  # as every saver's, then this one's
+        thread_id = checkpoint.thread_id
+        with self._lock:
+            thread = self._threads.get(thread_id)
+            head = thread.head if thread is not None else None
+            if check_head and head != checkpoint.id:
+                raise CheckpointConflictError.moved(thread_id, checkpoint.id, head)
+            record = thread.records.get(checkpoint.id) if thread is not None else None
+            if record is None:
+                raise CheckpointNotFoundError.for_writes(thread_id, checkpoint.id)
+            record.header = header
 
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:

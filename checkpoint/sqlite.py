@@ -33,12 +33,13 @@ from ._index import (
     Index,
     checkpoint_from,
     encode_put,
+    header_of,
     list_ref,
     value_ref,
 )
 from ._sqlite_open import Transaction, connect, hint_for
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
-from .errors import CheckpointConflictError, CheckpointError
+from .errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
 from .serde import Serializer
 
 __all__ = ["SqliteSaver"]
@@ -185,6 +186,27 @@ class SqliteSaver(BaseCheckpointSaver):
             index = self._write(checkpoint, encoded, check_head)
             # committed: the head held for the thread moves on with it
             remember_write(self._heads, checkpoint, delta, index, encoded.header)
+
+    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+        """The running step's record replaces ``checkpoint``'s (``BaseCheckpointSaver``):
+        one transaction that rewrites its stored header."""
+        header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
+        thread, cid = checkpoint.thread_id, checkpoint.id
+        with self._using(f"writing pending writes of checkpoint {cid!r} of thread {thread!r}"):
+            with self._lock, Transaction(self._conn) as db:
+                row = db.execute(
+                    "SELECT head FROM threads WHERE thread_id = ?", (thread,)
+                ).fetchone()
+                head = row[0] if row else None
+                if check_head and head != cid:
+                    raise CheckpointConflictError.moved(thread, cid, head)
+                updated = db.execute(
+                    "UPDATE checkpoints SET header = ? WHERE thread_id = ? AND checkpoint_id = ?",
+                    (header, thread, cid),
+                ).rowcount
+                if not updated:
+                    raise CheckpointNotFoundError.for_writes(thread, cid)
+            self._heads.rewrite_header(thread, cid, header)
 
     def _write(self, checkpoint: Checkpoint, encoded: EncodedPut, check_head: bool) -> Index:
         """One transaction that writes the checkpoint (``_retention``'s ``put``; the index as
@@ -369,21 +391,28 @@ class SqliteSaver(BaseCheckpointSaver):
         with self._read(f"reading thread {thread_id!r}"):
             db = self._conn
             held = self._heads.entry(thread_id)
+            header: bytes | None = None  # the stored header (put_writes may rewrite it)
             if checkpoint_id is None:
                 found = db.execute(
-                    "SELECT head FROM threads WHERE thread_id = ?", (thread_id,)
+                    "SELECT t.head, c.header FROM threads AS t LEFT JOIN checkpoints AS c "
+                    "ON c.thread_id = t.thread_id AND c.checkpoint_id = t.head "
+                    "WHERE t.thread_id = ?",
+                    (thread_id,),
                 ).fetchone()
                 if found is None:
                     self._heads.forget(thread_id)
                     return None
-                checkpoint_id, wanted_head, stored = found[0], True, True
+                checkpoint_id, header, wanted_head = found[0], found[1], True
             else:
                 wanted_head = held is not None and held.id == checkpoint_id
-                stored = False  # not known yet: the id may have been pruned
             if held is not None and held.id == checkpoint_id:
                 values = self._heads.values_if(thread_id, checkpoint_id)
-                if values is not None and (stored or self._holds(db, thread_id, checkpoint_id)):
-                    return head_checkpoint(self.serializer, thread_id, held, values)
+                if values is not None and header is None:  # not known yet: it may be pruned
+                    header = self._header(db, thread_id, checkpoint_id)
+                if values is not None and header is not None:
+                    if header != held.header:
+                        self._heads.rewrite_header(thread_id, checkpoint_id, header)
+                    return head_checkpoint(self.serializer, thread_id, held, values, header)
             row: Row | None = db.execute(
                 f"SELECT {_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
                 (thread_id, checkpoint_id),
@@ -402,13 +431,14 @@ class SqliteSaver(BaseCheckpointSaver):
         return head_checkpoint(self.serializer, thread_id, head, values)
 
     def _holds(self, db: sqlite3.Connection, thread: str, checkpoint_id: str) -> bool:
-        return (
-            db.execute(
-                "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
-                (thread, checkpoint_id),
-            ).fetchone()
-            is not None
-        )
+        return self._header(db, thread, checkpoint_id) is not None
+
+    def _header(self, db: sqlite3.Connection, thread: str, checkpoint_id: str) -> bytes | None:
+        row = db.execute(
+            "SELECT header FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+            (thread, checkpoint_id),
+        ).fetchone()
+        return None if row is None else bytes(row[0])
 
     def _read_head(
         self, db: sqlite3.Connection, thread: str, row: Row, held: CachedHead | None

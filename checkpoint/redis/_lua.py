@@ -4,7 +4,8 @@ read one round trip per page.
 They follow ``checkpoint/_retention.py``'s rules (write order, head, retention) and store
 checkpoints as ``checkpoint/_index.py`` describes, here in Lua: the ``ids`` scores are the
 write order, ``WRITE`` is ``put`` (head check, index, newest write, head, then retention when
-``keep > 0``), ``READ`` is ``get`` and ``HISTORY`` one page of ``list``.
+``keep > 0``), ``WRITES`` is ``put_writes``, ``READ`` is ``get`` and ``HISTORY`` one page of
+``list``.
 
 Keys of one thread (all share the thread's hash tag, so they live in one cluster slot):
 KEYS[1] head (string: the latest checkpoint id), KEYS[2] meta (hash: ``next_list``, ``seq``
@@ -188,6 +189,22 @@ end
 return {1, written}
 """
 
+# ARGV: id, check_head ("1"/"0"), header, ttl
+# The pending writes of a step that started from checkpoint ``id`` (``put_writes``): its stored
+# header is replaced, nothing else changes. Returns {1} written, {0, head} the head is not
+# ``id`` (with check_head), {2} the thread does not hold ``id``.
+WRITES = r"""
+local id, check, header, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local head = redis.call('GET', KEYS[1])
+if check == '1' and (head or '') ~= id then return {0, head or ''} end
+if redis.call('HEXISTS', KEYS[3], id) == 0 then return {2} end
+redis.call('HSET', KEYS[3], id, header)
+if ttl > 0 then
+  for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
+end
+return {1}
+"""
+
 # A Lua function the read scripts begin with: the items of stored list ``list`` from position
 # ``from`` up to ``length`` (excluded), in HMGETs of 500, or nil and the complaint when one is
 # missing (``key`` names the list in it).
@@ -211,7 +228,7 @@ end
 
 # ARGV: id ('' = the head), ttl to refresh ('0' = none), held ('' = none: the id of a
 #       checkpoint of the thread whose values the client holds decoded).
-# Returns nil; {id, '='} when the checkpoint is the held one; or
+# Returns nil; {id, '=', header} when the checkpoint is the held one; or
 # {id, header, index (JSON), used ('1' when the held checkpoint's index was compared, '0' when
 #  it is not stored), (key, kind, data)*} where kind is "v" (data: the value), "l" (data: the
 #  list's items), "=" (the held checkpoint has the same reference: data '') or "a" (the held
@@ -247,7 +264,8 @@ if held ~= '' and id == held then
   if redis.call('EXISTS', KEYS[2]) == 0 or not redis.call('ZSCORE', KEYS[7], id) then
     return {'!', 'its counters or its list of checkpoints are missing (evicted or deleted by hand?)'}
   end
-  return {id, '='}
+  -- the header too: pending writes (WRITES) may have rewritten it since the client held it
+  return {id, '=', header}
 end
 local raw = redis.call('HGET', KEYS[4], id)
 if not raw then return {'!', 'checkpoint ' .. id .. ' has no stored index'} end

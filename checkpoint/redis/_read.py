@@ -66,11 +66,14 @@ def read_reply(
     cid = _text(reply[0])
     if cid == "!":
         raise corrupt(thread_id, None, _text(reply[1]), "read")
-    if len(reply) == 2:  # '=': the held checkpoint itself
+    if len(reply) == 3 and _text(reply[1]) == "=":  # the held checkpoint itself
         values = cache.values_if(thread_id, cid) if held is not None else None
         if held is None or values is None:
             raise ReadAgain
-        return head_checkpoint(serializer, thread_id, held, values)
+        header = reply[2]  # as stored now: pending writes may have changed it
+        if header != held.header:
+            cache.rewrite_header(thread_id, cid, header)
+        return head_checkpoint(serializer, thread_id, held, values, header)
     key = "<checkpoint index>"
     try:
         index = index_from_json(reply[2])

@@ -19,7 +19,7 @@ from .._head_read import HeldWrite
 from .._index import header_of
 from ..base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from ..effects import Steps, aperform, perform
-from ..errors import CheckpointError
+from ..errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
 from ..serde import Serializer
 from . import _lua
 from ._errors import where_of
@@ -122,6 +122,7 @@ class RedisSaver(BaseCheckpointSaver):
         self._write = client.register_script(_lua.WRITE) if client is not None else None
         self._read = client.register_script(_lua.READ) if client is not None else None
         self._list = client.register_script(_lua.HISTORY) if client is not None else None
+        self._writes = client.register_script(_lua.WRITES) if client is not None else None
         self._calls = ScriptCalls(client)  # the sync scripts' calls, on lean connections
         self._use_async_client(async_client)
         self._policy_checked: set[int] = set()  # ids of the clients whose policy was checked
@@ -185,6 +186,7 @@ class RedisSaver(BaseCheckpointSaver):
         self._awrite = client.register_script(_lua.WRITE) if client is not None else None
         self._aread = client.register_script(_lua.READ) if client is not None else None
         self._alist = client.register_script(_lua.HISTORY) if client is not None else None
+        self._awrites = client.register_script(_lua.WRITES) if client is not None else None
         self._acalls = AsyncScriptCalls(client)  # the async scripts' calls, lean ones too
 
     def close(self) -> None:
@@ -282,6 +284,25 @@ class RedisSaver(BaseCheckpointSaver):
             f"could not write checkpoint {checkpoint.id!r} of thread '{thread_id}'"
         )
 
+    def _writes_steps(self, checkpoint: Checkpoint, check_head: bool, client: Any) -> Steps[None]:
+        """``put_writes``: one script call that replaces the checkpoint's stored header."""
+        header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
+        thread_id, cid = checkpoint.thread_id, checkpoint.id
+        if id(client) not in self._policy_checked:
+            yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "write")
+        args = [cid, "1" if check_head else "0", header, self.ttl or 0]
+        call = ScriptCall(self._writes, self._awrites, self._keys(thread_id), args)
+        reply = yield from attempts(
+            call, client, thread_id, "write", self.write_retries, self.backoff, self._sleep
+        )
+        status = int(reply[0])
+        if status == 0:
+            head = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+            raise CheckpointConflictError.moved(thread_id, cid, head or None)
+        if status == 2:
+            raise CheckpointNotFoundError.for_writes(thread_id, cid)
+        self._heads.rewrite_header(thread_id, cid, header)
+
     def _read_args(
         self, thread_id: str, checkpoint_id: str | None, retry: bool
     ) -> tuple[builtins.list[Any], CachedHead | None]:
@@ -365,6 +386,20 @@ class RedisSaver(BaseCheckpointSaver):
             return
         await self._aready()
         await aperform(self._write_steps(checkpoint, delta, check_head, self.async_client), self)
+
+    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+        """The running step's record replaces ``checkpoint``'s (``BaseCheckpointSaver``), in
+        one round trip."""
+        if self._writes is None:
+            raise CheckpointError("this RedisSaver has only an async client: use aput_writes()")
+        perform(self._writes_steps(checkpoint, check_head, self.client), self)
+
+    async def aput_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+        if self._awrites is None:
+            await super().aput_writes(checkpoint, check_head=check_head)
+            return
+        await self._aready()
+        await aperform(self._writes_steps(checkpoint, check_head, self.async_client), self)
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or ``checkpoint_id``), in one round trip. The head of a thread this

@@ -247,7 +247,6 @@ class GraphRun(Cursor):
                     resume,
                     self,
                     (names, sends),
-                    runnable,
                     step_base,
                 )
                 if self.has_saver
@@ -370,7 +369,7 @@ class GraphRun(Cursor):
         results: list[TaskResult] = []
         if todo:
             if self.has_saver:
-                effect = ExecuteEffect(todo, resume, self, frontier, runnable, base, earlier)
+                effect = ExecuteEffect(todo, resume, self, frontier, base, earlier)
             else:
                 effect = ExecuteEffect(todo, resume)
             sent = yield effect

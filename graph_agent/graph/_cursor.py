@@ -3,6 +3,7 @@ checkpoints and finding what runs next."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..events import CheckpointEvent
 from ._constants import END
 from ._effects import Effect, Frontier, LoadEffect, PutEffect, RouteEffect
 from ._merge import DeltaTracker, merge_updates
+from ._pauses import waits_still
 from ._spec import BranchSpec, GraphSpec
 from ._tasks import BASE_KEY, TaskResult, encode_resume, pending_frame
 from .config import RunnableConfig
@@ -30,6 +32,7 @@ class Cursor(DeltaTracker):
         "check_head",
         "config",
         "has_saver",
+        "head",
         "head_id",
         "last_written",
         "scope",
@@ -47,6 +50,7 @@ class Cursor(DeltaTracker):
         self.scope = scope
         self.values: dict[str, Any] | Mapping[str, Any] = {}
         self.head_id: str | None = None
+        self.head: Checkpoint | None = None  # the checkpoint head_id names, as loaded or written
         self.step = -1
         # A run from an explicit checkpoint_id forks: its first write moves the head.
         self.check_head = config.checkpoint_id is None
@@ -68,6 +72,7 @@ class Cursor(DeltaTracker):
             return None
         self.values = checkpoint.values
         self.head_id = checkpoint.id
+        self.head = checkpoint
         self.step = checkpoint.step
         return checkpoint
 
@@ -114,7 +119,7 @@ class Cursor(DeltaTracker):
             pending_writes=pending,
         )
         yield PutEffect(checkpoint, self.take(self.values), self.check_head, updates)
-        self.last_written = checkpoint
+        self.last_written = self.head = checkpoint
         self.head_id = checkpoint_id
         self.step += 1
         self.check_head = True
@@ -122,6 +127,29 @@ class Cursor(DeltaTracker):
         if scope.bus is not None:
             scope.event(CheckpointEvent, checkpoint_id=checkpoint_id, step=checkpoint.step)
         return checkpoint_id
+
+    def with_writes(
+        self,
+        frontier: Frontier,
+        *,
+        resume: Mapping[str, Any],
+        finished: Sequence[TaskResult],
+        base: tuple[str | None, int],
+    ) -> Checkpoint:
+        """The checkpoint the running step started from (the head), with the step's record
+        as it stands: the writes of its ``finished`` tasks and ``base`` (its task ids depend
+        on it), its ``resume`` values (answers and what its tasks kept), and only the pauses
+        those do not answer (the step runs past the others). What ``put_writes`` stores."""
+        head = self.head
+        assert head is not None, "a step starts from a stored checkpoint (the input's first)"
+        pending = pending_frame(finished, frontier[1])
+        pending[BASE_KEY] = list(base)
+        return dataclasses.replace(
+            head,
+            interrupts=tuple(r for r in head.interrupts if waits_still(r, resume)),
+            resume_values=encode_resume(resume) if resume else {},
+            pending_writes=pending,
+        )
 
     def successors(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Awaitable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Protocol
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointDelta, UnserializableValueError
@@ -103,11 +103,11 @@ class ExecuteEffect(BaseEffect):
     (a task cancelled because a sibling failed gives none), or, for a single task, its
     ``TaskResult`` alone (see ``_tasks.step_results``). Resume values by interrupt id.
 
-    ``cursor`` (with ``frontier``, ``nodes``, ``base`` and ``done``, the step's tasks that
-    finished in an earlier run) lets a driver on a durable saver store what finishes while
-    the rest of the step still runs (see ``_progress``); ``None`` without a saver."""
+    ``cursor`` (with ``frontier``, ``base`` and ``done``, the step's tasks that finished in
+    an earlier run) lets a driver on a durable saver store what finishes while the rest of
+    the step still runs, as pending writes (see ``_progress``); ``None`` without a saver."""
 
-    __slots__ = ("base", "cursor", "done", "frontier", "nodes", "resume", "tasks")
+    __slots__ = ("base", "cursor", "done", "frontier", "resume", "tasks")
 
     def __init__(
         self,
@@ -115,7 +115,6 @@ class ExecuteEffect(BaseEffect):
         resume: Mapping[str, Any],
         cursor: StepWriter | None = None,
         frontier: Frontier | None = None,
-        nodes: Sequence[str] = (),
         base: tuple[str | None, int] | None = None,
         done: Sequence[TaskResult] = (),
     ) -> None:
@@ -123,7 +122,6 @@ class ExecuteEffect(BaseEffect):
         self.resume = resume
         self.cursor = cursor
         self.frontier = frontier
-        self.nodes = nodes
         self.base = base
         self.done = done
 
@@ -252,16 +250,18 @@ Frontier = tuple[list[str], Sequence[Send]]
 
 
 class StepWriter(Protocol):
-    """What writes a step's checkpoint (``_cursor.Cursor``), as an ``ExecuteEffect`` needs
-    it: a driver storing the step's progress writes through it (``_progress``)."""
+    """Where a running step started (``_cursor.Cursor``), as an ``ExecuteEffect`` needs it:
+    a driver storing the step's finished work asks it for the checkpoint that holds it as
+    pending writes (``_progress``)."""
 
-    def write(
+    @property
+    def check_head(self) -> bool: ...
+
+    def with_writes(
         self,
         frontier: Frontier,
         *,
-        source: str,
-        nodes: Sequence[str] = (),
-        resume: Mapping[str, Any] | None = None,
-        finished: Sequence[TaskResult] = (),
-        base: tuple[str | None, int] | None = None,
-    ) -> Generator[Effect, Any, str | None]: ...
+        resume: Mapping[str, Any],
+        finished: Sequence[TaskResult],
+        base: tuple[str | None, int],
+    ) -> Checkpoint: ...

@@ -45,3 +45,10 @@ def interrupt_of(record: Mapping[str, Any]) -> Interrupt:
 def awaiting(records: Iterable[Mapping[str, Any]]) -> list[Interrupt]:
     """The pauses of ``records`` that wait for a resume value (``interrupt()`` calls)."""
     return [pause for pause in map(interrupt_of, records) if pause.when == DURING]
+
+
+def waits_still(record: Mapping[str, Any], resume: Mapping[str, Any]) -> bool:
+    """Whether the pause ``record`` still waits once its step runs again with ``resume``: an
+    ``interrupt()`` that has no answer there. (A step running again is past its
+    ``interrupt_before``/``interrupt_after`` pauses.)"""
+    return record.get("when") == DURING and record.get("id") not in resume

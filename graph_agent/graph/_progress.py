@@ -2,39 +2,45 @@
 
 A process killed in the middle of a step loses whatever that step did not store. When a
 step runs several tasks (or the agent's tool node runs several tool calls) and one of them
-finishes while others still run, its result is written at once as a *progress* checkpoint:
-the step's frontier, the writes of the tasks that finished, the tool calls' kept answers and
-the base the step's task ids derive from, exactly as a failed step is stored. A re-run of the
-thread (``invoke(None, config)``) then runs only what had not finished. A step whose last
-task is the one finishing writes nothing extra: its own checkpoint follows, so one-task
+finishes while others still run, its result is stored at once as a *pending write* of the
+checkpoint the step started from (``BaseCheckpointSaver.put_writes``, LangGraph's shape):
+the writes of the tasks that finished, the tool calls' kept answers and the base the step's
+task ids derive from, exactly as a failed step is stored, but in that checkpoint's record,
+never as a checkpoint of its own. A history holds one checkpoint per step however its tasks
+ran, the same in sync and async runs. A re-run of the thread (``invoke(None, config)``) reads
+that checkpoint with its pending writes and runs only what had not finished. A step whose
+last task is the one finishing writes nothing extra: its own checkpoint follows, so one-task
 steps (and ``MemorySaver``, which a killed process loses anyway) pay nothing.
 
 The sync driver writes from whichever thread finished the work; the async driver writes on
-the loop. Writes of one step are serialized, each moving the thread's head, so the step's
-own checkpoint follows the last of them. A write that fails is kept and raised once the
-step's tasks are done (the step's own write would meet the same store).
+the loop. Writes of one step are serialized and each holds all that finished so far. A
+write that fails is kept and raised once the step's tasks are done (the step's own write
+would meet the same store).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from checkpoint.base import stores_writes
+from checkpoint.errors import UnserializableValueError
+
 from .._runtime.task_scope import kept_id
-from ._effects import ExecuteEffect, Frontier, PutEffect, SaverOnly, StepWriter
+from ._effects import ExecuteEffect, Frontier, StepWriter
 from ._tasks import Task, TaskResult
 
 if TYPE_CHECKING:
-    from checkpoint import BaseCheckpointSaver
+    from checkpoint import BaseCheckpointSaver, Checkpoint
 
 __all__ = ["DurableStep", "StepProgress", "stores_progress"]
 
 
 def stores_progress(saver: BaseCheckpointSaver | None) -> bool:
     """Whether runs on ``saver`` store a step's finished work as it finishes."""
-    return saver is not None and getattr(saver, "durable", True)
+    return stores_writes(saver)
 
 
 class StepProgress:
@@ -52,11 +58,11 @@ class StepProgress:
         "_dirty",
         "_done",
         "_frontier",
-        "_io",
         "_kept",
         "_lock",
-        "_nodes",
         "_resume",
+        "_saver",
+        "_unstorable",
         "_writing",
         "error",
     )
@@ -66,15 +72,13 @@ class StepProgress:
         cursor: StepWriter,
         saver: BaseCheckpointSaver,
         frontier: Frontier,
-        nodes: Sequence[str],
         resume: Mapping[str, Any],
         base: tuple[str | None, int],
         done: Sequence[TaskResult],
     ) -> None:
         self._cursor = cursor
-        self._io = SaverOnly(saver)
+        self._saver = saver
         self._frontier = frontier
-        self._nodes = nodes
         self._resume = resume
         self._base = base
         self._done = list(done)  # the step's tasks that had finished in an earlier run
@@ -84,6 +88,9 @@ class StepProgress:
         self._writing = threading.Lock()  # one write at a time (sync runs)
         self._alock: asyncio.Lock | None = None  # one write at a time (async runs)
         self.error: Exception | None = None
+        # a finished task's update cannot be stored: no more writes; the step's own write
+        # raises the error, naming the node that wrote the value
+        self._unstorable = False
 
     def add(self, result: TaskResult) -> None:
         """A task of the step finished (its result is stored with the next write)."""
@@ -98,26 +105,21 @@ class StepProgress:
             self._kept[kept_id(task.id, key)] = value
             self._dirty = True
 
-    def _take(self, running: Callable[[], int]) -> tuple[Any, PutEffect] | None:
-        """The write of everything finished so far, or ``None`` when there is nothing new or
-        nothing of the step still runs."""
+    def _take(self, running: Callable[[], int]) -> Checkpoint | None:
+        """The step's checkpoint with everything finished so far as its pending writes, or
+        ``None`` when there is nothing new or nothing of the step still runs."""
         with self._lock:
-            if not self._dirty or self.error is not None:
+            if not self._dirty or self.error is not None or self._unstorable:
                 return None
             self._dirty = False
             if not running():
                 return None  # the step's own checkpoint follows: it holds all of it
-            write = self._cursor.write(
+            return self._cursor.with_writes(
                 self._frontier,
-                source="progress",
-                nodes=self._nodes,
                 resume={**self._resume, **self._kept} if self._kept else self._resume,
                 finished=sorted(self._done, key=_order),
                 base=self._base,
             )
-            effect = next(write)
-        assert isinstance(effect, PutEffect)
-        return write, effect
 
     def flush(self, running: Callable[[], int]) -> None:
         """Write what finished (sync runs; on the thread that finished it)."""
@@ -125,12 +127,12 @@ class StepProgress:
             if not self._writing.acquire(blocking=False):
                 return  # the write on its way writes again with this
             try:
-                taken = self._take(running)
-                if taken is None:
+                checkpoint = self._take(running)
+                if checkpoint is None:
                     return
-                write, effect = taken
-                effect.run(self._io)
-                _finish(write)
+                self._saver.put_writes(checkpoint, check_head=self._cursor.check_head)
+            except UnserializableValueError:
+                self._unstorable = True
             except Exception as exc:
                 self.error = exc
             finally:
@@ -145,28 +147,22 @@ class StepProgress:
             if lock.locked():
                 return  # the write on its way writes again with this
             async with lock:
-                taken = self._take(running)
-                if taken is None:
+                checkpoint = self._take(running)
+                if checkpoint is None:
                     return
-                write, effect = taken
                 try:
-                    await effect.arun(self._io)
-                    _finish(write)
+                    written: Awaitable[None] = self._saver.aput_writes(
+                        checkpoint, check_head=self._cursor.check_head
+                    )
+                    await written
+                except UnserializableValueError:
+                    self._unstorable = True
                 except Exception as exc:
                     self.error = exc
 
 
 def _order(result: TaskResult) -> tuple[int, int, int]:
     return result.task.order
-
-
-def _finish(write: Any) -> None:
-    """Let the cursor's write generator record the checkpoint as written."""
-    try:
-        write.send(None)
-    except StopIteration:
-        return
-    raise RuntimeError("a checkpoint write asked for more than one put")  # pragma: no cover
 
 
 _CREATING = threading.Lock()
@@ -198,7 +194,6 @@ class DurableStep:
                         effect.cursor,
                         self.saver,
                         effect.frontier,
-                        effect.nodes,
                         effect.resume,
                         effect.base,
                         effect.done,

@@ -186,7 +186,7 @@ def kill_after(marks: Path, wanted: str, args: list[str]) -> None:
     def there() -> bool:
         return marks.exists() and set(wanted.split()) <= set(marks.read_text().split())
 
-    kill_when(WORKER, args, there)
+    kill_when(WORKER, args, there, marks)
 
 
 def resumed_graph(saver: BaseCheckpointSaver, marks: Path) -> Any:
@@ -206,7 +206,14 @@ def check_resumed_once(saver: BaseCheckpointSaver, marks: Path) -> None:
     app = resumed_graph(saver, marks)
     config = {"thread_id": "killed"}
     snapshot = app.get_state(config)
-    assert snapshot.metadata["source"] == "progress"  # what the killed step finished
+    # what the killed step finished is a pending write of the checkpoint it started from
+    # (the input's), never a checkpoint of its own
+    assert snapshot.metadata["source"] == "input"
+    assert [s.checkpoint_id for s in app.get_state_history(config)] == [snapshot.checkpoint_id]
+    stored = saver.get("killed")
+    assert stored is not None
+    finished = [w[0] for k, w in stored.pending_writes.items() if not k.startswith("__")]
+    assert finished == ["fast"]
     assert snapshot.next == ("fast", "slow")
     values = app.invoke(None, config)
     assert sorted(values["log"]) == ["fast", "slow"]
@@ -232,13 +239,26 @@ def test_a_killed_process_does_not_lose_a_finished_task_redis(
         check_resumed_once(saver, marks)
 
 
-def test_one_task_steps_write_no_progress(tmp_path: Path) -> None:
-    """Progress is written only when a task finishes while others of its step still run."""
-    with SqliteSaver(tmp_path / "t.db") as saver:
+class CountingSqliteSaver(SqliteSaver):
+    """A ``SqliteSaver`` that counts its ``put_writes`` calls."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.writes = 0
+
+    def put_writes(self, checkpoint: Any, *, check_head: bool = True) -> None:
+        self.writes += 1
+        super().put_writes(checkpoint, check_head=check_head)
+
+
+def test_one_task_steps_write_no_pending_writes(tmp_path: Path) -> None:
+    """Pending writes are stored only when a task finishes while others of its step run."""
+    with CountingSqliteSaver(tmp_path / "t.db") as saver:
         graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
         graph.add_node("a", lambda s: {"log": ["a"]}).add_node("b", lambda s: {"log": ["b"]})
         graph.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
         app = graph.compile(saver=saver)
         app.invoke({"log": []}, {"thread_id": "t"})
+        assert saver.writes == 0
         sources = [s.metadata["source"] for s in app.get_state_history({"thread_id": "t"})]
-        assert "progress" not in sources
+        assert sources == ["loop", "loop", "input"]
