@@ -1,5 +1,4 @@
-"""HTTP plumbing of the server: JSON errors, bearer-token auth, and Server-Sent Events
-with ids.
+"""HTTP plumbing of the server: JSON errors, token auth, and Server-Sent Events with ids.
 
 Every error is a JSON body ``{"detail": "..."}`` with the right status (the shape
 ``langgraph-sdk`` reads), Starlette's own (404, 405) and a fault's (500) too; what a client
@@ -72,25 +71,35 @@ def route(path: str, methods: list[str]) -> Callable[[Handler], Route]:
 
 
 class BearerAuth:
-    """ASGI middleware: with a ``token``, every HTTP request but ``open_paths`` needs
-    ``Authorization: Bearer <token>`` (compared in constant time), else 401."""
+    """ASGI middleware: with a ``token``, every HTTP request but ``open_paths`` needs it, as
+    ``Authorization: Bearer <token>`` or ``X-Api-Key: <token>`` (``langgraph-sdk``'s
+    ``api_key=``), compared in constant time; else 401."""
 
     def __init__(self, app: ASGIApp, token: str, open_paths: tuple[str, ...] = ()) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.bearer = f"Bearer {token}".encode()
+        self.key = token.encode()
         self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in self.open_paths:
             await self.app(scope, receive, send)
             return
-        given = b""
+        bearer = key = b""
         for name, value in scope.get("headers", []):
             if name == b"authorization":
-                given = value
-        if not hmac.compare_digest(given, self.expected):
+                bearer = value
+            elif name == b"x-api-key":
+                key = value
+        # both compared, whichever was sent: the time taken says nothing of either
+        good_bearer = hmac.compare_digest(bearer, self.bearer)
+        good_key = hmac.compare_digest(key, self.key)
+        if not (good_bearer or good_key):
             response = JSONResponse(
-                {"detail": "missing or wrong bearer token (Authorization: Bearer <token>)"},
+                {
+                    "detail": "missing or wrong token: send Authorization: Bearer <token> "
+                    "(or X-Api-Key: <token>, langgraph-sdk's api_key=)"
+                },
                 401,
                 headers={"WWW-Authenticate": "Bearer"},
             )
