@@ -27,7 +27,9 @@ def http() -> Iterator[httpx.Client]:
     agent = ReactAgent(name="a", model=ScriptedChatModel(["ok"] * 50), saver=MemorySaver())
     with live_server(create_app({"a": agent})) as url, httpx.Client(base_url=url) as client:
         client.post("/threads", json={"thread_id": "t"}).raise_for_status()
-        ran = client.post("/threads/t/runs/wait", json={"assistant_id": "a", "input": {"messages": "hi"}})
+        ran = client.post(
+            "/threads/t/runs/wait", json={"assistant_id": "a", "input": {"messages": "hi"}}
+        )
         assert ran.json()["messages"][-1]["content"] == "ok"
         yield client
 
@@ -145,7 +147,9 @@ def test_a_lone_surrogate_is_refused_and_nothing_is_stored(
 
 def test_a_surrogate_pair_is_text_and_is_kept(http: httpx.Client) -> None:
     """What is refused is a lone surrogate only: an escaped pair is one character."""
-    answer = send(http, "POST", "/threads", r'{"thread_id": "u", "metadata": {"e": "\ud83d\ude00"}}')
+    answer = send(
+        http, "POST", "/threads", r'{"thread_id": "u", "metadata": {"e": "\ud83d\ude00"}}'
+    )
     assert answer.status_code == 200
     assert http.get("/threads/u").json()["metadata"] == {"e": "\N{GRINNING FACE}"}
 
