@@ -12,23 +12,73 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+STORED = "stored"  # the line the worker's savers add to the marks after each write
 
-def kill_when(script: str, args: list[str], there: Callable[[], bool], settle: float = 0.5) -> None:
+# Run before the worker's script: each write of a saver (put, put_writes and their async
+# twins) adds a line "stored" to the marks file once it has returned, so the test waits for
+# the write itself instead of a guessed time.
+_MARK_WRITES = """
+def _mark_writes(marks):
+    import functools, inspect
+    from checkpoint import BaseCheckpointSaver, MemorySaver, RedisSaver, SqliteSaver
+
+    def stored():
+        with open(marks, "a") as f:
+            f.write("stored\\n")
+
+    def marking(method):
+        if inspect.iscoroutinefunction(method):
+            @functools.wraps(method)
+            async def awrite(*args, **kwargs):
+                result = await method(*args, **kwargs)
+                stored()
+                return result
+            return awrite
+
+        @functools.wraps(method)
+        def write(*args, **kwargs):
+            result = method(*args, **kwargs)
+            stored()
+            return result
+        return write
+
+    for cls in (BaseCheckpointSaver, MemorySaver, RedisSaver, SqliteSaver):
+        for name in ("put", "aput", "put_writes", "aput_writes"):
+            if name in vars(cls):
+                setattr(cls, name, marking(vars(cls)[name]))
+
+import os as _os
+_mark_writes(_os.environ["GRAPH_AGENT_TEST_MARKS"])
+del _mark_writes, _os
+"""
+
+
+def kill_when(
+    script: str, args: list[str], there: Callable[[], bool], marks: Path, stored_after: str
+) -> None:
     """Run ``python -c script *args`` with the checkout importable; SIGKILL it once
-    ``there()`` holds and ``settle`` seconds more have passed (for a write on its way to
-    land). Fails with the worker's stderr if it exits first, or after 30 s."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    ``there()`` holds and, in ``marks`` (the file the worker writes its marks to), a saver's
+    write returned (``STORED``) after the last ``stored_after`` mark: the work that mark
+    reported is stored. Fails with the worker's stderr if it exits first, or after 30 s."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GRAPH_AGENT_TEST_MARKS=str(marks))
     worker = subprocess.Popen(
-        [sys.executable, "-c", script, *args],
+        [sys.executable, "-c", _MARK_WRITES + script, *args],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
+
+    def landed() -> bool:
+        if not there():
+            return False
+        lines = marks.read_text().splitlines()
+        after = len(lines) - lines[::-1].index(stored_after) if stored_after in lines else None
+        return after is not None and STORED in lines[after:]
+
     try:
         deadline = time.monotonic() + 30
-        while not there():
+        while not landed():
             assert worker.poll() is None, worker.stderr.read()  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the worker never got there"
             time.sleep(0.01)
-        time.sleep(settle)
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -65,17 +65,19 @@ def test_new_input_after_a_sibling_failed_gets_the_finished_calls_result(
     durable: BaseCheckpointSaver, run: Runner
 ) -> None:
     booked: list[int] = []
+    book_returns = threading.Event()
 
     @tool
     def book(room: int) -> str:
         """Books a room."""
         booked.append(room)
+        book_returns.set()
         return f"booking #{len(booked)} for room {room}"
 
     @tool
     def check() -> str:
         """Fails after book has finished."""
-        time.sleep(0.05)
+        assert book_returns.wait(10)
         raise RuntimeError("the checker is down")
 
     seen: list[list[Any]] = []
@@ -99,17 +101,19 @@ def test_resume_after_a_sibling_failed_does_not_book_twice(
 ) -> None:
     booked: list[int] = []
     broken = [True]
+    book_returns = threading.Event()
 
     @tool
     def book(room: int) -> str:
         """Books a room."""
         booked.append(room)
+        book_returns.set()
         return f"booked {room}"
 
     @tool
     def check() -> str:
-        """Fails while broken."""
-        time.sleep(0.05)
+        """Fails while broken, after book has finished."""
+        assert book_returns.wait(10)
         if broken[0]:
             raise RuntimeError("the checker is down")
         return "checked"
@@ -182,7 +186,13 @@ WORKER = textwrap.dedent(
 
 
 def run_and_kill(args: list[str], marks: Path) -> None:
-    kill_when(WORKER, args, lambda: marks.exists() and marks.read_text().split().count("book") == 3)
+    kill_when(
+        WORKER,
+        args,
+        lambda: marks.exists() and marks.read_text().split().count("book") == 3,
+        marks,
+        stored_after="book",
+    )
 
 
 def check_no_second_booking(saver: BaseCheckpointSaver, marks: Path, mode: str) -> None:

@@ -186,7 +186,7 @@ def kill_after(marks: Path, wanted: str, args: list[str]) -> None:
     def there() -> bool:
         return marks.exists() and set(wanted.split()) <= set(marks.read_text().split())
 
-    kill_when(WORKER, args, there, marks)
+    kill_when(WORKER, args, there, marks, stored_after="fast")
 
 
 def resumed_graph(saver: BaseCheckpointSaver, marks: Path) -> Any:

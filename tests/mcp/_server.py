@@ -114,6 +114,10 @@ def refuse() -> types.CallToolResult:
 @server.tool()
 async def slow(seconds: float) -> str:
     """Sleeps, then answers."""
+    started = os.environ.get("WEATHER_SLOW_STARTED")
+    if started:  # a test waits for this file, not for a time, to know the call is in flight
+        with open(started, "a") as mark:
+            mark.write("started\n")
     await asyncio.sleep(seconds)
     return "done"
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,42 @@ SERVER = str(Path(__file__).with_name("_server.py"))
 def stdio(**kw: Any) -> StdioServer:
     """The test server over stdio."""
     return StdioServer(sys.executable, [SERVER], **kw)
+
+
+def slow_started(marks: Path) -> StdioServer:
+    """The test server over stdio, its ``slow`` tool adding a line to ``marks`` once a call
+    is running (``wait_for_lines`` waits for it)."""
+    return stdio(env={"WEATHER_SLOW_STARTED": str(marks)})
+
+
+def wait_for_lines(marks: Path, count: int = 1, timeout: float = 20) -> None:
+    """Until ``marks`` has ``count`` lines (a poll of the event itself, not a guess at a time)."""
+    deadline = time.monotonic() + timeout
+    while not (marks.is_file() and len(marks.read_text().splitlines()) >= count):
+        assert time.monotonic() < deadline, f"{marks} never got {count} line(s)"
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def session_ends() -> Iterator[threading.Event]:
+    """An event set once graph_agent.mcp says a server's session ended (its DEBUG line), i.e.
+    the provider has found the server gone and knows why."""
+    ended = threading.Event()
+
+    class _Ended(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "session ended" in record.getMessage():
+                ended.set()
+
+    logger = logging.getLogger("graph_agent.mcp")
+    handler, level = _Ended(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield ended
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 @contextlib.contextmanager

@@ -8,13 +8,23 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from graph_agent import ReactAgent, ScriptedChatModel, ToolExecutionException
 from graph_agent.mcp import HttpServer, McpServerError, McpToolProvider, StdioServer
-from tests.mcp._support import answers, http_server, stdio, tool_calls, tools_of
+from tests.mcp._support import (
+    answers,
+    http_server,
+    session_ends,
+    slow_started,
+    stdio,
+    tool_calls,
+    tools_of,
+    wait_for_lines,
+)
 
 
 def failure_of(tool: Any, arguments: str, *, asynchronous: bool = False) -> ToolExecutionException:
@@ -61,12 +71,14 @@ def test_a_crash_fails_the_call_and_later_ones_at_once_saying_how_it_ended(
         assert len(tools_of(provider)) == len(tools)  # the list stays, its calls fail
 
 
-def test_a_crash_fails_calls_that_were_waiting_on_the_server() -> None:
+def test_a_crash_fails_calls_that_were_waiting_on_the_server(tmp_path: Path) -> None:
+    marks = tmp_path / "slow-started"
+
     async def main() -> list[BaseException | str]:
-        async with McpToolProvider(stdio()) as provider:
+        async with McpToolProvider(slow_started(marks)) as provider:
             tools = tools_of(provider)
             slow = asyncio.ensure_future(tools["slow"].acall('{"seconds": 20}'))
-            await asyncio.sleep(0.2)
+            await asyncio.to_thread(wait_for_lines, marks)  # the call runs at the server
             crash = tools["crash"].acall("{}")
             return await asyncio.gather(slow, crash, return_exceptions=True)
 
@@ -80,8 +92,9 @@ def test_a_crash_fails_calls_that_were_waiting_on_the_server() -> None:
 def test_a_server_killed_between_calls_is_reported_at_the_next_call() -> None:
     with McpToolProvider(stdio(), timeout=20) as provider:
         tools = tools_of(provider)
-        os.kill(int(tools["pid"].call("{}")), signal.SIGKILL)
-        time.sleep(0.3)
+        with session_ends() as ended:
+            os.kill(int(tools["pid"].call("{}")), signal.SIGKILL)
+            assert ended.wait(10)  # the provider has found it gone
         started = time.monotonic()
         failure = failure_of(tools["get_weather"], '{"city": "Oslo"}')
         assert time.monotonic() - started < 1

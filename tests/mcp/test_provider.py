@@ -27,7 +27,15 @@ from graph_agent import (
 )
 from graph_agent.mcp import HttpServer, McpServerError, McpToolProvider, StdioServer
 from tests.mcp import _server
-from tests.mcp._support import answers, stdio, tool_calls, tools_of, wire
+from tests.mcp._support import (
+    answers,
+    slow_started,
+    stdio,
+    tool_calls,
+    tools_of,
+    wait_for_lines,
+    wire,
+)
 
 
 def declared_tools() -> dict[str, Any]:
@@ -204,9 +212,10 @@ def test_sessions_close_with_the_provider_and_a_closed_one_says_so() -> None:
         provider.open()
 
 
-def test_closing_fails_a_running_call_at_once() -> None:
+def test_closing_fails_a_running_call_at_once(tmp_path: Path) -> None:
     failures: list[BaseException] = []
-    provider = McpToolProvider(stdio()).open()
+    marks = tmp_path / "slow-started"
+    provider = McpToolProvider(slow_started(marks)).open()
     slow = tools_of(provider)["slow"]
 
     def call() -> None:
@@ -217,7 +226,7 @@ def test_closing_fails_a_running_call_at_once() -> None:
 
     worker = threading.Thread(target=call)
     worker.start()
-    time.sleep(0.3)
+    wait_for_lines(marks)  # the call runs at the server
     started = time.monotonic()
     provider.close()
     worker.join(5)
