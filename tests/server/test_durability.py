@@ -81,7 +81,7 @@ def test_an_accepted_run_survives_its_server_killed_before_it_ends(tmp_path: Pat
 
 
 def test_a_cancelled_run_keeps_everything_it_streamed() -> None:
-    slow_started = threading.Event()
+    slow_started, cancelled = threading.Event(), threading.Event()
 
     @tool
     async def quick(q: str) -> str:
@@ -90,9 +90,9 @@ def test_a_cancelled_run_keeps_everything_it_streamed() -> None:
 
     @tool
     async def slow(q: str) -> str:
-        """Takes its time."""
+        """Runs until the run is cancelled."""
         slow_started.set()
-        await asyncio.sleep(0.5)
+        await asyncio.to_thread(cancelled.wait, 10)
         return "slow result"
 
     both = AssistantMessage(
@@ -117,7 +117,9 @@ def test_a_cancelled_run_keeps_everything_it_streamed() -> None:
             stream_mode=["values", "messages-tuple"],
         )
         assert slow_started.wait(10)
-        client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+        client.runs.cancel(thread["thread_id"], run["run_id"])  # answered once it is asked
+        cancelled.set()
+        client.runs.join(thread["thread_id"], run["run_id"])
         assert client.runs.get(thread["thread_id"], run["run_id"])["status"] == "interrupted"
         streamed = list(client.runs.join_stream(thread["thread_id"], run["run_id"]))
         state = client.threads.get_state(thread["thread_id"])

@@ -40,6 +40,7 @@ from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
 from tests._needs import need_module, unavailable
 
+from ..agent.flow_kit import Meeting
 from .conftest import live_server
 from .served_kit import get_weather, refund
 
@@ -300,9 +301,12 @@ def test_sub_agents_nest_under_the_tool_call_or_the_flow_node_that_ran_them(
 def twins_agent() -> ReactAgent:
     """An agent that asks the same agent twice at once: each run nests under its own call."""
 
+    both_running = Meeting(2)
+
     async def research(prompt: Any) -> str:
-        await asyncio.sleep(0.2)  # both calls are running at once
-        return f"notes on {prompt.messages[-1].text}"
+        city = prompt.messages[-1].text
+        await both_running.await_(city)  # neither answers before both calls are running
+        return f"notes on {city}"
 
     helper = ReactAgent(name="researcher", model=FunctionChatModel(research))
     both = AssistantMessage(
