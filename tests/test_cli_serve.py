@@ -13,6 +13,7 @@ import pytest
 
 from graph_agent.cli import main
 from tests._cli import cli_env, run_cli
+from tests._serve_cli import serve_in_process
 from tests.test_extras import WITHOUT_EXTRAS
 
 pytest.importorskip("uvicorn")
@@ -104,3 +105,80 @@ def test_on_the_loopback_or_with_a_token_it_does_not(
     assert serve(module, "--host", host, *(["--token", token] if token else [])) == 0
     (serving,) = capsys.readouterr().err.splitlines()
     assert serving.startswith(f"serving helper on http://{host}:8123 ")
+
+
+def agent_file(folder: Path, answer: str) -> Path:
+    folder.mkdir(exist_ok=True)
+    path = folder / "app.py"
+    path.write_text(
+        "from graph_agent import ReactAgent, ScriptedChatModel\n"
+        f"agent = ReactAgent(name='agent', model=ScriptedChatModel([{answer!r}] * 3))\n"
+    )
+    return path
+
+
+def test_two_targets_of_one_name_are_served_under_names_the_user_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_sdk import get_sync_client
+
+    from tests.server.conftest import live_server
+
+    billing = agent_file(tmp_path / "billing", "invoice sent")
+    support = agent_file(tmp_path / "support", "ticket opened")
+    served = serve_in_process(
+        monkeypatch, [f"billing={billing}:agent", f"support={support}:agent", "--saver", "memory"]
+    )
+    assert served.code == 0
+    assert capsys.readouterr().err.startswith("serving billing, support on ")
+    hello = {"messages": [{"role": "user", "content": "hello"}]}
+    with live_server(served.app) as url, get_sync_client(url=url) as client:
+        assert sorted(a["graph_id"] for a in client.assistants.search()) == ["billing", "support"]
+        for name, answer in (("billing", "invoice sent"), ("support", "ticket opened")):
+            state = client.runs.wait(None, name, input=hello)
+            assert isinstance(state, dict) and state["messages"][-1]["content"] == answer
+
+
+def test_two_targets_of_one_name_without_names_is_one_line_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    billing = agent_file(tmp_path / "billing", "invoice sent")
+    support = agent_file(tmp_path / "support", "ticket opened")
+    served = serve_in_process(monkeypatch, [f"{billing}:agent", f"{support}:agent"])
+    assert (served.code, served.app) == (2, None)
+    assert capsys.readouterr().err == (
+        f"{SERVE_ERROR}two targets are named 'agent': {billing}:agent and {support}:agent; "
+        "clients pick one by its name, so serve them under names you give, NAME=TARGET: "
+        f"graph-agent serve billing={billing}:agent support={support}:agent\n"
+    )
+    same = serve_in_process(monkeypatch, [f"x={billing}:agent", f"x={support}:agent"])
+    assert same.code == 2
+    assert capsys.readouterr().err == (
+        f"{SERVE_ERROR}two targets are named 'x': x={billing}:agent and x={support}:agent; "
+        "give each a name of its own\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("=app.py:agent", "'=app.py:agent': NAME=TARGET serves TARGET under NAME, which takes "
+         "letters, digits, '_', '-' and '.'"),
+        ("billing=", "'billing=': no TARGET after '='; NAME=TARGET serves TARGET under NAME"),
+    ],
+)  # fmt: skip
+def test_a_name_that_cannot_be_says_why(
+    text: str, error: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve_in_process(monkeypatch, [text]).code == 2
+    assert capsys.readouterr().err == f"{SERVE_ERROR}{error}\n"
+
+
+def test_nothing_to_serve_says_what_to_name(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve_in_process(monkeypatch, []).code == 2
+    assert capsys.readouterr().err == (
+        f"{SERVE_ERROR}name at least one TARGET to serve (path/to/file.py:OBJECT), or a "
+        "LangGraph project's langgraph.json\n"
+    )

@@ -61,6 +61,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         saver=args.saver,
         token=args.token,
         access_log=args.access_log,
+        config=args.config,
     )
     return run_serve(options, sys.stderr)
 
@@ -150,10 +151,24 @@ def _parser() -> argparse.ArgumentParser:
         help="serve agents, flows and graphs over HTTP (the Agent Protocol)",
         description="Serve each TARGET over HTTP with the core of the Agent Protocol, as "
         "LangGraph's Agent Server speaks it (langgraph-sdk clients work unchanged); clients "
-        "pick one by its name. Needs the 'server' extra.",
-        epilog=f"example: {PROG} serve my_app.py:agent my_app.py:team --port 8123",
+        "pick one by its name (the object's, or NAME in NAME=TARGET). A LangGraph project's "
+        "langgraph.json serves its graphs, with its env. Needs the 'server' extra.",
+        epilog=f"examples: {PROG} serve my_app.py:agent my_app.py:team --port 8123; "
+        f"{PROG} serve billing=billing/app.py:agent support=support/app.py:agent; "
+        f"{PROG} serve path/to/langgraph.json",
     )
-    serve.add_argument("targets", metavar="TARGET", nargs="+", help=TARGET_HELP)
+    serve.add_argument(
+        "targets",
+        metavar="TARGET",
+        nargs="*",
+        help=f"{TARGET_HELP} NAME=TARGET serves it under NAME; a langgraph.json serves its graphs",
+    )
+    serve.add_argument(
+        "--config",
+        metavar="langgraph.json",
+        help="a LangGraph project's config: its graphs (each under its name) and its env "
+        "(a .env file or variables) are used, file paths relative to it",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="where to listen (default: 127.0.0.1)")
     serve.add_argument("--port", default="8123", help="the port, 1 to 65535 (default: 8123)")
     serve.add_argument(

@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
@@ -16,11 +17,14 @@ from ._errors import CliError
 from ._failures import mask_url
 from ._load import load_target
 from ._saver import check_saver, close_saver, make_saver
+from ._serve_targets import NAME as _NAME
+from ._serve_targets import NamedTarget, gather, parse_named
 
 __all__ = ["DEFAULT_SERVER_SAVER", "ServeOptions", "run_serve", "served_objects"]
 
 DEFAULT_SERVER_SAVER = "sqlite:~/.graph-agent/server.sqlite"
 TOKEN_ENV = "GRAPH_AGENT_TOKEN"
+ACCESS_LOGGER = "graph_agent.server.access"  # the server's access log (docs/serving.md, Logs)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class ServeOptions:
     saver: str | None = None
     token: str | None = None
     access_log: bool = True
+    config: str | None = None
 
 
 def _name_of(target: str, owner: Any, graph: Any) -> str:
@@ -40,25 +45,72 @@ def _name_of(target: str, owner: Any, graph: Any) -> str:
     return target.rpartition(":")[2].rstrip("()").rpartition(".")[2]
 
 
+def _suggested_names(first: NamedTarget, second: NamedTarget) -> tuple[str, str]:
+    """Names to offer for two targets that clash: what tells them apart, of their files' (or
+    modules') names, their folders' and their objects'."""
+
+    def parts(entry: NamedTarget) -> tuple[str, str, str]:
+        source, _, attr = entry.target.rpartition(":")
+        if source.endswith(".py") or "/" in source:
+            stem, folder = Path(source).stem, Path(source).parent.name
+        else:
+            folder, _, stem = source.rpartition(".")
+            folder = folder.rpartition(".")[2]
+        return stem, folder, attr.rstrip("()").rpartition(".")[2]
+
+    (stem1, folder1, attr1), (stem2, folder2, attr2) = parts(first), parts(second)
+    for one, two in ((stem1, stem2), (folder1, folder2), (f"{stem1}_{attr1}", f"{stem2}_{attr2}")):
+        if one != two and _NAME.fullmatch(one) and _NAME.fullmatch(two):
+            return one, two
+    return f"{stem1}_1", f"{stem2}_2"
+
+
+def _clash(name: str, first: NamedTarget, second: NamedTarget) -> CliError:
+    if first.name is not None and second.name is not None:
+        return CliError(
+            f"two targets are named {name!r}: {first.shown} and {second.shown}; give each a "
+            "name of its own"
+        )
+    one, two = _suggested_names(first, second)
+    return CliError(
+        f"two targets are named {name!r}: {first.shown} and {second.shown}; clients pick one "
+        f"by its name, so serve them under names you give, NAME=TARGET: graph-agent serve "
+        f"{one}={first.target} {two}={second.target}"
+    )
+
+
 def served_objects(
-    targets: Sequence[str], saver_spec: str | None
+    targets: Sequence[str | NamedTarget], saver_spec: str | None
 ) -> tuple[dict[str, Any], BaseCheckpointSaver | None, str]:
-    """What to serve, by name, each keeping its threads in its own durable saver or in the
-    one ``saver_spec`` names (default ``DEFAULT_SERVER_SAVER``); the saver made here (for the
-    caller to close) and where the threads are kept, for the user."""
+    """What to serve, by name (a ``NAME=TARGET``'s, else the object's), each keeping its
+    threads in its own durable saver or in the one ``saver_spec`` names (default
+    ``DEFAULT_SERVER_SAVER``); the saver made here (for the caller to close) and where the
+    threads are kept, for the user. Two targets under one name are a ``CliError`` naming
+    both."""
     if not targets:
-        raise CliError("name at least one TARGET to serve (path/to/file.py:OBJECT)")
+        raise CliError(
+            "name at least one TARGET to serve (path/to/file.py:OBJECT), or a LangGraph "
+            "project's langgraph.json"
+        )
+    entries = [t if isinstance(t, NamedTarget) else parse_named(t) for t in targets]
     served: dict[str, Any] = {}
+    came_from: dict[str, NamedTarget] = {}
     made: BaseCheckpointSaver | None = None
     spec = saver_spec or DEFAULT_SERVER_SAVER
     try:
-        for target in targets:
-            loaded = load_target(target)
+        for entry in entries:
+            target = entry.target
+            try:
+                loaded = load_target(target)
+            except CliError as error:
+                if not entry.origin:
+                    raise
+                raise CliError(f"{entry.origin}: {error}") from None
             graph, owner = loaded.graph, loaded.owner
             own = graph.saver if not isinstance(graph.saver, MemorySaver) else None
             if own is not None and saver_spec is not None:
                 raise CliError(
-                    f"--saver: {target} keeps its threads in its own saver "
+                    f"--saver: {entry.shown} keeps its threads in its own saver "
                     f"({type(own).__name__}); drop --saver, or build it without a saver"
                 )
             if own is None:
@@ -68,13 +120,11 @@ def served_objects(
                 graph.saver = made  # the object is the server's to run, in this process
                 if owner is not None and hasattr(owner, "saver"):
                     owner.saver = made
-            name = _name_of(target, owner, graph)
+            name = entry.name or _name_of(target, owner, graph)
             if name in served:
-                raise CliError(
-                    f"two targets are named {name!r}; clients pick an agent by its name, so "
-                    "rename one"
-                )
+                raise _clash(name, came_from[name], entry)
             served[name] = owner if owner is not None else graph
+            came_from[name] = entry
     except BaseException:
         if made is not None:
             close_saver(made)
@@ -111,10 +161,14 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         import uvicorn
 
         from ..server import create_app
-        from ..server._access_log import ACCESS_LOGGER
     except ImportError as error:
         raise CliError(_missing_server(error)) from None
-    served, made, where = served_objects(options.targets, options.saver)
+    project = gather(options.targets, options.config)
+    for ignored in project.ignored:
+        print(f"graph-agent serve: {ignored}: not used here, ignored", file=out, flush=True)
+    for key, value in project.env.items():  # before any graph loads: they may read it
+        os.environ.setdefault(key, value)
+    served, made, where = served_objects(project.graphs, options.saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
     app = create_app(served, token=token)
     if not token and beyond_loopback(options.host):
