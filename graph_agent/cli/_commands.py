@@ -62,6 +62,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         token=args.token,
         access_log=args.access_log,
         config=args.config,
+        allow_origins=args.allow_origins,
     )
     return run_serve(options, sys.stderr)
 
@@ -179,8 +180,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--token",
-        help="require 'Authorization: Bearer TOKEN' on every request (default: "
-        "$GRAPH_AGENT_TOKEN; none: no auth)",
+        help="require 'Authorization: Bearer TOKEN' (or 'X-Api-Key: TOKEN') on every request "
+        "(default: $GRAPH_AGENT_TOKEN; none: no auth)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        dest="allow_origins",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="let pages of this origin (http://localhost:3000) call the server from a browser, "
+        "with CORS; repeatable (default: none, only the server's own page)",
     )
     serve.add_argument(
         "--no-access-log",

@@ -36,6 +36,7 @@ class ServeOptions:
     token: str | None = None
     access_log: bool = True
     config: str | None = None
+    allow_origins: Sequence[str] = ()
 
 
 def _name_of(target: str, owner: Any, graph: Any) -> str:
@@ -161,8 +162,13 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         import uvicorn
 
         from ..server import create_app
+        from ..server._guard import origin_of
     except ImportError as error:
         raise CliError(_missing_server(error)) from None
+    try:
+        origins = [origin_of(origin) for origin in options.allow_origins]
+    except ValueError as error:
+        raise CliError(f"--allow-origin: {error}") from None
     project = gather(options.targets, options.config)
     for ignored in project.ignored:
         print(f"graph-agent serve: {ignored}: not used here, ignored", file=out, flush=True)
@@ -170,7 +176,7 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         os.environ.setdefault(key, value)
     served, made, where = served_objects(project.graphs, options.saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
-    app = create_app(served, token=token)
+    app = create_app(served, token=token, allow_origins=origins)
     if not token and beyond_loopback(options.host):
         print(
             f"graph-agent serve: warning: --host {options.host} with no token: anyone who can "

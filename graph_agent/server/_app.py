@@ -4,13 +4,14 @@ them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
 
 from ._access_log import AccessLog
-from ._http import DEFAULT_MAX_BODY, ERROR_HANDLERS, HEARTBEAT_SECONDS, BearerAuth
+from ._guard import protect
+from ._http import DEFAULT_MAX_BODY, ERROR_HANDLERS, HEARTBEAT_SECONDS
 from ._page import mount_page
 from ._routes_absent import ABSENT_ROUTES
 from ._routes_runs import RUN_ROUTES
@@ -26,18 +27,21 @@ def create_app(
     token: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     heartbeat: float = HEARTBEAT_SECONDS,
+    allow_origins: Iterable[str] = (),
 ) -> Starlette:
     """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
-    Protocol. With ``token``, every request needs ``Authorization: Bearer <token>``; bodies
-    over ``max_body`` bytes are refused (413); a quiet stream or a long ``wait`` sends a
-    keep-alive every ``heartbeat`` seconds. Every error is JSON, ``{"detail": ...}``."""
+    Protocol. With ``token``, every request needs ``Authorization: Bearer <token>`` (or
+    ``X-Api-Key: <token>``); bodies over ``max_body`` bytes are refused (413); a quiet stream
+    or a long ``wait`` sends a keep-alive every ``heartbeat`` seconds. A browser's request
+    from a page of another origin is refused (403) unless ``allow_origins`` names it
+    (``"http://localhost:3000"``: those get CORS headers too), and a body must be sent as
+    ``application/json`` (415). Every error is JSON, ``{"detail": ...}``."""
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
     routes = [*ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
     app = Starlette(routes=routes, exception_handlers=dict(ERROR_HANDLERS))
     app.state.server = Server(served, max_body, heartbeat)
-    if token:
-        app.add_middleware(BearerAuth, token=token, open_paths=("/ok",))
+    protect(app, token=token, allow_origins=allow_origins)  # auth, JSON bodies, origins
     mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token
     app.add_middleware(AccessLog)  # outermost: one line per request, the page's too
     return app
