@@ -1,197 +1,229 @@
-"""The server's runs: event ids and rejoining, one runner per thread and the multitask
-strategies, statuses, and a run answered only once its input is stored."""
+"""The server's runs as a client sees them over HTTP: event ids and rejoining, one run at a
+time per thread and the multitask strategies, statuses, a run answered once its input is
+stored, failures and cancels, each read from the run's status, the thread's state and
+history, and the run's stream."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from graph_agent.server._runs import (
-    Entry,
-    Run,
-    RunLog,
-    RunManager,
-    RunStatus,
-    ThreadBusyError,
-    UnknownEventIdError,
-)
+from checkpoint import MemorySaver
+from graph_agent import END, START, StateGraph
 
-
-def run_async(coro: Awaitable[Any]) -> Any:
-    return asyncio.run(coro)  # type: ignore[arg-type]
-
-
-async def no_head() -> str | None:
-    return "checkpoint-0"
-
-
-def stepping(
-    events: int, gate: asyncio.Event | None = None, status: RunStatus = "success"
-) -> Callable[[Run], Awaitable[RunStatus]]:
-    """An execute that stores its input (``started``), then writes ``events`` events, waiting
-    at ``gate`` (when given) before the last."""
-
-    async def execute(run: Run) -> RunStatus:
-        await run.log.append("metadata", {"run_id": run.run_id})
-        run.started.set()
-        for n in range(events):
-            if gate is not None and n == events - 1:
-                await gate.wait()
-            await run.log.append("values", {"n": n})
-        return status
-
-    return execute
-
-
-async def read(log: RunLog, last_id: str | None = None) -> list[Entry]:
-    return [entry async for batch in log.batches(last_id) for entry in batch]
+from .gate_kit import served
 
 
 def test_every_event_has_an_id_unique_and_ordered_and_a_rejoin_gets_each_later_one_once() -> None:
-    async def scenario() -> tuple[list[str], list[str], list[str]]:
-        manager = RunManager()
-        gate = asyncio.Event()
-        run = await manager.start("t", "a", {}, {}, "reject", stepping(4, gate), no_head)
-        first: list[str] = []
-        async for batch in run.log.batches():
-            first += [entry.id for entry in batch][: 3 - len(first)]
-            if first[-1:] == ["3"]:
-                break  # the client drops after "3", while the run goes on
-        gate.set()
-        later = [e.id for e in await read(run.log, "3")]
-        everything = [e.id for e in await read(run.log)]
-        return first, later, everything
-
-    first, later, everything = run_async(scenario())
+    with served() as s:
+        thread = s.thread()
+        s.gate.close()
+        run = s.start(thread, "a", stream_mode=["values", "updates"]).json()
+        s.gate.wait_entered(1)
+        early = s.http.stream("GET", f"/threads/{thread}/runs/{run['run_id']}/stream", headers={})
+        with early as answer:  # a client reads the first three events, then drops
+            lines = answer.iter_lines()
+            first: list[str] = []
+            for line in lines:
+                if line.startswith("id: "):
+                    first.append(line.removeprefix("id: "))
+                if len(first) == 3:
+                    break
+        s.gate.open()
+        s.join(thread, run["run_id"])
+        everything = [i for i, _, _ in s.events(thread, run["run_id"])]
+        later = [i for i, _, _ in s.events(thread, run["run_id"], last_event_id="3")]
+        from_the_start = [i for i, _, _ in s.events(thread, run["run_id"], last_event_id="-1")]
     assert first == ["1", "2", "3"]
-    assert later == ["4", "5"]  # nothing twice, nothing lost
-    assert everything == ["1", "2", "3", "4", "5"]
+    assert everything == [str(n) for n in range(1, len(everything) + 1)]  # 1, 2, 3, ...
+    assert len(everything) > 4
+    assert later == everything[3:]  # nothing twice, nothing lost
+    assert from_the_start == everything  # useStream's "from the start"
 
 
 def test_an_id_the_run_never_sent_is_refused() -> None:
-    async def scenario() -> None:
-        log = RunLog()
-        await log.append("values", {})
-        await log.close()
-        with pytest.raises(UnknownEventIdError, match="not an id of this run"):
-            await read(log, "7")
-        with pytest.raises(UnknownEventIdError):
-            await read(log, "abc")
-        assert [e.id for e in await read(log, "-1")] == ["1"]  # useStream's "from the start"
-
-    run_async(scenario())
+    with served() as s:
+        thread = s.thread()
+        run = s.start(thread, "a").json()
+        s.join(thread, run["run_id"])
+        count = len(s.events(thread, run["run_id"]))
+        where = f"/threads/{thread}/runs/{run['run_id']}/stream"
+        for wrong in (str(count + 5), "abc"):
+            answer = s.http.get(where, headers={"Last-Event-ID": wrong})
+            assert answer.status_code == 400, (wrong, answer.text)
+            assert "not an id of this run" in answer.json()["detail"]
 
 
 def test_a_run_is_answered_once_its_input_is_stored_not_when_it_ends() -> None:
-    async def scenario() -> tuple[str, bool, str]:
-        manager = RunManager()
-        gate = asyncio.Event()
-        run = await manager.start("t", "a", {}, {}, "reject", stepping(2, gate), no_head)
-        answered = run.status
-        stored = run.started.is_set()
-        gate.set()
-        await manager.join(run)
-        return answered, stored, run.status
-
-    assert run_async(scenario()) == ("running", True, "success")
+    with served() as s:
+        thread = s.thread()
+        s.gate.close()
+        answer = s.start(thread, "keep me")
+        assert answer.status_code == 200, answer.text
+        run = answer.json()
+        assert run["status"] in ("pending", "running")  # answered before it ended
+        assert s.texts(thread)[0] == "keep me"  # and its input is stored already
+        assert s.http.get(f"/threads/{thread}").json()["status"] == "busy"
+        s.gate.wait_entered(1)
+        assert s.run(thread, run["run_id"])["status"] == "running"
+        s.gate.open()
+        s.join(thread, run["run_id"])
+        assert s.run(thread, run["run_id"])["status"] == "success"
+        assert s.texts(thread)[-1] == "done: held keep me"
+        assert s.http.get(f"/threads/{thread}").json()["status"] == "idle"
 
 
 def test_reject_refuses_a_second_run_on_a_busy_thread() -> None:
-    async def scenario() -> None:
-        manager = RunManager()
-        gate = asyncio.Event()
-        first = await manager.start("t", "a", {}, {}, "reject", stepping(2, gate), no_head)
-        with pytest.raises(ThreadBusyError, match=first.run_id):
-            await manager.start("t", "a", {}, {}, "reject", stepping(1), no_head)
-        other = await manager.start("u", "a", {}, {}, "reject", stepping(1), no_head)
-        await manager.join(other)  # another thread is not busy
-        gate.set()
-        await manager.join(first)
-
-    run_async(scenario())
+    with served() as s:
+        thread, other = s.thread(), s.thread()
+        s.gate.close()
+        first = s.start(thread, "first").json()
+        refused = s.start(thread, "second", multitask_strategy="reject")
+        assert refused.status_code == 409
+        assert first["run_id"] in refused.json()["detail"]  # names the run it waits for
+        s.gate.open()
+        elsewhere = s.start(other, "elsewhere", multitask_strategy="reject")
+        assert elsewhere.status_code == 200  # another thread is not busy
+        s.join(thread, first["run_id"])
+        s.join(other, elsewhere.json()["run_id"])
+        assert s.texts(thread) == ["first", "", "held first", "done: held first"]  # never run
+        runs = s.http.get(f"/threads/{thread}/runs").json()
+        assert [r["run_id"] for r in runs] == [first["run_id"]]
 
 
 def test_enqueue_runs_the_second_after_the_first() -> None:
-    async def scenario() -> list[str]:
-        manager = RunManager()
-        gate = asyncio.Event()
-        first = await manager.start("t", "a", {}, {}, "reject", stepping(2, gate), no_head)
-        second = await manager.start("t", "a", {}, {}, "enqueue", stepping(1), no_head)
-        seen = [second.status]  # waits its turn
-        gate.set()
-        await manager.join(second)
-        seen += [first.status, second.status]
-        assert first.done.is_set() and first.updated_at <= second.updated_at
-        return seen
-
-    assert run_async(scenario()) == ["pending", "success", "success"]
-
-
-def test_interrupt_stops_the_running_one_and_rollback_starts_the_thread_again_where_it_began() -> (
-    None
-):
-    async def scenario() -> tuple[str, str, str | None]:
-        manager = RunManager()
-        first = await manager.start(
-            "t", "a", {}, {}, "reject", stepping(2, asyncio.Event()), no_head
-        )
-        second = await manager.start(
-            "t", "a", {}, {}, "interrupt", stepping(2, asyncio.Event()), no_head
-        )
-        interrupted = first.status
-        third = await manager.start("t", "a", {}, {}, "rollback", stepping(1), no_head)
-        await manager.join(third)
-        return interrupted, second.status, manager.restart_from.get("t")
-
-    interrupted, second, restart = run_async(scenario())
-    assert interrupted == "interrupted"
-    assert second == "interrupted"
-    assert restart == "checkpoint-0"  # where the rolled-back run began
+    with served() as s:
+        thread = s.thread()
+        s.gate.close()
+        first = s.start(thread, "first").json()
+        s.gate.wait_entered(1)
+        second = s.start(thread, "second", multitask_strategy="enqueue").json()
+        assert s.run(thread, second["run_id"])["status"] == "pending"  # waits its turn
+        assert s.run(thread, first["run_id"])["status"] == "running"
+        s.gate.open()
+        s.join(thread, second["run_id"])
+        assert s.run(thread, first["run_id"])["status"] == "success"
+        assert s.run(thread, second["run_id"])["status"] == "success"
+        assert s.texts(thread) == [
+            "first", "", "held first", "done: held first",
+            "second", "", "held second", "done: held second",
+        ]  # fmt: skip
+        newest_first = [r["run_id"] for r in s.http.get(f"/threads/{thread}/runs").json()]
+        assert newest_first == [second["run_id"], first["run_id"]]
 
 
-def test_a_failing_run_ends_in_error_with_an_error_event_and_a_closed_log() -> None:
-    async def failing(run: Run) -> RunStatus:
-        run.started.set()
+def test_interrupt_stops_the_running_one_which_keeps_its_step() -> None:
+    with served() as s:
+        thread = s.thread()
+        s.gate.close()
+        first = s.start(thread, "first").json()
+        s.gate.wait_entered(1)
+        second = s.start(thread, "second", multitask_strategy="interrupt").json()
+        s.join(thread, second["run_id"])
+        assert s.run(thread, first["run_id"])["status"] == "interrupted"
+        assert s.run(thread, second["run_id"])["status"] == "success"
+        # the first run ended the step it was in (its tool's answer is kept), then stopped:
+        # no answer of the model after it; the second went on from there
+        assert s.texts(thread) == [
+            "first", "", "held first",
+            "second", "", "held second", "done: held second",
+        ]  # fmt: skip
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="graph_agent/server/_server.py takes the rollback's restart point (restart_from.pop) "
+    "before runs.start() cancels the running run and sets it: the rolling-back run goes on "
+    "from the cancelled run's state, and the next run after it is the one sent back",
+)
+def test_rollback_starts_the_thread_again_where_the_cancelled_run_began() -> None:
+    with served() as s:
+        thread = s.thread()
+        done = s.start(thread, "kept").json()
+        s.join(thread, done["run_id"])
+        before = s.http.post(f"/threads/{thread}/history", json={}).json()
+        s.gate.close()
+        dropped = s.start(thread, "dropped").json()
+        s.gate.wait_entered(2)  # the first run's call, then this one's: it stored its input
+        assert "dropped" in s.texts(thread)
+        last = s.start(thread, "last", multitask_strategy="rollback").json()
+        s.join(thread, last["run_id"])
+        assert s.run(thread, dropped["run_id"])["status"] == "interrupted"
+        assert s.run(thread, last["run_id"])["status"] == "success"
+        texts = s.texts(thread)
+        history = s.http.post(f"/threads/{thread}/history", json={"limit": 100}).json()
+    assert texts == [
+        "kept", "", "held kept", "done: held kept",
+        "last", "", "held last", "done: held last",
+    ]  # fmt: skip
+    # the new run continues from the checkpoint the rolled-back run started from
+    assert before[0]["checkpoint"]["checkpoint_id"] in {
+        h["parent_checkpoint"]["checkpoint_id"] for h in history if h["parent_checkpoint"]
+    }
+    assert not any(
+        "dropped" in [m["content"] for m in h["values"]["messages"]]
+        for h in history
+        if h["values"] and any(m["content"] == "last" for m in h["values"]["messages"])
+    )
+
+
+def test_a_cancel_with_rollback_sends_the_next_run_back_to_where_the_cancelled_one_began() -> None:
+    with served() as s:
+        thread = s.thread()
+        s.join(thread, s.start(thread, "kept").json()["run_id"])
+        s.gate.close()
+        dropped = s.start(thread, "dropped").json()
+        s.gate.wait_entered(2)
+        where = f"/threads/{thread}/runs/{dropped['run_id']}/cancel?wait=1&action=rollback"
+        assert s.http.post(where).status_code == 200
+        assert s.run(thread, dropped["run_id"])["status"] == "interrupted"
+        s.join(thread, s.start(thread, "next").json()["run_id"])
+        texts = s.texts(thread)
+    assert texts == [
+        "kept", "", "held kept", "done: held kept",
+        "next", "", "held next", "done: held next",
+    ]  # fmt: skip
+
+
+def failing_graph() -> Any:
+    def explode(state: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("model down")
 
-    async def scenario() -> tuple[str, str | None, list[Entry]]:
-        manager = RunManager()
-        run = await manager.start("t", "a", {}, {}, "reject", failing, no_head)
-        await manager.join(run)
-        return run.status, run.error, await read(run.log)
-
-    status, error, entries = run_async(scenario())
-    assert status == "error" and error == "RuntimeError: model down"
-    assert [(e.event, e.data["message"]) for e in entries] == [("error", "model down")]
+    graph = StateGraph().add_node("explode", explode)
+    graph.add_edge(START, "explode").add_edge("explode", END)
+    return graph.compile(saver=MemorySaver())
 
 
-def test_a_cancelled_run_is_interrupted_and_its_log_ends() -> None:
-    async def scenario() -> tuple[str, list[str]]:
-        manager = RunManager()
-        run = await manager.start("t", "a", {}, {}, "reject", stepping(3, asyncio.Event()), no_head)
-        await manager.cancel(run)
-        return run.status, [e.event for e in await read(run.log)]
+def test_a_failing_run_ends_in_error_with_one_error_event_and_its_stream_ends() -> None:
+    with served(failing=failing_graph()) as s:
+        thread = s.thread()
+        run = s.http.post(
+            f"/threads/{thread}/runs", json={"assistant_id": "failing", "input": {"x": 1}}
+        ).json()
+        joined = s.join(thread, run["run_id"])
+        status = s.run(thread, run["run_id"])["status"]
+        events = s.events(thread, run["run_id"])  # returns: the stream ended
+        thread_status = s.http.get(f"/threads/{thread}").json()["status"]
+    assert status == "error" and thread_status == "error"
+    assert joined["__error__"] == {"error": "RuntimeError", "message": "model down"}
+    errors = [data for _, event, data in events if event == "error"]
+    assert errors == [{"error": "RuntimeError", "message": "model down"}]  # reported once
+    assert events[-1][1] == "error"
 
-    status, events = run_async(scenario())
-    assert status == "interrupted"
-    assert events == ["metadata", "values", "values"]
 
-
-def test_a_failure_the_run_reported_itself_is_not_reported_twice() -> None:
-    async def failing(run: Run) -> RunStatus:
-        run.started.set()
-        await run.log.append("error", {"error": "ModelError", "message": "down"})
-        run.error_reported = True
-        raise RuntimeError("down")
-
-    async def scenario() -> list[str]:
-        manager = RunManager()
-        run = await manager.start("t", "a", {}, {}, "reject", failing, no_head)
-        await manager.join(run)
-        assert run.status == "error"
-        return [e.event for e in await read(run.log)]
-
-    assert run_async(scenario()) == ["error"]
+def test_a_cancelled_run_is_interrupted_and_its_stream_ends() -> None:
+    with served() as s:
+        thread = s.thread()
+        s.gate.close()
+        run = s.start(thread, "stop me", stream_mode="values").json()
+        s.gate.wait_entered(1)
+        cancelled = s.http.post(f"/threads/{thread}/runs/{run['run_id']}/cancel?wait=1")
+        assert cancelled.status_code == 200, cancelled.text
+        assert s.run(thread, run["run_id"])["status"] == "interrupted"
+        events = s.events(thread, run["run_id"])  # returns: the stream ended
+        texts = s.texts(thread)
+        assert s.http.get(f"/threads/{thread}").json()["status"] == "interrupted"
+    assert texts == ["stop me", "", "held stop me"]  # its step is kept, nothing after it
+    last_values = [data for _, event, data in events if event == "values"][-1]
+    assert [m["content"] for m in last_values["messages"]] == texts  # the stream ends on it
