@@ -52,15 +52,18 @@ def live_server(app: Any) -> Iterator[str]:
         thread.join(10)
 
 
-def serve_process(module: Path, db: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
+def serve_process(
+    module: Path, db: Path, port: int, *options: str, **env: str
+) -> subprocess.Popen[bytes]:
     """``graph-agent serve <module>:agent`` as a real process on ``port``, threads in the
-    SQLite file ``db``, with ``env`` added; returned once it answers ``/ok``. Its stderr is
-    a pipe (``stop_process`` closes it)."""
+    SQLite file ``db``, with more command-line ``options`` and ``env`` added; returned once it
+    answers ``/ok`` (asked without a token). Its stderr is a pipe (``stop_process`` closes
+    it)."""
     import httpx
 
     process = subprocess.Popen(
         [sys.executable, "-m", "graph_agent.cli", "serve", f"{module}:agent",
-         "--port", str(port), "--saver", f"sqlite:{db}"],
+         "--port", str(port), "--saver", f"sqlite:{db}", *options],
         env=dict(os.environ, PYTHONPATH=str(ROOT), **env),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
