@@ -92,13 +92,15 @@ def test_reject_refuses_a_second_run_on_a_busy_thread() -> None:
         assert [r["run_id"] for r in runs] == [first["run_id"]]
 
 
-def test_enqueue_runs_the_second_after_the_first() -> None:
+@pytest.mark.parametrize("strategy", [None, "enqueue"], ids=["default", "enqueue"])
+def test_enqueue_runs_the_second_after_the_first(strategy: str | None) -> None:
     with served() as s:
         thread = s.thread()
         s.gate.close()
         first = s.start(thread, "first").json()
         s.gate.wait_entered(1)
-        second = s.start(thread, "second", multitask_strategy="enqueue").json()
+        fields = {} if strategy is None else {"multitask_strategy": strategy}
+        second = s.start(thread, "second", **fields).json()
         assert s.run(thread, second["run_id"])["status"] == "pending"  # waits its turn
         assert s.run(thread, first["run_id"])["status"] == "running"
         s.gate.open()
@@ -224,6 +226,10 @@ def test_a_cancelled_run_is_interrupted_and_its_stream_ends() -> None:
         events = s.events(thread, run["run_id"])  # returns: the stream ended
         texts = s.texts(thread)
         assert s.http.get(f"/threads/{thread}").json()["status"] == "interrupted"
+        resumed = s.http.post(
+            f"/threads/{thread}/runs/wait", json={"assistant_id": "held", "input": None}
+        ).json()  # a run with input null continues it
     assert texts == ["stop me", "", "held stop me"]  # its step is kept, nothing after it
     last_values = [data for _, event, data in events if event == "values"][-1]
     assert [m["content"] for m in last_values["messages"]] == texts  # the stream ends on it
+    assert [m["content"] for m in resumed["messages"]] == [*texts, "done: held stop me"]
