@@ -162,13 +162,8 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         import uvicorn
 
         from ..server import create_app
-        from ..server._guard import origin_of
     except ImportError as error:
         raise CliError(_missing_server(error)) from None
-    try:
-        origins = [origin_of(origin) for origin in options.allow_origins]
-    except ValueError as error:
-        raise CliError(f"--allow-origin: {error}") from None
     project = gather(options.targets, options.config)
     for ignored in project.ignored:
         print(f"graph-agent serve: {ignored}: not used here, ignored", file=out, flush=True)
@@ -176,7 +171,14 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         os.environ.setdefault(key, value)
     served, made, where = served_objects(project.graphs, options.saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
-    app = create_app(served, token=token, allow_origins=origins)
+    try:
+        app = create_app(served, token=token, allow_origins=options.allow_origins)
+    except BaseException as error:
+        if made is not None:
+            close_saver(made)
+        if isinstance(error, ValueError):  # what create_app refuses: an origin that is not one
+            raise CliError(f"--allow-origin: {error}") from None
+        raise
     if not token and beyond_loopback(options.host):
         print(
             f"graph-agent serve: warning: --host {options.host} with no token: anyone who can "
