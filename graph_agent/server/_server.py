@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Coroutine, Mapping
 from datetime import datetime, timezone
 from typing import Any, TypeVar, cast
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -412,15 +413,13 @@ class Server:
 
     def run_headers(self, run: Run, suffix: str) -> dict[str, str]:
         """``Location`` (where to follow the run: ``suffix`` is ``/stream`` or ``/join``) and
-        ``Content-Location`` (the run), as clients read them to reconnect."""
-        where = (
-            f"/runs/{run.run_id}"
-            if run.stateless
-            else f"/threads/{run.thread_id}/runs/{run.run_id}"
-        )
-        location = f"/threads/{run.thread_id}/runs/{run.run_id}{suffix}"
+        ``Content-Location`` (the run), as clients read them to reconnect. The ids are
+        percent-encoded: a thread id may be any text, a header only Latin-1."""
+        thread, run_id = quote(run.thread_id, safe=""), quote(run.run_id, safe="")
+        where = f"/runs/{run_id}" if run.stateless else f"/threads/{thread}/runs/{run_id}"
+        location = f"/threads/{thread}/runs/{run_id}{suffix}"
         if run.stateless and suffix == "/stream":
-            location = f"/runs/{run.run_id}/stream"
+            location = f"/runs/{run_id}/stream"
         return {"Location": location, "Content-Location": where}
 
     async def cancel_unless_answered(self, run: Run, answer: Awaitable[T]) -> T:

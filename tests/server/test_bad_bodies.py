@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -182,3 +183,24 @@ def test_a_run_from_a_sdk_still_reads_every_field(http: httpx.Client) -> None:
     assert answer.status_code == 200 and answer.json()["messages"][-1]["content"] == "ok"
     runs = http.get("/threads/t/runs", params={"limit": 1}).json()
     assert runs[0]["metadata"] == {"from": "sdk"}
+
+
+def test_a_thread_id_in_any_script_is_answered_and_its_location_followed(
+    http: httpx.Client,
+) -> None:
+    """Thread ids may be any text; the headers that name a run (Latin-1 only) carry them
+    percent-encoded (a 500 once the run had started, before)."""
+    thread = "日本 1"
+    assert http.post("/threads", json={"thread_id": thread}).status_code == 200
+    path = f"/threads/{quote(thread, safe='')}"
+    waited = http.post(f"{path}/runs/wait", json={"assistant_id": "a", "input": {"messages": "hi"}})
+    assert waited.status_code == 200 and waited.json()["messages"][-1]["content"] == "ok"
+    assert waited.headers["location"].startswith(f"{path}/runs/")
+    joined = http.get(waited.headers["location"])
+    assert joined.status_code == 200 and joined.json()["messages"][-1]["content"] == "ok"
+    with http.stream("POST", f"{path}/runs/stream", json={"assistant_id": "a"}) as stream:
+        assert stream.status_code == 200
+        rejoin = stream.headers["location"]
+        stream.read()
+    with http.stream("GET", rejoin) as again:
+        assert again.status_code == 200 and "event: metadata" in again.read().decode()
