@@ -169,9 +169,12 @@ def test_ctrl_c_during_a_tool(server: StrictServer) -> None:
 
 
 def test_a_cancelled_task(server: StrictServer) -> None:
+    running = threading.Event()
+
     @tool
     async def wait() -> str:
         """Never finishes."""
+        running.set()
         await asyncio.sleep(3600)
         return "late"
 
@@ -179,12 +182,7 @@ def test_a_cancelled_task(server: StrictServer) -> None:
 
     async def run() -> None:
         task = asyncio.ensure_future(agent.acall("use wait", config()))
-        for _ in range(200):
-            await asyncio.sleep(0.01)
-            state = await agent.aget_state(config())
-            if state is not None and state.next == ("tools",):
-                break
-        await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(running.wait, 10)  # cancelled while the tool runs
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -197,10 +195,12 @@ def test_a_cancelled_task(server: StrictServer) -> None:
 @pytest.mark.parametrize("view", ["stream_messages", "stream_events"])
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 def test_an_abandoned_stream(server: StrictServer, view: str, asynchronous: bool) -> None:
+    walked_away = threading.Event()  # set as the reader closes the stream
+
     @tool
     def lookup() -> str:
-        """Looks something up, slowly."""
-        time.sleep(0.3)
+        """Looks something up, until the reader walked away."""
+        assert walked_away.wait(10)
         return "found"
 
     agent = ReactAgent(name="a", model=model(server), tools=[lookup])
@@ -215,6 +215,7 @@ def test_an_abandoned_stream(server: StrictServer, view: str, asynchronous: bool
             async for item in stream:
                 if asked_for_tools(item):
                     break
+            walked_away.set()
             await stream.aclose()
             await agent.model.aclose()  # type: ignore[attr-defined]
 
@@ -224,6 +225,7 @@ def test_an_abandoned_stream(server: StrictServer, view: str, asynchronous: bool
         for item in stream:  # read until the model has asked for the tool
             if asked_for_tools(item):
                 break
+        walked_away.set()
         stream.close()  # the reader walks away: the run stops at a step boundary
     assert_next_turn_is_accepted(agent, server, note=None)
 

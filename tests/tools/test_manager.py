@@ -38,8 +38,9 @@ def _prompt(*tools: FnTool, **options) -> Prompt:
 
 
 def test_results_keep_call_order_and_history_is_complete():
-    slow = FnTool("slow", lambda ctx: "slow done", delay=0.05)
-    fast = FnTool("fast", lambda ctx: "fast done")
+    fast_ran = threading.Event()  # "slow" ends after "fast" has: the results are not in end order
+    slow = FnTool("slow", lambda ctx: "slow done" if fast_ran.wait(10) else "fast never ran")
+    fast = FnTool("fast", lambda ctx: fast_ran.set() or "fast done")
     response = _response(("c1", "slow", "{}"), ("c2", "fast", "{}"))
     result = ToolCallingManager().execute_tool_calls(_prompt(slow, fast), response)
     history = result.conversation_history
