@@ -75,9 +75,10 @@ def w15_serving() -> None:
     with _serving.temp_dir() as folder:
         saver, saver_spec = _saver(kind, folder)
         inproc = _inprocess(sizes, saver)
+        # no access log: langgraph dev's logs are off too (peer_serving.py)
         command = [str(graph_agent_cli), "serve", "serving_agents:agent",
                    "serving_agents:agent_hold", "--host", "127.0.0.1", "--port", "{port}",
-                   "--saver", saver_spec]  # fmt: skip
+                   "--saver", saver_spec, "--no-access-log"]  # fmt: skip
         with _serving.http_server(command, env, "/assistants/bench", cwd=folder) as (url, pid):
             runs = _serving.run_client(url, pid, "runs", sizes)
             rss_after_runs = _serving.status_mb(pid, "VmHWM")
