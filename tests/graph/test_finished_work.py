@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import textwrap
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,16 @@ def payment_graph(
     """``pay`` (a slow sync node) and ``check`` (an async node that fails while ``fail[0]``)
     run in one step: as two nodes after START, or as two ``Send``s."""
 
+    check_failed = threading.Event()
+
     def pay(state: OverAllState) -> dict[str, Any]:
-        time.sleep(0.2)  # still running in its worker thread when ``check`` fails
+        assert check_failed.wait(10)  # still running in its worker thread when ``check`` fails
         paid.append("paid")
         return {"log": ["paid"]}
 
     async def check(state: OverAllState) -> dict[str, Any]:
         if fail[0]:
+            check_failed.set()
             raise RuntimeError("card check is down")
         return {"log": ["checked"]}
 
@@ -75,14 +77,20 @@ def test_an_async_run_keeps_a_sync_task_that_finishes_after_its_sibling_failed(
 
 
 async def cancel_then_resume(
-    app: Any, config: dict[str, Any], started: threading.Event, kept: Callable[[], bool]
+    app: Any,
+    config: dict[str, Any],
+    started: threading.Event,
+    cancelled: threading.Event,
+    kept: Callable[[], bool],
 ) -> dict[str, Any]:
-    """Start a run, cancel it once ``started`` is set, check ``kept()`` (what finished
+    """Start a run, cancel it once ``started`` is set (then set ``cancelled``: a task that
+    waits for it is still running when the cancel comes), check ``kept()`` (what finished
     before the cancel took effect), then resume the thread."""
     task = asyncio.ensure_future(app.ainvoke({"log": []}, config))
     while not started.is_set():
         await asyncio.sleep(0.005)
     task.cancel()
+    cancelled.set()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert kept()
@@ -93,11 +101,11 @@ def test_a_cancelled_async_run_keeps_a_sync_node_that_finished_in_its_thread(
     durable: BaseCheckpointSaver,
 ) -> None:
     paid: list[str] = []
-    started = threading.Event()
+    started, cancelled = threading.Event(), threading.Event()
 
     def pay(state: OverAllState) -> dict[str, Any]:
         started.set()
-        time.sleep(0.1)
+        assert cancelled.wait(10)
         paid.append("paid")
         return {"log": ["paid"]}
 
@@ -107,18 +115,20 @@ def test_a_cancelled_async_run_keeps_a_sync_node_that_finished_in_its_thread(
     app = graph.compile(saver=durable)
     config = {"thread_id": "cancelled"}
 
-    values = asyncio.run(cancel_then_resume(app, config, started, lambda: paid == ["paid"]))
+    values = asyncio.run(
+        cancel_then_resume(app, config, started, cancelled, lambda: paid == ["paid"])
+    )
     assert paid == ["paid"]
     assert values["log"] == ["paid", "after"]
 
 
 def test_a_cancelled_parallel_step_keeps_what_finished(durable: BaseCheckpointSaver) -> None:
     ran: list[str] = []
-    started = threading.Event()
+    started, cancelled = threading.Event(), threading.Event()
 
     def pay(state: OverAllState) -> dict[str, Any]:
         started.set()
-        time.sleep(0.1)
+        assert cancelled.wait(10)
         ran.append("pay")
         return {"log": ["paid"]}
 
@@ -134,7 +144,9 @@ def test_a_cancelled_parallel_step_keeps_what_finished(durable: BaseCheckpointSa
     app = graph.compile(saver=durable)
     config = {"thread_id": "cancelled-step"}
 
-    values = asyncio.run(cancel_then_resume(app, config, started, lambda: ran == ["pay"]))
+    values = asyncio.run(
+        cancel_then_resume(app, config, started, cancelled, lambda: ran == ["pay"])
+    )
     assert ran == ["pay", "wait"]  # pay once; wait ran again (it had not finished)
     assert sorted(values["log"]) == ["paid", "waited"]
 
