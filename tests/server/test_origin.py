@@ -216,6 +216,15 @@ def test_the_server_says_why_and_what_to_do() -> None:
             "X-Forwarded-Host": "agents.example.org",
         }
         assert httpx.post(f"{url}/threads", headers=proxied, json={}).status_code == 200
+        # (docs/serving.md's nginx passes the Host the page was loaded from, and the scheme)
+        nginx = {
+            "Host": "agents.example.org:8443",
+            "X-Forwarded-Proto": "https",
+            "Origin": "https://agents.example.org:8443",
+        }
+        assert httpx.post(f"{url}/threads", headers=nginx, json={}).status_code == 200
+        nginx["Origin"] = "https://evil.example"
+        assert httpx.post(f"{url}/threads", headers=nginx, json={}).status_code == 403
 
 
 def test_an_allowed_origin_is_let_in_with_cors(other_origin: str, page: Any) -> None:
