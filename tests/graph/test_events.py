@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -25,13 +24,16 @@ from graph_agent.events import (
 )
 
 
-def _pipeline(n: int = 3, sleep: float = 0.0) -> StateGraph:
+def _pipeline(n: int = 3, hold: threading.Event | None = None) -> StateGraph:
+    """``n`` nodes in a line; with ``hold``, each but the first waits for it (the test sets
+    it as it closes the stream: the run is still going then)."""
     graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
     for i in range(n):
 
         def node(state: Any, i: int = i) -> dict[str, Any]:
             emit({"at": i})
-            time.sleep(sleep)
+            if hold is not None and i > 0:
+                assert hold.wait(10)
             return {"log": [i]}
 
         graph.add_node(f"n{i}", node)
@@ -128,9 +130,17 @@ def test_nobody_listening_emits_nothing():
 
 def test_closing_the_sync_stream_early_stops_the_run_at_the_next_step(saver):
     ran: list[int] = []
+    closing = threading.Event()  # the nodes after n1 wait for it: the run goes on till then
+
+    def node(state: Any, i: int) -> dict[str, Any]:
+        ran.append(i)
+        if i > 1:
+            assert closing.wait(10)
+        return {"log": [i]}
+
     graph = StateGraph(key_strategies={"log": KeyStrategy.APPEND})
     for i in range(6):
-        graph.add_node(f"n{i}", lambda s, i=i: ran.append(i) or time.sleep(0.05) or {"log": [i]})
+        graph.add_node(f"n{i}", lambda s, i=i: node(s, i))
     graph.add_edge(START, "n0")
     for i in range(5):
         graph.add_edge(f"n{i}", f"n{i + 1}")
@@ -141,6 +151,7 @@ def test_closing_the_sync_stream_early_stops_the_run_at_the_next_step(saver):
     for event in stream:
         if isinstance(event, NodeEnd) and event.node == "n1":
             break
+    closing.set()
     stream.close()
     assert threading.active_count() == threads  # no run left behind
     assert len(ran) < 6
@@ -150,7 +161,8 @@ def test_closing_the_sync_stream_early_stops_the_run_at_the_next_step(saver):
 
 
 def test_closing_the_async_stream_early_stops_the_run(saver):
-    app = _pipeline(6, sleep=0.05).compile(saver=saver)
+    closing = threading.Event()
+    app = _pipeline(6, hold=closing).compile(saver=saver)
     config = {"thread_id": "astop"}
 
     async def main() -> None:
@@ -158,6 +170,7 @@ def test_closing_the_async_stream_early_stops_the_run(saver):
         async for event in stream:
             if isinstance(event, NodeStart):
                 break
+        closing.set()
         await stream.aclose()
 
     asyncio.run(main())
@@ -189,18 +202,18 @@ def test_async_listeners_get_every_event_in_order_before_the_run_returns():
 
 
 def test_closing_a_stream_also_stops_a_graph_with_listeners_run_from_a_node():
-    import time
-
     class Quiet:
         def on_event(self, event: RunEvent) -> None:
             pass
 
     inner_steps: list[int] = []
+    closing = threading.Event()  # the steps after s0 wait for it: the run goes on till then
     inner = StateGraph()
     for i in range(5):
 
         def step(state: Any, i: int = i) -> dict[str, Any]:
-            time.sleep(0.02)
+            if i > 0:
+                assert closing.wait(10)
             inner_steps.append(i)
             return {"i": i}
 
@@ -213,9 +226,12 @@ def test_closing_a_stream_also_stops_a_graph_with_listeners_run_from_a_node():
     outer = StateGraph()
     outer.add_node("call", lambda s: {"done": nested.invoke({})["i"]})
     outer.add_edge(START, "call").add_edge("call", END)
-    for event in outer.compile().stream_events({}):
+    stream = outer.compile().stream_events({})
+    for event in stream:
         if event.kind == "node_end" and event.node == "s0":
-            break  # the nested run's own bus hears the stop through its parent
+            break
+    closing.set()
+    stream.close()  # the nested run's own bus hears the stop through its parent
     assert len(inner_steps) < 5
 
 

@@ -6,7 +6,6 @@ import asyncio
 import re
 import sys
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from graph_agent import (
     StateGraph,
 )
 
+from ..agent.flow_kit import Meeting
 from .conftest import chain
 
 
@@ -302,13 +302,15 @@ def test_node_exception_propagates_unchanged():
 
 def test_parallel_failure_waits_for_siblings_and_raises_first_in_node_order():
     finished: list[str] = []
+    failed = threading.Event()
 
     def slow(state):
-        time.sleep(0.05)
+        assert failed.wait(10)  # still running when its sibling fails
         finished.append("slow")
         return None
 
     def fail(state):
+        failed.set()
         raise ValueError("branch failed")
 
     graph = StateGraph().add_node("fan", lambda s: None)
@@ -391,11 +393,13 @@ def test_async_parallel_branches_run_concurrently():
     active = 0
     peak = 0
 
+    all_in = Meeting(4)
+
     async def branch(state):
         nonlocal active, peak
         active += 1
         peak = max(peak, active)
-        await asyncio.sleep(0.01)
+        await all_in.await_("branch")  # run one after another, the first waits alone and fails
         active -= 1
         return {"n": [1]}
 
