@@ -13,6 +13,7 @@ from graph_agent import ReactAgent, RunnableConfig, tool
 from graph_agent.events import RunEvent
 from graph_agent.models import FunctionChatModel, ScriptedChatModel
 
+from .._stop import await_stopped, until_stopped
 from .conftest import tool_calls
 
 
@@ -189,14 +190,13 @@ def test_stream_messages_is_the_text_of_the_agents_own_model_calls(run: Any) -> 
     )
 
 
-def _slow_agent(closing: threading.Event, saver: Any = None) -> ReactAgent:
-    """Its tool runs until ``closing`` is set: the test sets it as it closes the stream, so
-    the stream is closed while the tool runs (not after a guessed time)."""
+def _slow_agent(saver: Any = None) -> ReactAgent:
+    """Its tool runs until the run is asked to stop: the stream is closed while it runs."""
 
     @tool
     def slow(n: int) -> str:
         """Take a while."""
-        assert closing.wait(10)
+        until_stopped()
         return str(n)
 
     model = ScriptedChatModel([tool_calls(("slow", {"n": 1}), text="Checking"), "Done."])
@@ -204,13 +204,11 @@ def _slow_agent(closing: threading.Event, saver: Any = None) -> ReactAgent:
 
 
 def test_closing_the_message_stream_stops_the_run_and_leaves_no_thread_running() -> None:
-    closing = threading.Event()
-    agent = _slow_agent(closing)
+    agent = _slow_agent()
     config = RunnableConfig(thread_id="stop")
     before = threading.active_count()
     stream = agent.stream_messages("check", config)
     assert next(stream) == "Checking"
-    closing.set()
     stream.close()  # returns once the run reached a step boundary
     assert threading.active_count() <= before
     snapshot = agent.get_state(config)
@@ -220,14 +218,12 @@ def test_closing_the_message_stream_stops_the_run_and_leaves_no_thread_running()
 
 
 def test_closing_the_async_message_stream_stops_the_run() -> None:
-    closing = threading.Event()
-    agent = _slow_agent(closing)
+    agent = _slow_agent()
     config = RunnableConfig(thread_id="astop")
 
     async def first_piece() -> str:
         stream = agent.astream_messages("check", config)
         piece = await stream.__anext__()
-        closing.set()
         await stream.aclose()
         return piece
 
@@ -239,12 +235,11 @@ def test_closing_the_async_message_stream_stops_the_run() -> None:
 
 def test_closing_the_agents_async_event_stream_stops_its_run() -> None:
     ran: list[str] = []
-    closing = threading.Event()
 
     @tool
     async def later() -> str:
         """Still running when the stream is closed."""
-        assert await asyncio.to_thread(closing.wait, 10)
+        await await_stopped()
         ran.append("later")
         return "ran"
 
@@ -258,7 +253,6 @@ def test_closing_the_agents_async_event_stream_stops_its_run() -> None:
         async for event in events:
             if event.kind == "tool_start":
                 break
-        closing.set()
         await events.aclose()  # closes the graph's stream too: the run stops at its next step
         assert ran == ["later"]  # the running step finished before aclose() returned
         state = await agent.aget_state(config)

@@ -25,8 +25,9 @@ from graph_agent import (
     ToolCall,
     tool,
 )
-from graph_agent._runtime.task_scope import current_task
 
+from .._stop import stop_requested as _stop_requested
+from .._stop import until_stopped as _until_stopped
 from .test_spans import by_name, tree
 from .test_spans import exporter as exporter  # the fixture
 
@@ -135,21 +136,6 @@ def test_an_async_run_cancelled_while_the_model_is_called_ends_its_spans_as_canc
 
 
 # -- stopped by the caller ----------------------------------------------------------------------
-
-
-def _stop_requested() -> bool:
-    scope = current_task.get()
-    assert scope is not None and scope.run.bus is not None
-    return scope.run.bus.stop_requested
-
-
-def _until_stopped() -> None:
-    """Block the calling tool or node until its run is asked to stop (its stream closed): the
-    run is still going when the stream is closed, whatever the machine's speed."""
-    deadline = time.monotonic() + WAIT
-    while not _stop_requested():
-        assert time.monotonic() < deadline, "the stream was not closed"
-        time.sleep(0.005)
 
 
 @tool
