@@ -7,6 +7,7 @@ not held back by a proxy (``X-Accel-Buffering: no``), CORS off."""
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +226,29 @@ def test_cors_is_off() -> None:
     for answer in both:
         assert not [h for h in answer.headers if h.lower().startswith("access-control-")]
     assert not preflight.is_success  # no preflight is answered: a browser sends nothing more
+
+
+def test_the_page_allows_only_its_own_files() -> None:
+    with served() as s:
+        page = s.http.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    policy = {
+        part.split()[0]: part.split()[1:]
+        for part in page.headers["content-security-policy"].split(";")
+        if part.strip()
+    }
+    assert policy["default-src"] == ["'self'"]
+    for directive in ("script-src", "style-src", "connect-src"):
+        assert policy[directive] == ["'self'"], directive  # no inline script, no other origin
+    assert policy["object-src"] == ["'none'"] and policy["frame-ancestors"] == ["'none'"]
+
+
+def test_thread_ids_are_any_non_empty_string_and_uuids_when_the_server_makes_them() -> None:
+    with served() as s:
+        made = s.thread()
+        assert str(uuid.UUID(made)) == made
+        named = s.http.post("/threads", json={"thread_id": "my thread ü-1"})
+        assert named.status_code == 200 and named.json()["thread_id"] == "my thread ü-1"
+        run = s.start("my thread ü-1", "hi").json()
+        s.join("my thread ü-1", run["run_id"])
+        assert s.texts("my thread ü-1")[-1] == "done: held hi"

@@ -222,6 +222,7 @@ def test_a_cancelled_run_is_interrupted_and_its_stream_ends() -> None:
         s.gate.wait_entered(1)
         cancelled = s.http.post(f"/threads/{thread}/runs/{run['run_id']}/cancel?wait=1")
         assert cancelled.status_code == 200, cancelled.text
+        answered = [m["content"] for m in cancelled.json()["messages"]]  # the values, stopped
         assert s.run(thread, run["run_id"])["status"] == "interrupted"
         events = s.events(thread, run["run_id"])  # returns: the stream ended
         texts = s.texts(thread)
@@ -230,6 +231,7 @@ def test_a_cancelled_run_is_interrupted_and_its_stream_ends() -> None:
             f"/threads/{thread}/runs/wait", json={"assistant_id": "held", "input": None}
         ).json()  # a run with input null continues it
     assert texts == ["stop me", "", "held stop me"]  # its step is kept, nothing after it
+    assert answered == texts
     last_values = [data for _, event, data in events if event == "values"][-1]
     assert [m["content"] for m in last_values["messages"]] == texts  # the stream ends on it
     assert [m["content"] for m in resumed["messages"]] == [*texts, "done: held stop me"]
