@@ -59,7 +59,10 @@ def kill_when(
     """Run ``python -c script *args`` with the checkout importable; SIGKILL it once
     ``there()`` holds and, in ``marks`` (the file the worker writes its marks to), a saver's
     write returned (``STORED``) after the last ``stored_after`` mark: the work that mark
-    reported is stored. Fails with the worker's stderr if it exits first, or after 30 s."""
+    reported is stored. (Writes coalesce, so that holds when nothing else of the step
+    finishes after that mark: a worker with several finishers orders them, each ending once
+    the previous one's write landed.) Fails with the worker's stderr if it exits first, or
+    after 30 s."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), GRAPH_AGENT_TEST_MARKS=str(marks))
     worker = subprocess.Popen(
         [sys.executable, "-c", _MARK_WRITES + script, *args],
