@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -15,12 +14,13 @@ from checkpoint import SqliteSaver
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool
 
 
-def make_agent(ran: list[str], started: threading.Event) -> ReactAgent:
+def make_agent(ran: list[str], started: threading.Event, cancelled: threading.Event) -> ReactAgent:
     @tool
     def pay(amount: int) -> str:
-        """Pays, slowly: a sync tool, so async runs call it in a worker thread."""
+        """Pays until the run is cancelled: a sync tool, so async runs call it in a worker
+        thread, and the cancel lands while it runs."""
         started.set()
-        time.sleep(0.05)
+        assert cancelled.wait(10)
         ran.append(f"paid {amount}")
         return f"paid {amount}"
 
@@ -33,8 +33,8 @@ def make_agent(ran: list[str], started: threading.Event) -> ReactAgent:
 @pytest.mark.parametrize("round_", range(12))
 def test_a_cancelled_run_never_runs_the_finished_sync_tool_again(round_: int) -> None:
     ran: list[str] = []
-    started = threading.Event()
-    agent = make_agent(ran, started)
+    started, cancelled = threading.Event(), threading.Event()
+    agent = make_agent(ran, started, cancelled)
     config = {"thread_id": f"t{round_}"}
 
     async def scenario() -> str:
@@ -43,6 +43,7 @@ def test_a_cancelled_run_never_runs_the_finished_sync_tool_again(round_: int) ->
             await asyncio.sleep(0.001)
         await asyncio.sleep(0.001 * round_)  # cancel at a different moment each round
         task.cancel()
+        cancelled.set()
         with pytest.raises(asyncio.CancelledError):
             await task
         answer = await agent.acall(None, config)  # resume the stopped run
