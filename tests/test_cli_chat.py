@@ -348,3 +348,148 @@ def test_ctrl_c_cancels_the_answer_not_the_chat(fake_openai: FakeOpenAI, tmp_pat
     assert "word399" not in out.text
     assert "Traceback" not in err.text and "KeyboardInterrupt" not in err.text
     assert len(fake_openai.requests) == 3
+
+
+# A sync tool cannot be stopped: Ctrl-C while it runs stops the run once it returns. The chat
+# says so at once, then says what the thread holds. The tools below return once their run is
+# asked to stop (the event itself, read from the run's bus: test code may look inside), as a
+# long tool would return after Ctrl-C.
+SLOW_TOOL_APP = """
+import os
+import time
+from pathlib import Path
+
+from graph_agent import OpenAIChatModel, ReactAgent, tool
+from graph_agent._runtime.task_scope import current_task
+
+GATE = Path(os.environ["TOOL_GATE"])
+
+
+def held(city: str) -> str:
+    with (GATE / "runs").open("a") as runs:
+        runs.write(city + "\\n")
+    run = current_task.get().run
+    while not run.bus.stop_requested:  # until Ctrl-C asks the run to stop
+        time.sleep(0.01)
+    return f"sunny in {city}"
+
+
+@tool
+def lookup(city: str) -> str:
+    \"\"\"The weather in a city, from a slow service.\"\"\"
+    return held(city)
+
+
+@tool(return_direct=True)
+def forecast(city: str) -> str:
+    \"\"\"Tomorrow's weather in a city: the answer itself.\"\"\"
+    return held(city)
+
+
+agent = ReactAgent.builder().name("weather").model(OpenAIChatModel()).tools(lookup).build()
+direct = ReactAgent.builder().name("weather").model(OpenAIChatModel()).tools(forecast).build()
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_ctrl_c_during_a_sync_tool_stops_after_it_and_retry_answers(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_openai.replies.append(calls(("lookup", {"city": "Oslo"})))
+    app = tmp_path / "weather.py"
+    app.write_text(SLOW_TOOL_APP)
+    env = cli_env(tmp_path, OPENAI_BASE_URL=fake_openai.url(), TOOL_GATE=str(tmp_path))
+    with _TerminalChat(env, f"{app}:agent", "--saver", "memory") as chat:
+        at = chat.out.wait_for("> ")
+        chat.send("weather in Oslo?")
+        at = chat.out.wait_for("  -> lookup(", at)  # the tool runs, held
+        chat.process.send_signal(signal.SIGINT)
+        at = chat.out.wait_for("[Ctrl-C: ", at)  # said at once, while the tool still runs
+        at = chat.out.wait_for("[answer cancelled; /retry runs it again]\n> ", at)
+        said = chat.out.text
+        chat.send("/retry")
+        at = chat.out.wait_for("\n> ", at)
+        retried = chat.out.text[len(said) :]
+        chat.send("/history")
+        at = chat.out.wait_for("\n> ", at)
+        history = chat.out.text[len(said) + len(retried) :]
+        assert chat.end() == 0
+    assert len(fake_openai.requests) == 2  # the tool call; the answer came only on /retry
+    assert "you said 'weather in Oslo?'" in retried and "nothing to retry" not in retried
+    assert (tmp_path / "runs").read_text() == "Oslo\n"  # the tool ran once
+    tool_message = fake_openai.requests[1]["messages"][-1]
+    assert (tool_message["role"], tool_message["content"]) == ("tool", "sunny in Oslo")
+    assert history.count("user: weather in Oslo?") == 1
+    assert history.count("  <- lookup: sunny in Oslo") == 1  # kept when the run stopped
+    assert "Traceback" not in chat.err.text
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_ctrl_c_during_a_tool_whose_result_is_the_answer_says_it_was_kept(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The tool's step is the run's last: stopped once the tool returns, the run has
+    finished and its answer is kept. The chat shows it and claims no cancel."""
+    fake_openai.replies.append(calls(("forecast", {"city": "Oslo"})))
+    app = tmp_path / "weather.py"
+    app.write_text(SLOW_TOOL_APP)
+    env = cli_env(tmp_path, OPENAI_BASE_URL=fake_openai.url(), TOOL_GATE=str(tmp_path))
+    with _TerminalChat(env, f"{app}:direct", "--saver", "memory") as chat:
+        at = chat.out.wait_for("> ")
+        chat.send("weather tomorrow in Oslo?")
+        at = chat.out.wait_for("  -> forecast(", at)
+        chat.process.send_signal(signal.SIGINT)
+        at = chat.out.wait_for("[Ctrl-C: ", at)
+        at = chat.out.wait_for("\n> ", at)
+        said = chat.out.text
+        chat.send("/retry")
+        at = chat.out.wait_for("\n> ", at)
+        retried = chat.out.text[len(said) :]
+        assert chat.end() == 0
+    assert said.endswith(
+        "\nsunny in Oslo\n[Ctrl-C came as the answer was finished: it is kept, nothing to retry]\n> "
+    )
+    assert "cancelled" not in said
+    assert "nothing to retry: the thread's last message was answered" in retried
+    assert len(fake_openai.requests) == 1
+    assert "Traceback" not in chat.err.text
+
+
+class _TerminalChat:
+    """``graph-agent chat ARGS`` as a terminal starts it (``CHAT_AS_FROM_A_TERMINAL``), fed a
+    line at a time; killed on the way out if it still runs."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        command = [sys.executable, "-X", "faulthandler", "-c", CHAT_AS_FROM_A_TERMINAL, "chat"]
+        self.process = subprocess.Popen(
+            [*command, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.out, self.err = Reader(self.process.stdout), Reader(self.process.stderr)
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+
+    def end(self) -> int:
+        """Ctrl-D; the exit code."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        return self.process.wait(timeout=60)
+
+    def __enter__(self) -> _TerminalChat:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for reader in (self.out, self.err):
+            reader.thread.join(timeout=60)
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -7,7 +7,9 @@ prints the list of commands and goes nowhere. No failure ends the chat: the mode
 down or refusing the key, Redis gone, a bug in a turn, each prints one line on stderr (what
 failed, where, how to fix it; secrets masked) and the prompt comes back. Nothing else
 reaches stderr: the library's loggers (retry warnings included) print only where the
-application configured logging. Ctrl-C while an answer is produced cancels that answer; at the
+application configured logging. Ctrl-C while an answer is produced cancels that answer (a sync
+tool cannot be stopped: the run stops once it returns) and says what the thread kept: the
+answer when the run had finished all the same, else a run ``/retry`` goes on with; at the
 prompt, Ctrl-C or Ctrl-D ends the chat. Tool calls are shown as they run.
 """
 
@@ -17,7 +19,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import IO
 
@@ -58,6 +60,9 @@ ERROR_PREFIX = "graph-agent chat: error: "
 TIMEOUT = 60.0  # seconds to connect, and between two pieces of a streamed answer
 SHOWN = 160  # characters of a tool call's arguments or result shown on its line
 CANCELLED = "[answer cancelled; /retry runs it again]"
+FINISHED = "[Ctrl-C came as the answer was finished: it is kept, nothing to retry]"
+NOT_STARTED = "[cancelled before the run kept anything; send the message again]"
+WAITING_FOR_TOOL = "[Ctrl-C: a running tool cannot be stopped; the answer stops once it returns]"
 HELP = """\
 /history  the messages of this thread (tool calls and results shortened)
 /retry    run the last message again (after an error or Ctrl-C)
@@ -65,7 +70,8 @@ HELP = """\
 /exit     end the chat (so do Ctrl-D, and Ctrl-C at the prompt)
 A line whose first word is /WORD is a command, never sent; a first word with another /
 (a path: /etc/hosts) is sent as it is, and //text sends /text.
-Ctrl-C while an answer is being written cancels that answer."""
+Ctrl-C while an answer is being written cancels that answer (a running tool finishes
+first); the chat then says what the thread kept."""
 COMMANDS = ("/history", "/retry", "/help", "/exit", "/quit")
 _COMMAND = re.compile(r"/[A-Za-z][A-Za-z0-9_-]*")
 
@@ -100,6 +106,7 @@ class _View:
         self.mask = mask
         self.at_line_start = True
         self.streamed = ""  # the text of the latest model call
+        self.tools_running = 0
 
     def write(self, text: str) -> None:
         if text:
@@ -125,8 +132,10 @@ class _View:
             self.streamed = ""
             self.line(WITHDRAWN.strip())
         elif isinstance(event, ToolStart):
+            self.tools_running += 1
             self.line(f"  -> {event.name}({self.mask(shorten(event.arguments))})")
         elif isinstance(event, ToolEnd):
+            self.tools_running -= 1
             if event.error is not None:
                 shown = shorten(self.mask(_error_text(event.error)))
                 self.line(f"  <- {event.name} failed: {shown}")
@@ -147,6 +156,14 @@ class _View:
     def end(self) -> None:
         if not self.at_line_start:
             self.write("\n")
+
+    def rest_of(self, answer: str) -> None:
+        """Finish showing ``answer``, which the run kept but this view did not see whole."""
+        if self.streamed and answer.startswith(self.streamed):
+            self.write(answer[len(self.streamed) :])
+            self.end()
+        elif answer:
+            self.line(answer)
 
 
 def history_lines(messages: Sequence[Message]) -> list[str]:
@@ -238,30 +255,59 @@ class _Chat:
                 self.turn(None)
 
     def turn(self, input: str | None) -> None:
-        """One run: ``input``, or ``None`` to run the pending step again."""
+        """One run: ``input``, or ``None`` to run the pending step again.
+
+        Ctrl-C cuts the model's request off (``Canceller``) and stops the run at its next
+        step boundary; a sync tool cannot be stopped, so a run waiting for one stops once it
+        returns (its result kept). What the chat then says is read from the thread: the
+        answer may have been finished and kept all the same."""
         self.canceller.reset()
+        before = self.conversation.get_state(self.config)
         view = _View(self.out, self.mask)
         failure: Exception | None = None
-        events = self.conversation.stream_events(input, self.config)
-        with sigint_calls(self.canceller.cancel):
+        events = iter(self.conversation.stream_events(input, self.config))
+        stop = _Stop(self.canceller, view)
+        with sigint_calls(stop.on_ctrl_c):
             try:
-                for event in events:
-                    if self.canceller.cancelled:
+                while not self.canceller.cancelled:
+                    event = stop.next_of(events)
+                    if event is None or self.canceller.cancelled:
                         break
                     view.see(event)
+            except _Stopped:
+                pass  # the stream is closed: the run stopped at its step boundary
             except Exception as error:
                 failure = error
             finally:
+                if self.canceller.cancelled:
+                    stop.tell()
                 close = getattr(events, "close", None)
                 if callable(close):  # stops the run at its next step boundary
                     close()
         if self.canceller.cancelled:
-            view.line(CANCELLED)
+            kept_before = before.checkpoint_id if before is not None else None
+            self.after_cancel(view, None if input is None else kept_before)
         elif failure is not None:
             view.end()
             self.fail(failure)
         else:
             view.end()
+
+    def after_cancel(self, view: _View, before: str | None) -> None:
+        """Say what a cancelled turn left: an answer kept all the same (shown), a run
+        stopped where ``/retry`` goes on, or nothing kept at all (the thread still at
+        ``before``, its checkpoint when a new message was sent)."""
+        snapshot = self.conversation.get_state(self.config)
+        if snapshot is None or (before is not None and snapshot.checkpoint_id == before):
+            view.line(NOT_STARTED)
+        elif snapshot.next:
+            view.line(CANCELLED)
+        else:
+            messages = snapshot.values.get("messages") or ()
+            last = messages[-1] if messages else None
+            if isinstance(last, AssistantMessage) and not last.tool_calls:
+                view.rest_of(self.mask(last.answer))
+            view.line(FINISHED)
 
     def history(self) -> None:
         snapshot = self.conversation.get_state(self.config)
@@ -281,6 +327,48 @@ class _Chat:
         if os.environ.get("GRAPH_AGENT_DEBUG"):
             traceback.print_exception(type(error), error, error.__traceback__, file=self.err)
         self.err.flush()
+
+
+class _Stopped(BaseException):
+    """Ctrl-C while the chat waits for the run's next event: raised there, it closes the
+    event stream at once (a ``BaseException``: no ``except Exception`` of a run takes it)."""
+
+
+class _Stop:
+    """Ctrl-C during a turn: cancels the model's request, and when the chat is waiting for
+    the run's next event (a tool running, a model thinking), stops the run at once (it stops
+    at its next step boundary). While an event is being shown it only marks the turn
+    cancelled: the chat stops after that event, never in the middle of a line. Either way,
+    when a tool is running the chat says at once that the stop waits for it."""
+
+    def __init__(self, canceller: Canceller, view: _View) -> None:
+        self.canceller = canceller
+        self.view = view
+        self.waiting = False
+        self.told = False
+
+    def next_of(self, events: Iterator[RunEvent]) -> RunEvent | None:
+        """The run's next event, ``None`` at its end."""
+        self.waiting = True
+        try:
+            return next(events, None)
+        finally:
+            self.waiting = False
+
+    def on_ctrl_c(self) -> None:
+        first = not self.canceller.cancelled
+        self.canceller.cancel()
+        if first and self.waiting:
+            self.waiting = False
+            self.tell()
+            raise _Stopped
+
+    def tell(self) -> None:
+        """Say, once, that the stop waits for a running tool (a sync tool cannot be
+        stopped, and it may run for long)."""
+        if self.view.tools_running and not self.told:
+            self.told = True
+            self.view.line(WAITING_FOR_TOOL)
 
 
 def _model(canceller: Canceller, client: httpx.Client, options: ChatOptions) -> OpenAIChatModel:
