@@ -274,12 +274,16 @@ class Server:
         # as LangGraph's server does: thread lists filter on these (threads.search)
         record.metadata.setdefault("graph_id", served.graph_id)
         record.metadata.setdefault("assistant_id", assistant_id_for(served.graph_id))
-        restart = self.runs.restart_from.pop(thread_id, None)
-        if restart is not None and config.checkpoint_id is None:
-            config = config.replace(checkpoint_id=restart)
 
         async def execute(run: Run) -> RunStatus:
-            return await self._execute(run, served, value, config, modes, subgraphs)
+            # read when the run starts, not when it is accepted: a rollback that cancels the
+            # thread's running run (this run's own multitask_strategy, or a cancel while
+            # this one waits in the queue) sets where the thread's next run starts
+            run_config = config
+            restart = self.runs.restart_from.pop(run.thread_id, None)
+            if restart is not None and run_config.checkpoint_id is None:
+                run_config = run_config.replace(checkpoint_id=restart)
+            return await self._execute(run, served, value, run_config, modes, subgraphs)
 
         tid = thread_id
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from ..graph import Command, Interrupt, RunnableConfig, Send, StateSnapshot
+from ..graph import Command, Interrupt, RunnableConfig, StateSnapshot
 from ._wire_inbound import messages_from_wire, short_repr
 from ._wire_messages import (
     MESSAGE_TYPES,
@@ -83,10 +83,12 @@ def input_from_wire(value: Any, *, message_keys: Iterable[str] = ("messages",)) 
 def command_from_wire(
     command: Mapping[str, Any], *, message_keys: Iterable[str] = ("messages",)
 ) -> Command:
-    """A run's ``command`` (``{resume, update, goto}``) as our ``Command``. ``update`` may be
-    a dict or LangGraph's list of ``[key, value]`` pairs (later pairs win for a key); ``goto``
-    a node name, a ``{node, input}`` send, or a list of them. A client sends no ``resume`` key
-    for ``resume=None`` (the SDK drops ``None`` fields): that is no resume here either."""
+    """A run's ``command`` (``{resume, update}``) as our ``Command``. ``update`` may be a
+    dict or LangGraph's list of ``[key, value]`` pairs (later pairs win for a key). A client
+    sends no ``resume`` key for ``resume=None`` (the SDK drops ``None`` fields): that is no
+    resume here either. ``goto`` is refused (``ValueError``, a 422): as input, a graph's
+    ``Command`` takes ``resume`` and ``update`` only (a node returns ``Command(goto=...)`` to
+    steer its own run), and a run that silently went elsewhere would be worse."""
     if not isinstance(command, Mapping):
         raise ValueError(f"command must be a JSON object, got {type(command).__name__}")
     unknown = set(command) - {"resume", "update", "goto"}
@@ -108,22 +110,16 @@ def command_from_wire(
         update = pairs
     if update is not None:
         update = input_from_wire(update, message_keys=message_keys)
-    goto = command.get("goto")
-    targets: list[str | Send] | None = None
-    if goto is not None:
-        targets = [_goto(g) for g in (goto if isinstance(goto, (list, tuple)) else [goto])]
+    if command.get("goto") is not None:
+        raise ValueError(
+            "command.goto is not supported: a run's command takes resume and update (a node "
+            "returns Command(goto=...) to steer its own run). To send a thread to a node, "
+            "edit its state as the node before it (POST /threads/{thread_id}/state with "
+            "as_node), then run with input null"
+        )
     if "resume" in command and command["resume"] is not None:
-        return Command(resume=command["resume"], update=update, goto=targets)
-    return Command(update=update, goto=targets)
-
-
-def _goto(target: Any) -> str | Send:
-    if isinstance(target, str):
-        return target
-    if isinstance(target, Mapping) and isinstance(target.get("node"), str):
-        arg = target.get("input")
-        return Send(target["node"], arg if isinstance(arg, Mapping) else {})
-    raise ValueError(f"command.goto takes node names or {{node, input}}, got {short_repr(target)}")
+        return Command(resume=command["resume"], update=update)
+    return Command(update=update)
 
 
 def run_config_from_wire(thread_id: str, body: Mapping[str, Any]) -> RunnableConfig:

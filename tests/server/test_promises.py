@@ -146,22 +146,30 @@ def test_a_command_updates_a_paused_threads_state_before_it_goes_on() -> None:
     assert resumed["log"] == ["a", "updated", "look"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs/serving.md lists goto among a run's command fields, but the graph refuses "
-    "Command(goto=...) as input (GraphUsageError: as input, Command takes resume= and "
-    "update=), and a command of goto alone is dropped (graph_agent/server/_server.py turns a "
-    "command without resume or update into None): the run goes on to 'look', not 'b'",
-)
 @pytest.mark.parametrize(
     "command",
-    [{"goto": "b"}, {"update": {"log": ["updated"]}, "goto": "b"}],
-    ids=["alone", "update"],
+    [{"goto": "b"}, {"update": {"log": ["updated"]}, "goto": "b"}, {"resume": 1, "goto": ["b"]}],
+    ids=["alone", "update", "resume"],
 )
-def test_a_command_goes_to_the_node_it_names(command: dict[str, Any]) -> None:
-    values = paused_then(command)
-    assert values["log"][0] == "a" and values["log"][-1] == "b"
-    assert "look" not in values["log"]
+def test_a_command_with_goto_is_refused_and_the_thread_is_left_as_it_was(
+    command: dict[str, Any],
+) -> None:
+    """As input, a graph's Command takes resume and update: a goto is a 422 that says what to
+    do instead, never a run that silently goes elsewhere (docs/serving.md)."""
+    with served(steps=commands_graph()) as s:
+        thread = s.thread()
+        s.http.post(
+            f"/threads/{thread}/runs/wait", json={"assistant_id": "steps", "input": {"log": []}}
+        )
+        before = s.http.get(f"/threads/{thread}/state").json()
+        refused = s.http.post(
+            f"/threads/{thread}/runs/wait", json={"assistant_id": "steps", "command": command}
+        )
+        assert refused.status_code == 422, refused.text
+        assert "command.goto is not supported" in refused.json()["detail"]
+        assert "as_node" in refused.json()["detail"]
+        assert s.http.get(f"/threads/{thread}/state").json() == before
+        assert len(s.http.get(f"/threads/{thread}/runs").json()) == 1
 
 
 def test_the_context_of_a_run_is_what_its_nodes_see_as_config_metadata() -> None:

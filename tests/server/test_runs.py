@@ -133,12 +133,6 @@ def test_interrupt_stops_the_running_one_which_keeps_its_step() -> None:
         ]  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="graph_agent/server/_server.py takes the rollback's restart point (restart_from.pop) "
-    "before runs.start() cancels the running run and sets it: the rolling-back run goes on "
-    "from the cancelled run's state, and the next run after it is the one sent back",
-)
 def test_rollback_starts_the_thread_again_where_the_cancelled_run_began() -> None:
     with served() as s:
         thread = s.thread()

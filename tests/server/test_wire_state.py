@@ -19,7 +19,6 @@ from graph_agent import (
     StateGraph,
     UserMessage,
 )
-from graph_agent.graph import Send
 from graph_agent.server._wire_messages import to_jsonable
 from graph_agent.server._wire_state import (
     assistant_to_wire,
@@ -53,12 +52,13 @@ def test_input_command_and_config_from_wire() -> None:
         input_from_wire([["messages", []]])
 
     command = command_from_wire(
-        {"resume": {"i1": "yes"}, "update": [["n", 1], ["messages", [{"type": "human", "content": "u"}]]],
-         "goto": ["a", {"node": "b", "input": {"x": 1}}]}
+        {"resume": {"i1": "yes"}, "update": [["n", 1], ["messages", [{"type": "human", "content": "u"}]]]}
     )  # fmt: skip
     assert command.resume == {"i1": "yes"}
     assert command.update == {"n": 1, "messages": [UserMessage("u")]}
-    assert command.goto_targets() == ["a", Send("b", {"x": 1})]
+    assert command.goto is None
+    with pytest.raises(ValueError, match=r"command\.goto is not supported"):
+        command_from_wire({"resume": 1, "goto": ["a", {"node": "b", "input": {"x": 1}}]})
     assert not command_from_wire({}).has_resume  # the SDK drops resume=None
     with pytest.raises(ValueError, match="unknown field"):
         command_from_wire({"resume": 1, "graph": "x"})
