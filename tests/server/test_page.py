@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -68,20 +69,29 @@ def says(text: str) -> ChatResponse:
     return ChatResponse.of(AssistantMessage(text), "stop", usage=Usage(40, 12, 52))
 
 
-class SlowScriptedChatModel(ScriptedChatModel):
-    """Streams its answers a piece every 50 ms, as a model over a network does: the page
-    gets (and draws) each piece apart."""
+class PacedScriptedChatModel(ScriptedChatModel):
+    """Streams an answer's first piece, then waits until the page has drawn it in a bubble
+    (``drawn``, set from the page: STREAMED_BUBBLES) before it sends the rest: the page shows
+    the answer growing, whatever the machine's speed."""
+
+    def __init__(self, responses: list[Any], drawn: threading.Event) -> None:
+        super().__init__(responses)
+        self.drawn = drawn
 
     async def astream(self, prompt: Any) -> AsyncIterator[ChatResponse]:
+        first = True
         async for chunk in super().astream(prompt):
-            await asyncio.sleep(0.05)
             yield chunk
+            if first and chunk.result.output.text:
+                first = False
+                assert await asyncio.to_thread(self.drawn.wait, TIMEOUT / 1000), "not drawn"
 
 
-def weather_agent() -> ReactAgent:
-    model = SlowScriptedChatModel(
-        [asks("get_weather", {"city": "Paris"}, "call_1"), says("It is sunny in Paris today.")]
-    )
+def weather_agent(drawn: threading.Event | None = None) -> ReactAgent:
+    """With ``drawn``, its answer waits for the page to draw its first piece (the page must
+    tell it: ``page.expose_function("bubbleDrawn", ...)``)."""
+    script = [asks("get_weather", {"city": "Paris"}, "call_1"), says("It is sunny in Paris today.")]
+    model = ScriptedChatModel(script) if drawn is None else PacedScriptedChatModel(script, drawn)
     return ReactAgent(name="weather", model=model, tools=[get_weather], saver=MemorySaver())
 
 
@@ -120,6 +130,7 @@ new MutationObserver((records) => {
       if (node.classList && node.classList.contains("streaming")) {
         const text = node.querySelector(".text");
         window.streamedBubbles.push(text ? text.textContent : "");
+        if (text && text.textContent && window.bubbleDrawn) window.bubbleDrawn(text.textContent);
       }
     }
   }
@@ -179,7 +190,9 @@ def say(page: Any, text: str) -> None:
 def test_chat_streams_the_answer_shows_the_tool_call_and_approves_an_interrupt(
     page: Any, tmp_path: Path
 ) -> None:
-    app = create_app({"weather": weather_agent(), "refunds": refund_agent()})
+    drawn = threading.Event()
+    page.expose_function("bubbleDrawn", lambda text: drawn.set())
+    app = create_app({"weather": weather_agent(drawn), "refunds": refund_agent()})
     with live_server(app) as url:
         page.goto(url + "/")
         page.wait_for_selector("body[data-ready=true]")
