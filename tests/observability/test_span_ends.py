@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ from graph_agent import (
     tool,
 )
 
-from .._stop import stop_requested as _stop_requested
+from .._stop import await_stopped
 from .._stop import until_stopped as _until_stopped
 from .test_spans import by_name, tree
 from .test_spans import exporter as exporter  # the fixture
@@ -148,10 +147,7 @@ def waits_for_the_close(city: str) -> str:
 @tool
 async def awaits_the_close(city: str) -> str:
     """Answers once the reader has closed the stream (async)."""
-    deadline = time.monotonic() + WAIT
-    while not _stop_requested():
-        assert time.monotonic() < deadline, "the stream was not closed"
-        await asyncio.sleep(0.005)
+    await await_stopped()
     return f"cold in {city}"
 
 
@@ -198,10 +194,7 @@ def test_an_async_event_stream_closed_early_ends_its_run_as_stopped_not_failed(
     when it is closed, so its run goes on until the garbage collector closes that.)"""
 
     async def fetch(state: Any) -> dict[str, Any]:
-        deadline = time.monotonic() + WAIT
-        while not _stop_requested():
-            assert time.monotonic() < deadline, "the stream was not closed"
-            await asyncio.sleep(0.005)
+        await await_stopped()
         return {"data": 1}
 
     graph = StateGraph()
