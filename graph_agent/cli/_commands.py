@@ -63,6 +63,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         access_log=args.access_log,
         config=args.config,
         allow_origins=args.allow_origins,
+        allow_hosts=args.allow_hosts,
     )
     return run_serve(options, sys.stderr)
 
@@ -191,6 +192,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="let pages of this origin (http://localhost:3000) call the server from a browser, "
         "with CORS; repeatable (default: none, only the server's own page)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="answer requests whose Host is NAME (a proxy's public name); repeatable (default: "
+        "on a loopback --host only localhost, 127.0.0.1 and ::1, which keeps pages of other "
+        "sites out that reach it by DNS rebinding; elsewhere any)",
     )
     serve.add_argument(
         "--no-access-log",

@@ -37,6 +37,7 @@ class ServeOptions:
     access_log: bool = True
     config: str | None = None
     allow_origins: Sequence[str] = ()
+    allow_hosts: Sequence[str] = ()
 
 
 def _name_of(target: str, owner: Any, graph: Any) -> str:
@@ -133,6 +134,18 @@ def served_objects(
     return served, made, mask_url(spec) if made is not None else "their own savers"
 
 
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def answered_hosts(host: str, allowed: Sequence[str]) -> list[str] | None:
+    """The ``Host`` names a server listening on ``host`` answers to: on a loopback address,
+    the loopback's names and ``allowed`` (a page of another site reaching it by DNS
+    rebinding names its own host); elsewhere ``allowed`` when given, else any (``None``)."""
+    if not beyond_loopback(host):
+        return [*LOOPBACK_NAMES, host.strip().strip("[]").lower(), *allowed]
+    return list(allowed) if allowed else None
+
+
 def beyond_loopback(host: str) -> bool:
     """Whether listening on ``host`` lets other machines in: anything but ``localhost`` and
     the loopback addresses (``127.0.0.0/8``, ``::1``)."""
@@ -172,7 +185,12 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
     served, made, where = served_objects(project.graphs, options.saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
     try:
-        app = create_app(served, token=token, allow_origins=options.allow_origins)
+        app = create_app(
+            served,
+            token=token,
+            allow_origins=options.allow_origins,
+            allow_hosts=answered_hosts(options.host, options.allow_hosts),
+        )
     except BaseException as error:
         if made is not None:
             close_saver(made)

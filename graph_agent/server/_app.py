@@ -28,6 +28,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     heartbeat: float = HEARTBEAT_SECONDS,
     allow_origins: Iterable[str] = (),
+    allow_hosts: Iterable[str] | None = None,
 ) -> Starlette:
     """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
     Protocol. With ``token``, every request needs ``Authorization: Bearer <token>`` (or
@@ -35,13 +36,16 @@ def create_app(
     or a long ``wait`` sends a keep-alive every ``heartbeat`` seconds. A browser's request
     from a page of another origin is refused (403) unless ``allow_origins`` names it
     (``"http://localhost:3000"``: those get CORS headers too), and a body must be sent as
-    ``application/json`` (415). Every error is JSON, ``{"detail": ...}``."""
+    ``application/json`` (415). With ``allow_hosts``, a request whose ``Host`` names another
+    host is refused (403): on a loopback address, what keeps a page of another site out
+    that reaches the server through DNS rebinding. Every error is JSON, ``{"detail": ...}``."""
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
     routes = [*ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
     app = Starlette(routes=routes, exception_handlers=dict(ERROR_HANDLERS))
     app.state.server = Server(served, max_body, heartbeat)
-    protect(app, token=token, allow_origins=allow_origins)  # auth, JSON bodies, origins
+    # auth, JSON bodies, origins, hosts
+    protect(app, token=token, allow_origins=allow_origins, allow_hosts=allow_hosts)
     mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token
     app.add_middleware(AccessLog)  # outermost: one line per request, the page's too
     return app

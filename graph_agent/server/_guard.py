@@ -9,6 +9,10 @@ read the answers (CORS is off otherwise). Clients that are not browsers (curl, t
 send neither header and are let in. And a request body must be declared as JSON
 (``Content-Type: application/json``, else 415): a page cannot send that to another origin
 without the browser asking the server first, which an origin not allowed is refused.
+With ``allow_hosts`` (``graph-agent serve`` on a loopback address: ``localhost``,
+``127.0.0.1``, ``::1``), a request whose ``Host`` names another host is refused too: a page
+of another site that reaches the server through DNS rebinding is same-origin, but its
+requests name that site's host.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._http import BearerAuth
 
-__all__ = ["JsonBodies", "SameOrigin", "origin_of", "protect"]
+__all__ = ["JsonBodies", "SameOrigin", "host_name", "origin_of", "protect"]
 
 _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 _CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -69,13 +73,26 @@ def _origin(scheme: str, netloc: str) -> str:
     return f"{scheme}://{host}:{port}"
 
 
+def host_name(host: str) -> str:
+    """The name a ``Host`` header gives (``[::1]:8123`` -> ``::1``), in lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host[1:]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
 class SameOrigin:
     """ASGI middleware refusing (403) a browser's request from a page of another origin
-    than the server's own, unless it is one of ``allowed``."""
+    than the server's own, unless it is one of ``allowed``; with ``hosts``, also any request
+    whose ``Host`` is not one of them (a page of another site that reaches a server on the
+    loopback by DNS rebinding is same-origin, but names its own host)."""
 
-    def __init__(self, app: ASGIApp, allowed: Iterable[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed: Iterable[str] = (), hosts: Iterable[str] | None = None
+    ) -> None:
         self.app = app
         self.allowed = frozenset(allowed)
+        self.hosts = None if hosts is None else frozenset(host_name(h) for h in hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -87,6 +104,14 @@ class SameOrigin:
 
     def _refused(self, scope: Scope) -> str | None:
         headers = Headers(scope=scope)
+        if self.hosts is not None:
+            name = host_name(headers.get("host", ""))
+            if name not in self.hosts:
+                return (
+                    f"this server does not answer to the host {name!r} (it answers to "
+                    f"{', '.join(sorted(self.hosts))}); to serve under that name (behind a "
+                    f"proxy), serve with --allow-host {name} (create_app(allow_hosts=[...]))"
+                )
         origin = headers.get("origin")
         if origin is None:
             # a browser's request without Origin (a plain GET): its Sec-Fetch-Site says
@@ -145,7 +170,13 @@ class JsonBodies:
         await self.app(scope, receive, send)
 
 
-def protect(app: Starlette, *, token: str | None, allow_origins: Iterable[str]) -> None:
+def protect(
+    app: Starlette,
+    *,
+    token: str | None,
+    allow_origins: Iterable[str],
+    allow_hosts: Iterable[str] | None = None,
+) -> None:
     """Add to ``app`` (innermost first): the token check (with ``token``), the JSON body
     rule, CORS for ``allow_origins`` (when there are any), and the origin check outside
     them all, so that a preflight of an origin not allowed is refused as JSON too."""
@@ -161,4 +192,4 @@ def protect(app: Starlette, *, token: str | None, allow_origins: Iterable[str]) 
             allow_headers=["*"],
             expose_headers=_EXPOSED,
         )
-    app.add_middleware(SameOrigin, allowed=allowed)
+    app.add_middleware(SameOrigin, allowed=allowed, hosts=allow_hosts)
