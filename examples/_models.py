@@ -5,6 +5,9 @@ and ``GRAPH_AGENT_MODEL`` (any OpenAI-compatible endpoint: OpenAI, DashScope, vL
 With ``--live``, settings that cannot work end the example with one line on stderr, not a
 traceback: no ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` at all, a server that cannot be reached,
 a key it refuses. ``needs()`` does the same for a package an example needs but is not installed.
+
+``served()`` is the model of the object each example exports at module level for
+``graph-agent serve examples/X.py:NAME``: importing an example runs nothing and needs no key.
 """
 
 from __future__ import annotations
@@ -13,13 +16,20 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 
 import httpx
 
-from graph_agent import ModelError
-from graph_agent.models import ChatModel
+from graph_agent import AssistantMessage, ModelError
+from graph_agent.models import (
+    ChatModel,
+    ChatResponse,
+    FunctionChatModel,
+    OpenAIChatModel,
+    Prompt,
+    ScriptedChatModel,
+)
 
 NO_MODEL = (
     "--live needs a model: set OPENAI_API_KEY (and GRAPH_AGENT_MODEL for another model than "
@@ -52,6 +62,42 @@ def choose(args: argparse.Namespace, offline: ChatModel) -> ChatModel:
         raise SystemExit(f"{_script()}: the model settings do not work: {error}") from None
     _report_model_errors_in_one_line(model.base_url)
     return model
+
+
+def configured() -> ChatModel | None:
+    """``OpenAIChatModel()`` when the environment names a model server (``OPENAI_API_KEY`` or
+    ``OPENAI_BASE_URL``), else ``None``. It connects to nothing until it is called. Settings
+    that cannot work give ``None`` too: importing an example never fails on them (``--live``
+    says what is wrong with them, in one line)."""
+    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        return None
+    try:
+        return OpenAIChatModel()
+    except (ModelError, ValueError, httpx.InvalidURL):
+        return None
+
+
+def served(offline: Callable[[], ChatModel]) -> ChatModel:
+    """The model of an example's served object: the environment's (``configured()``), else
+    ``offline()``. A scripted model is replayed for every conversation (the reply to a
+    thread's Nth model call is the script's Nth, round and round) instead of running out
+    after the first one."""
+    live = configured()
+    if live is not None:
+        return live
+    model = offline()
+    if not isinstance(model, ScriptedChatModel):
+        return model
+
+    def replay(prompt: Prompt) -> AssistantMessage | str | ChatResponse:
+        script = offline().responses
+        calls = sum(isinstance(m, AssistantMessage) for m in prompt.messages)
+        reply = script[calls % len(script)]
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    return FunctionChatModel(replay, supports_native_output=model.supports_native_output)
 
 
 @contextlib.contextmanager

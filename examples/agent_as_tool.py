@@ -24,7 +24,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
-from _models import choose, parse_args
+from _models import choose, configured, parse_args
 
 from graph_agent import (
     AssistantMessage,
@@ -174,6 +174,10 @@ def show(events: Iterable[RunEvent]) -> None:
         text = detail(event)
         if text is not None:
             print(f"  {where(event.namespace):<22} {event.kind:<11} {text}".rstrip())
+
+
+# served: `graph-agent serve examples/agent_as_tool.py:trip_planner` (its model: see _models.py)
+trip_planner = build(configured())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

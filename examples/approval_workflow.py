@@ -111,7 +111,9 @@ def build_graph() -> CompiledGraph:
     return g.compile(saver=MemorySaver())
 
 
-graph = build_graph()  # for `graph-agent graph examples/approval_workflow.py:graph`
+# for `graph-agent graph examples/approval_workflow.py:graph`, and served:
+# `graph-agent serve examples/approval_workflow.py:graph`
+graph = build_graph()
 
 
 def show(outputs: Iterable[NodeOutput]) -> None:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Annotated
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import ReactAgent, ToolCallbacks, ToolParam, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
@@ -56,6 +56,10 @@ def offline_model() -> ScriptedChatModel:
             "12 times 34 is 408, and its square root is about 20.199. (A negative number has no real square root.)",
         ]
     )
+
+
+# served: `graph-agent serve examples/calculator_tools.py:agent` (its model: see _models.py)
+agent = ReactAgent(name="calculator", model=served(offline_model), method_tools=[Calculator()])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
-from graph_agent import ChatClient, MessageWindowChatMemory
+from graph_agent import ChatClient, MessageWindowChatMemory, ReactAgent
 from graph_agent.messages import AssistantMessage, UserMessage
 from graph_agent.models import FunctionChatModel, Prompt
 
@@ -30,6 +30,10 @@ def offline_model() -> FunctionChatModel:
         return AssistantMessage(f"(answer to {questions[-1]!r})")
 
     return FunctionChatModel(reply)
+
+
+# served: `graph-agent serve examples/chat_memory.py:agent` (its model: see _models.py)
+agent = ReactAgent(name="memory", model=served(offline_model), system_prompt="Be brief.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import ReactAgent, RunnableConfig, ToolContext, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
-from graph_agent.models import FunctionChatModel, Prompt
+from graph_agent.models import ChatModel, FunctionChatModel, Prompt
 
 
 @tool(description="Summarise the conversation so far (earlier turns included)")
@@ -53,16 +53,25 @@ def offline_model() -> FunctionChatModel:
     return FunctionChatModel(reply)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args("A tool that reads the conversation from the agent's state.", argv)
-    agent = (
+def build(model: ChatModel) -> ReactAgent:
+    """The travel buddy, on ``model``."""
+    return (
         ReactAgent.builder()
         .name("travel_buddy")
-        .model(choose(args, offline_model()))
+        .model(model)
         .tools(summarize_conversation)
         .system_prompt("You help plan trips. Use summarize_conversation when asked to sum up.")
         .build()
     )
+
+
+# served: `graph-agent serve examples/conversation_summary.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("A tool that reads the conversation from the agent's state.", argv)
+    agent = build(choose(args, offline_model()))
     config = RunnableConfig(thread_id="trip")
     turns = [
         "I'm going to Lisbon in May. What's the weather like?",

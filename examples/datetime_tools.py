@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
-from graph_agent import ChatClient, ToolContext, tool
+from graph_agent import ChatClient, ReactAgent, ToolContext, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
 from graph_agent.models import FunctionChatModel, Prompt
 
@@ -60,6 +60,17 @@ def offline_model() -> FunctionChatModel:
         return AssistantMessage(f"Done. {response.response_data}.")
 
     return FunctionChatModel(reply)
+
+
+# served: `graph-agent serve examples/datetime_tools.py:agent` (its model: see _models.py)
+agent = (
+    ReactAgent.builder()
+    .name("clock")
+    .model(served(offline_model))
+    .method_tools(DateTimeTools())
+    .tool_context({"time_zone": "Europe/Paris"})
+    .build()
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import (
     ChatResponse,
@@ -25,7 +25,7 @@ from graph_agent import (
     tool_provider,
 )
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
-from graph_agent.models import FunctionChatModel, Prompt
+from graph_agent.models import ChatModel, FunctionChatModel, Prompt
 from hooks import ModelCallHandler, ModelInterceptor, ModelRequest
 
 BOOKINGS = {"BK-2231": "table for 4, Saturday 20:00, terrace"}
@@ -84,18 +84,27 @@ class OfferedTools(ModelInterceptor):
         return response
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args("Tools offered only when the user mentions a booking.", argv)
-    agent = (
+def build(model: ChatModel) -> ReactAgent:
+    """The restaurant's agent, on ``model``: the booking tool offered only when a booking is mentioned."""
+    return (
         ReactAgent.builder()
         .name("restaurant")
-        .model(choose(args, offline_model()))
+        .model(model)
         .tools(opening_hours)
         .tool_providers(booking_tools)
         .interceptors(OfferedTools())
         .system_prompt("You answer a restaurant's guests. Use the tools; be brief.")
         .build()
     )
+
+
+# served: `graph-agent serve examples/dynamic_tools.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("Tools offered only when the user mentions a booking.", argv)
+    agent = build(choose(args, offline_model()))
     config = RunnableConfig(thread_id="guest-7")
     for text in [
         "When are you open on Sunday?",

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import ReactAgent, RunnableConfig, ToolContext, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
@@ -102,6 +102,10 @@ def show(agent: ReactAgent, user_id: str, question: str) -> None:
                     print(f"[{user_id}]   tool {response.name} -> {response.response_data}")
             elif isinstance(message, AssistantMessage):
                 print(f"[{user_id}] assistant: {message.text}")
+
+
+# served: `graph-agent serve examples/financial_assistant.py:agent` (its model: see _models.py)
+agent = build_agent(served(offline_model))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

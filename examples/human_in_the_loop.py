@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from checkpoint import MemorySaver
 from graph_agent import (
@@ -122,6 +122,10 @@ def run_thread(agent: ReactAgent, kind: str) -> None:
     executed = LEDGER[before:]
     print(f"  executed: {', '.join(executed) if executed else 'nothing'}")
     print(f"  assistant: {reply.text}")
+
+
+# served: `graph-agent serve examples/human_in_the_loop.py:agent` (its model: see _models.py)
+agent = build_agent(served(lambda: FunctionChatModel(offline_reply)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,12 +17,12 @@ import json
 import re
 from collections.abc import Sequence
 
-from _models import choose
+from _models import choose, served
 
 from checkpoint import BaseStore, MemoryStore, RedisStore
 from graph_agent import ReactAgent, RunnableConfig, ToolContext, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
-from graph_agent.models import FunctionChatModel, Prompt
+from graph_agent.models import ChatModel, FunctionChatModel, Prompt
 
 
 def _user(ctx: ToolContext) -> tuple[str, ...]:
@@ -85,17 +85,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    store: BaseStore = (
-        RedisStore.from_url(args.redis_url, key_prefix="graph_agent-example")
-        if args.redis_url
-        else MemoryStore()
-    )
-    agent = (
+def build(model: ChatModel, store: BaseStore) -> ReactAgent:
+    """The concierge, on ``model``, its users' profiles in ``store``."""
+    return (
         ReactAgent.builder()
         .name("concierge")
-        .model(choose(args, offline_model()))
+        .model(model)
         .tools(save_profile, get_profile)
         .store(store)
         .system_prompt(
@@ -104,6 +99,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         .build()
     )
+
+
+# served: `graph-agent serve examples/long_term_memory.py:agent` (its model: see _models.py)
+agent = build(served(offline_model), MemoryStore())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    store: BaseStore = (
+        RedisStore.from_url(args.redis_url, key_prefix="graph_agent-example")
+        if args.redis_url
+        else MemoryStore()
+    )
+    agent = build(choose(args, offline_model()), store)
     print(f"store: {type(store).__name__}")
     for thread, user, text in [
         ("monday", "u-ada", "Hi! I'm Ada, I live in Lisbon and I'm vegetarian."),

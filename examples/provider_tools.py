@@ -15,7 +15,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import (
     ChatResponse,
@@ -108,6 +108,19 @@ class OfferedTools(ModelInterceptor):
     def intercept_model(self, request: ModelRequest, handler: ModelCallHandler) -> ChatResponse:
         self.calls.append([t.tool_definition.name for t in request.options.tool_callbacks])
         return handler(request)
+
+
+# served: `graph-agent serve examples/provider_tools.py:agent` (its model: see _models.py)
+agent = (
+    ReactAgent.builder()
+    .name("travel_desk")
+    .model(served(offline_model))
+    .tools(local_time)
+    .tool_callback_providers(TRAVEL_INFO)
+    .tool_names("book_flight", "find_hotels")
+    .resolver(CATALOGUE)
+    .build()
+)
 
 
 def run(title: str, builder: ReactAgentBuilder, args: argparse.Namespace) -> None:

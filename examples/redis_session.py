@@ -30,12 +30,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _models import choose
+from _models import choose, served
 
 from checkpoint import RedisSaver
 from graph_agent import ReactAgent, RunnableConfig
 from graph_agent.messages import AssistantMessage, UserMessage
-from graph_agent.models import FunctionChatModel, Prompt
+from graph_agent.models import ChatModel, FunctionChatModel, Prompt
 
 KEY_PREFIX = "graph_agent-example"
 TTL_SECONDS = 3600
@@ -64,17 +64,25 @@ def offline_model() -> FunctionChatModel:
     return FunctionChatModel(reply)
 
 
-def build_agent(args: argparse.Namespace) -> tuple[ReactAgent, RedisSaver]:
-    saver = RedisSaver.from_url(args.url, key_prefix=KEY_PREFIX, ttl=TTL_SECONDS)
-    agent = (
+def build(model: ChatModel, saver: RedisSaver | None = None) -> ReactAgent:
+    """The travel assistant, on ``model``, its threads in ``saver`` (none: the server's)."""
+    builder = (
         ReactAgent.builder()
         .name("travel-assistant")
-        .model(choose(args, offline_model()))
+        .model(model)
         .system_prompt("You are a friendly travel assistant. Be brief.")
-        .saver(saver)
-        .build()
     )
-    return agent, saver
+    return (builder.saver(saver) if saver is not None else builder).build()
+
+
+# served: `graph-agent serve examples/redis_session.py:agent --saver redis://...` (its model:
+# see _models.py); importing connects to no Redis
+agent = build(served(offline_model))
+
+
+def build_agent(args: argparse.Namespace) -> tuple[ReactAgent, RedisSaver]:
+    saver = RedisSaver.from_url(args.url, key_prefix=KEY_PREFIX, ttl=TTL_SECONDS)
+    return build(choose(args, offline_model()), saver), saver
 
 
 def run_step(args: argparse.Namespace) -> int:

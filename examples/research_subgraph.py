@@ -101,7 +101,9 @@ def _drawable() -> CompiledGraph:
     return build(MemorySaver())  # for drawing only: no file, nothing to close
 
 
-graph = _drawable()  # for `graph-agent graph examples/research_subgraph.py:graph`
+# for `graph-agent graph examples/research_subgraph.py:graph`, and served (the server gives it
+# its saver): `graph-agent serve examples/research_subgraph.py:graph`
+graph = _drawable()
 
 
 def show_steps(app: CompiledGraph, value: Any, config: RunnableConfig) -> None:

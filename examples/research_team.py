@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from _models import choose
+from _models import choose, configured
 
 from checkpoint import SqliteSaver
 from graph_agent import (
@@ -109,8 +109,9 @@ def writer_reply(prompt: Prompt) -> str:
 # -- the team ---------------------------------------------------------------------------------
 
 
-def build(args: argparse.Namespace, saver: SqliteSaver) -> SequentialAgent:
-    live = choose(args, FunctionChatModel(planner_reply)) if args.live else None
+def build(live: ChatModel | None = None, saver: SqliteSaver | None = None) -> SequentialAgent:
+    """The team: each agent on its offline stand-in, or all on ``live``; without ``saver``
+    (``graph-agent serve`` gives it the server's)."""
 
     def model(offline: ChatModel) -> ChatModel:
         return live or offline  # one real model for the whole team with --live
@@ -157,18 +158,18 @@ def build(args: argparse.Namespace, saver: SqliteSaver) -> SequentialAgent:
         .output_key("brief")
         .build()
     )
-    return (
-        SequentialAgent.builder()
-        .name("research_team")
-        .sub_agents(planner, team, writer)
-        .saver(saver)
-        .build()
-    )
+    flow = SequentialAgent.builder().name("research_team").sub_agents(planner, team, writer)
+    return (flow.saver(saver) if saver is not None else flow).build()
+
+
+# served: `graph-agent serve examples/research_team.py:flow` (its model: see _models.py)
+flow = build(configured())
 
 
 def run(args: argparse.Namespace, path: Path) -> None:
     with SqliteSaver(path) as saver:
-        flow = build(args, saver)
+        live = choose(args, FunctionChatModel(planner_reply)) if args.live else None
+        flow = build(live, saver)
         researchers = flow.sub_agents[1]
         print("== the flow's graph (flow.graph.draw_mermaid())")
         print(flow.graph.draw_mermaid())

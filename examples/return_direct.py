@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import ChatResponse, ReactAgent, RunnableConfig, tool
 from graph_agent.messages import AssistantMessage, ToolCall
-from graph_agent.models import ScriptedChatModel
+from graph_agent.models import ChatModel, ScriptedChatModel
 from hooks import ModelInterceptor, ModelRequest
 from hooks.interceptors import ModelCallHandler
 
@@ -47,18 +47,27 @@ def offline_model() -> ScriptedChatModel:
     return ScriptedChatModel([AssistantMessage("", tool_calls=[call])])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args("A tool whose result is the agent's answer.", argv)
-    counter = CountModelCalls()
-    agent = (
+def build(model: ChatModel, *interceptors: CountModelCalls) -> ReactAgent:
+    """The order desk, on ``model``, with ``interceptors``."""
+    return (
         ReactAgent.builder()
         .name("order_desk")
-        .model(choose(args, offline_model()))
+        .model(model)
         .tools(order_status)
-        .interceptors(counter)
+        .interceptors(*interceptors)
         .system_prompt("You answer questions about orders with the order_status tool.")
         .build()
     )
+
+
+# served: `graph-agent serve examples/return_direct.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("A tool whose result is the agent's answer.", argv)
+    counter = CountModelCalls()
+    agent = build(choose(args, offline_model()), counter)
     config = RunnableConfig(thread_id="order-A-1001")
     question = "Where is my order A-1001?"
     print(f"user: {question}")

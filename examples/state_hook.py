@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import OverAllState, ReactAgent, RunnableConfig
 from graph_agent.messages import AssistantMessage, UserMessage
-from graph_agent.models import FunctionChatModel, Prompt
+from graph_agent.models import ChatModel, FunctionChatModel, Prompt
 from hooks import ModelHook
 
 NAME = re.compile(r"\bmy name is (\w+)", re.IGNORECASE)
@@ -52,15 +52,18 @@ def offline_model() -> FunctionChatModel:
     return FunctionChatModel(reply)
 
 
+def build(model: ChatModel) -> ReactAgent:
+    """The greeter, on ``model``, with the hook that updates the state."""
+    return ReactAgent.builder().name("greeter").model(model).hooks(UpdateStateHook()).build()
+
+
+# served: `graph-agent serve examples/state_hook.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("A hook that updates the state after the model.", argv)
-    agent = (
-        ReactAgent.builder()
-        .name("greeter")
-        .model(choose(args, offline_model()))
-        .hooks(UpdateStateHook())
-        .build()
-    )
+    agent = build(choose(args, offline_model()))
     config = RunnableConfig(thread_id="greeting")
     for text in ["Hello!", "My name is Ada.", "What is my name?"]:
         reply = agent.call(text, config)

@@ -18,11 +18,11 @@ import json
 import re
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import ChatClient, ReactAgent, RunnableConfig, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
-from graph_agent.models import FunctionChatModel, Prompt
+from graph_agent.models import ChatModel, FunctionChatModel, Prompt
 
 WEATHER = {"Paris": "sunny, 18 degrees", "Rome": "cloudy, 21 degrees"}
 
@@ -54,8 +54,12 @@ def offline_model() -> FunctionChatModel:
 QUESTION = "What's the weather in Paris and Rome?"
 
 
-def agent_for(args) -> ReactAgent:
-    return ReactAgent(name="weather", model=choose(args, offline_model()), tools=[get_weather])
+def agent_for(model: ChatModel) -> ReactAgent:
+    return ReactAgent(name="weather", model=model, tools=[get_weather])
+
+
+# served: `graph-agent serve examples/streaming.py:agent` (its model: see _models.py)
+agent = agent_for(served(offline_model))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,13 +67,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print("== 1. agent.stream_messages(): text chunks, '|' between them")
     chunks = []
-    for chunk in agent_for(args).stream_messages(QUESTION):
+    for chunk in agent_for(choose(args, offline_model())).stream_messages(QUESTION):
         chunks.append(chunk)
         print(chunk, end="|", flush=True)
     print(f"\n   ({len(chunks)} chunks, over every model call of the run)")
 
     print("== 2. agent.stream(): one NodeOutput per node, as it finishes")
-    for output in agent_for(args).stream(QUESTION, RunnableConfig(thread_id="stream")):
+    for output in agent_for(choose(args, offline_model())).stream(
+        QUESTION, RunnableConfig(thread_id="stream")
+    ):
         for message in (output.update or {}).get("messages", ()):
             if isinstance(message, ToolResponseMessage):
                 for response in message.responses:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 from pydantic import BaseModel, Field
 
 from graph_agent import OutputRetry, ReactAgent, RunnableConfig, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
-from graph_agent.models import ScriptedChatModel
+from graph_agent.models import ChatModel, ScriptedChatModel
 
 ORDERS = {
     "A-1001": {
@@ -81,18 +81,27 @@ def offline_model() -> ScriptedChatModel:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args("An agent whose answer is a validated Invoice.", argv)
-    agent = (
+def build(model: ChatModel) -> ReactAgent:
+    """The billing agent, on ``model``: its answer an ``Invoice``."""
+    return (
         ReactAgent.builder()
         .name("billing")
-        .model(choose(args, offline_model()))
+        .model(model)
         .tools(order_details)
         .system_prompt("You write invoices. Look the order up before you write one.")
         .output_type(Invoice)
         .output_validator(total_adds_up)
         .build()
     )
+
+
+# served: `graph-agent serve examples/structured_output.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("An agent whose answer is a validated Invoice.", argv)
+    agent = build(choose(args, offline_model()))
     spec = agent.output_spec
     assert spec is not None
     if spec.strategy == "tool":

@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, configured, parse_args
 
 from graph_agent import (
     AssistantMessage,
@@ -198,6 +198,10 @@ def agent_of(namespace: tuple[str, ...]) -> str:
 def answers(message: AssistantMessage | None) -> bool:
     """Whether a model's message answers the customer (text, no tool call)."""
     return message is not None and bool(message.text) and not message.tool_calls
+
+
+# served: `graph-agent serve examples/support_handoffs.py:desk` (its model: see _models.py)
+desk = build(configured())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

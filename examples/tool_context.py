@@ -15,11 +15,11 @@ import json
 import re
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import KeyStrategy, ReactAgent, RunnableConfig, ToolContext, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
-from graph_agent.models import FunctionChatModel, Prompt
+from graph_agent.models import ChatModel, FunctionChatModel, Prompt
 
 PRICES = {"coffee": 4.5, "croissant": 2.2, "juice": 3.9}
 
@@ -63,18 +63,27 @@ def offline_model() -> FunctionChatModel:
     return FunctionChatModel(reply)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args("A tool reading ToolContext and writing extra_state.", argv)
-    agent = (
+def build(model: ChatModel) -> ReactAgent:
+    """The cafe's agent, on ``model``."""
+    return (
         ReactAgent.builder()
         .name("cafe")
-        .model(choose(args, offline_model()))
+        .model(model)
         .tools(add_to_cart)
         .tool_context({"currency": "EUR"})
         .key_strategies({"cart": KeyStrategy.APPEND})  # last_item: REPLACE, the default
         .system_prompt("You take orders at a cafe. Use add_to_cart for every item ordered.")
         .build()
     )
+
+
+# served: `graph-agent serve examples/tool_context.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("A tool reading ToolContext and writing extra_state.", argv)
+    agent = build(choose(args, offline_model()))
     config = RunnableConfig(thread_id="order-17", metadata={"user_id": "u-ada"})
     messages_before = 0
     for text in ["I'd like 2 coffee and 1 croissant.", "And 1 juice, please."]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import (
     DefaultToolExecutionExceptionProcessor,
@@ -77,6 +77,10 @@ def show(agent: ReactAgent, question: str, thread: str) -> None:
                     print(f"  tool result: {text}")
             elif isinstance(message, AssistantMessage):
                 print(f"assistant: {message.text}")
+
+
+# served: `graph-agent serve examples/tool_errors.py:agent` (its model: see _models.py)
+agent = build_agent(served(offline_model))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

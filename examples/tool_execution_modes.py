@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
-from graph_agent import ChatClient, ToolCallingManager, tool
+from graph_agent import ChatClient, ReactAgent, ToolCallingManager, tool
 from graph_agent.messages import AssistantMessage, ToolCall, UserMessage
 from graph_agent.models import Prompt, ScriptedChatModel, ToolCallingChatOptions
 
@@ -56,6 +56,10 @@ def user_controlled(args) -> None:
         prompt = Prompt(result.conversation_history, options)
         response = model.call(prompt)
     print(f"   assistant: {response.text}")
+
+
+# served: `graph-agent serve examples/tool_execution_modes.py:agent` (its model: see _models.py)
+agent = ReactAgent(name="orders", model=served(scripted), tools=[order_status])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

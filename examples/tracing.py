@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from _models import choose, needs, parse_args
+from _models import choose, needs, parse_args, served
 
 from graph_agent import (
     AssistantMessage,
+    ChatModel,
     ChatResponse,
     ReactAgent,
     ScriptedChatModel,
@@ -82,6 +83,15 @@ def print_tree(spans: Sequence[ReadableSpan]) -> None:
     show(None, 0)
 
 
+def build(model: ChatModel) -> ReactAgent:
+    """The traced agent, on ``model``."""
+    return ReactAgent.builder().name("weather_agent").model(model).tools(get_weather).build()
+
+
+# served: `graph-agent serve examples/tracing.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     exporter = InMemorySpanExporter()
@@ -89,13 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrument(provider)
     try:
-        agent = (
-            ReactAgent.builder()
-            .name("weather_agent")
-            .model(choose(args, offline_model()))
-            .tools(get_weather)
-            .build()
-        )
+        agent = build(choose(args, offline_model()))
         reply = agent.call("What's the weather in Paris and in Atlantis?", {"thread_id": "demo"})
     finally:
         uninstrument()

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 
 from graph_agent import ReactAgent, UnknownToolError, tool
 from graph_agent.messages import AssistantMessage, ToolCall, ToolResponseMessage
@@ -66,6 +66,10 @@ def show_calls(state) -> None:
             for response in message.responses:
                 print(f"  tool result: {response.response_data}")
     print(f"assistant: {state['messages'][-1].text}")
+
+
+# served: `graph-agent serve examples/unknown_tool.py:agent` (its model: see _models.py)
+agent = build(served(offline_model))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

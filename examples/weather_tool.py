@@ -12,10 +12,10 @@ import enum
 import json
 from collections.abc import Sequence
 
-from _models import choose, parse_args
+from _models import choose, parse_args, served
 from pydantic import BaseModel, Field
 
-from graph_agent import ChatClient, FunctionToolCallback
+from graph_agent import ChatClient, FunctionToolCallback, ReactAgent
 from graph_agent.messages import AssistantMessage, ToolCall
 from graph_agent.models import ScriptedChatModel
 
@@ -65,6 +65,10 @@ def offline_model() -> ScriptedChatModel:
             "It is 64.4°F in Paris; light rain tomorrow.",
         ]
     )
+
+
+# served: `graph-agent serve examples/weather_tool.py:agent` (its model: see _models.py)
+agent = ReactAgent(name="weather", model=served(offline_model), tools=[weather_tool])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
