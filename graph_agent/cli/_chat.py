@@ -346,14 +346,17 @@ class _Stop:
         self.view = view
         self.waiting = False
         self.told = False
+        self.started = False
 
     def next_of(self, events: Iterator[RunEvent]) -> RunEvent | None:
-        """The run's next event, ``None`` at its end."""
-        self.waiting = True
+        """The run's next event, ``None`` at its end. Until the first one the stream may
+        still be starting its run, where an exception would leave that run unstopped."""
+        self.waiting = self.started
         try:
             return next(events, None)
         finally:
             self.waiting = False
+            self.started = True
 
     def on_ctrl_c(self) -> None:
         first = not self.canceller.cancelled
