@@ -99,6 +99,7 @@ def _pair(
     figures: dict[bool, float] = {}
     writes: dict[bool, int] = {}
     for durable in (True, False):
+        _WRITES.clear()  # counted per thread id, which both variants use
         for app in make(durable):
             dt, ex = _timed(lambda i, app=app: invoke(app, i), invokes)
             figures[durable] = dt
