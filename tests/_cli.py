@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -180,9 +180,15 @@ class LiveChat:
     for the next prompt; ``out`` and ``err`` collect what it printed. A context manager:
     the process is killed on the way out if it still runs."""
 
-    def __init__(self, *args: str, env: dict[str, str], cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        env: dict[str, str],
+        cwd: Path | None = None,
+        launcher: Sequence[str] = ("-m", "graph_agent.cli"),
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "graph_agent.cli", "chat", *args],
+            [sys.executable, *launcher, "chat", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -192,11 +198,15 @@ class LiveChat:
         self.out, self.err = Reader(self.process.stdout), Reader(self.process.stderr)
         self.at = self.out.wait_for("> ")
 
-    def say(self, line: str) -> str:
-        """Send ``line``; what the chat printed on stdout until its next prompt."""
+    def send(self, line: str) -> None:
+        """Send ``line`` (and wait for nothing)."""
         assert self.process.stdin is not None
         self.process.stdin.write(line.encode() + b"\n")
         self.process.stdin.flush()
+
+    def say(self, line: str) -> str:
+        """Send ``line``; what the chat printed on stdout until its next prompt."""
+        self.send(line)
         start, self.at = self.at, self.out.wait_for_prompt(self.at)
         return self.out.text[start : self.at]
 

@@ -26,6 +26,7 @@ from tests._cli import (
     ERROR_PREFIX,
     FakeOpenAI,
     Handler,
+    LiveChat,
     Reader,
     calls,
     cli_env,
@@ -399,7 +400,7 @@ def test_ctrl_c_during_a_sync_tool_stops_after_it_and_retry_answers(
     app = tmp_path / "weather.py"
     app.write_text(SLOW_TOOL_APP)
     env = cli_env(tmp_path, OPENAI_BASE_URL=fake_openai.url(), TOOL_GATE=str(tmp_path))
-    with _TerminalChat(env, f"{app}:agent", "--saver", "memory") as chat:
+    with terminal_chat(env, f"{app}:agent", "--saver", "memory") as chat:
         at = chat.out.wait_for("> ")
         chat.send("weather in Oslo?")
         at = chat.out.wait_for("  -> lookup(", at)  # the tool runs, held
@@ -434,7 +435,7 @@ def test_ctrl_c_during_a_tool_whose_result_is_the_answer_says_it_was_kept(
     app = tmp_path / "weather.py"
     app.write_text(SLOW_TOOL_APP)
     env = cli_env(tmp_path, OPENAI_BASE_URL=fake_openai.url(), TOOL_GATE=str(tmp_path))
-    with _TerminalChat(env, f"{app}:direct", "--saver", "memory") as chat:
+    with terminal_chat(env, f"{app}:direct", "--saver", "memory") as chat:
         at = chat.out.wait_for("> ")
         chat.send("weather tomorrow in Oslo?")
         at = chat.out.wait_for("  -> forecast(", at)
@@ -455,41 +456,7 @@ def test_ctrl_c_during_a_tool_whose_result_is_the_answer_says_it_was_kept(
     assert "Traceback" not in chat.err.text
 
 
-class _TerminalChat:
-    """``graph-agent chat ARGS`` as a terminal starts it (``CHAT_AS_FROM_A_TERMINAL``), fed a
-    line at a time; killed on the way out if it still runs."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        command = [sys.executable, "-X", "faulthandler", "-c", CHAT_AS_FROM_A_TERMINAL, "chat"]
-        self.process = subprocess.Popen(
-            [*command, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        self.out, self.err = Reader(self.process.stdout), Reader(self.process.stderr)
-
-    def send(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line.encode() + b"\n")
-        self.process.stdin.flush()
-
-    def end(self) -> int:
-        """Ctrl-D; the exit code."""
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        return self.process.wait(timeout=60)
-
-    def __enter__(self) -> _TerminalChat:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        for reader in (self.out, self.err):
-            reader.thread.join(timeout=60)
-        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if pipe is not None:
-                pipe.close()
+def terminal_chat(env: dict[str, str], *args: str) -> LiveChat:
+    """``graph-agent chat ARGS`` as a terminal starts it (``CHAT_AS_FROM_A_TERMINAL``)."""
+    launcher = ("-X", "faulthandler", "-c", CHAT_AS_FROM_A_TERMINAL)
+    return LiveChat(*args, env=env, launcher=launcher)
