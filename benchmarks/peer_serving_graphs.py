@@ -16,8 +16,8 @@ import asyncio
 import os
 from typing import Any
 
+from _peer_kit import make_model, make_tool
 from langgraph.prebuilt import create_react_agent
-from peer_langgraph import make_model, make_tool
 
 K, K_HOLD = 2, 1
 HOLD_S = float(os.environ.get("BENCH_W15_HOLD_S", "4"))
