@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from graph_agent.cli import main
+from graph_agent.cli import _serve, main
 
 
 class Served:
@@ -23,10 +23,10 @@ class Served:
 def serve_in_process(monkeypatch: pytest.MonkeyPatch, args: Sequence[str]) -> Served:
     """``graph-agent serve ARGS`` (add ``--saver memory`` for targets without a saver of
     their own: no test writes in the home folder)."""
-    import uvicorn
-
     apps: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: apps.append(app))
+    monkeypatch.setattr(
+        _serve, "listen_and_serve", lambda app, h, p, announce: (apps.append(app), announce())
+    )
     code = main(["serve", *args])
     return Served(code, apps[0] if apps else None)
 

@@ -4,14 +4,16 @@ without a token starts with a warning."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from graph_agent.cli import main
+from graph_agent.cli import _serve, main
 from tests._cli import cli_env, run_cli
 from tests._serve_cli import serve_in_process
 from tests.test_extras import WITHOUT_EXTRAS
@@ -62,11 +64,14 @@ def test_a_port_that_is_not_one_is_one_line_and_exit_2(
 
 @pytest.fixture
 def listened(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """What uvicorn was asked to listen on, in place of listening."""
-    import uvicorn
-
+    """Where serve was asked to listen, in place of listening (it says where it serves)."""
     calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append(options))
+
+    def listen(app: Any, host: str, port: int, announce: Callable[[], None]) -> None:
+        calls.append({"host": host, "port": port})
+        announce()
+
+    monkeypatch.setattr(_serve, "listen_and_serve", listen)
     monkeypatch.delenv("GRAPH_AGENT_TOKEN", raising=False)
     return calls
 
@@ -87,7 +92,7 @@ def test_beyond_the_loopback_without_a_token_it_warns(
         "--host 127.0.0.1)"
     )
     assert serving.startswith(f"serving helper on http://{host}:8124 ")
-    assert listened == [{"host": host, "port": 8124, "log_level": "warning"}]
+    assert listened == [{"host": host, "port": 8124}]
 
 
 @pytest.mark.parametrize(
@@ -182,3 +187,41 @@ def test_nothing_to_serve_says_what_to_name(
         f"{SERVE_ERROR}name at least one TARGET to serve (path/to/file.py:OBJECT), or a "
         "LangGraph project's langgraph.json\n"
     )
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(module: Path, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("serve", f"{module}:agent", "--saver", "memory", "--port", str(port),
+                       env=cli_env(tmp_path))  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"{SERVE_ERROR}cannot listen on 127.0.0.1:{port}: Address already in use (choose "
+        "another --port, or stop what listens there)\n"
+    )
+
+
+def test_it_says_where_it_serves_once_it_accepts_connections(module: Path, tmp_path: Path) -> None:
+    """The "serving ... on" line is printed after the port listens: a client that connects
+    as soon as it reads the line is answered (a test that did so saw "connection refused")."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    command = [sys.executable, "-m", "graph_agent.cli", "serve", f"{module}:agent"]
+    server = subprocess.Popen(
+        [*command, "--saver", "memory", "--port", str(port)],
+        env=cli_env(tmp_path), stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        assert line.startswith(f"serving helper on http://127.0.0.1:{port} "), line
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr is not None:
+            server.stderr.close()

@@ -15,6 +15,7 @@ from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from ._errors import CliError
 from ._failures import mask_url
+from ._listen import listen_and_serve
 from ._load import load_target
 from ._saver import check_saver, close_saver, make_saver
 from ._serve_targets import NAME as _NAME
@@ -172,7 +173,7 @@ def _missing_server(error: ImportError) -> str:
 
 def run_serve(options: ServeOptions, out: TextIO) -> int:
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (listen_and_serve's; missing, it is said here)
 
         from ..server import create_app
     except ImportError as error:
@@ -205,12 +206,6 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
             file=out,
             flush=True,
         )
-    print(
-        f"serving {', '.join(sorted(served))} on http://{options.host}:{options.port} "
-        f"(threads kept in {where}; auth: {'bearer token' if token else 'none'})",
-        file=out,
-        flush=True,
-    )
     # the server's own warnings and errors (a failed run, with its traceback) on stderr, and
     # its access log (one line per request) unless --no-access-log
     handler = logging.StreamHandler(out)
@@ -220,8 +215,17 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
     server_log.setLevel(logging.WARNING)
     access_log = logging.getLogger(ACCESS_LOGGER)
     access_log.setLevel(logging.INFO if options.access_log else logging.WARNING)
+
+    def announce() -> None:
+        print(
+            f"serving {', '.join(sorted(served))} on http://{options.host}:{options.port} "
+            f"(threads kept in {where}; auth: {'bearer token' if token else 'none'})",
+            file=out,
+            flush=True,
+        )
+
     try:
-        uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+        listen_and_serve(app, options.host, options.port, announce)
     finally:
         server_log.removeHandler(handler)
         access_log.setLevel(logging.NOTSET)

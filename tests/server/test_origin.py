@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from checkpoint import MemorySaver
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool
-from graph_agent.cli import main
+from graph_agent.cli import _serve, main
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
 from tests._needs import need_module, unavailable
@@ -255,15 +255,15 @@ def test_an_allowed_origin_must_be_one(origin: str) -> None:
 def test_serve_takes_allow_origin(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import uvicorn
-
     module = tmp_path / "app.py"
     module.write_text(
         "from graph_agent import ReactAgent, ScriptedChatModel\n"
         "agent = ReactAgent(name='helper', model=ScriptedChatModel(['hi']))\n"
     )
     apps: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: apps.append(app))
+    monkeypatch.setattr(
+        _serve, "listen_and_serve", lambda app, h, p, announce: (apps.append(app), announce())
+    )
     args = ["serve", f"{module}:agent", "--saver", "memory"]
     assert main([*args, "--allow-origin", "http://localhost:3000"]) == 0
     with live_server(apps[0]) as url:
