@@ -4,11 +4,13 @@ them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
 
+from ..runs import RunStore
 from ._access_log import AccessLog
 from ._guard import protect
 from ._http import DEFAULT_MAX_BODY, ERROR_HANDLERS, HEARTBEAT_SECONDS
@@ -29,6 +31,7 @@ def create_app(
     heartbeat: float = HEARTBEAT_SECONDS,
     allow_origins: Iterable[str] = (),
     allow_hosts: Iterable[str] | None = None,
+    runs: RunStore | None = None,
 ) -> Starlette:
     """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
     Protocol. With ``token``, every request needs ``Authorization: Bearer <token>`` (or
@@ -38,12 +41,24 @@ def create_app(
     (``"http://localhost:3000"``: those get CORS headers too), and a body must be sent as
     ``application/json`` (415). With ``allow_hosts``, a request whose ``Host`` names another
     host is refused (403): on a loopback address, what keeps a page of another site out
-    that reaches the server through DNS rebinding. Every error is JSON, ``{"detail": ...}``."""
+    that reaches the server through DNS rebinding. Every error is JSON, ``{"detail": ...}``.
+
+    ``runs`` keeps the run records, their event logs and the thread records (default: in
+    this process's memory); with a durable store (``SqliteRunStore``), a restarted app lists
+    the earlier runs and threads, and takes up, when it starts, the runs it had accepted but
+    not finished. The caller closes the store it gave."""
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
     routes = [*ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
-    app = Starlette(routes=routes, exception_handlers=dict(ERROR_HANDLERS))
-    app.state.server = Server(served, max_body, heartbeat)
+    server = Server(served, max_body, heartbeat, runs)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await server.recover()
+        yield
+
+    app = Starlette(routes=routes, exception_handlers=dict(ERROR_HANDLERS), lifespan=lifespan)
+    app.state.server = server
     # auth, JSON bodies, origins, hosts
     protect(app, token=token, allow_origins=allow_origins, allow_hosts=allow_hosts)
     mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token

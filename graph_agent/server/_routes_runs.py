@@ -9,9 +9,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..runs import Run
 from ._http import HTTPProblem, json_when_ready, route
 from ._request import MAX_LIMIT, query_int
-from ._runs import Run
 from ._server import Server, read_body, server_of
 
 __all__ = ["RUN_ROUTES"]
@@ -26,14 +26,8 @@ def _thread_id(request: Request) -> str | None:
     return str(thread_id) if thread_id is not None else None
 
 
-def _run(server: Server, request: Request) -> Run:
-    thread_id, run_id = _thread_id(request), request.path_params["run_id"]
-    if thread_id is None:
-        run = server.runs.runs.get(run_id)
-        if run is None:
-            raise HTTPProblem(404, f"run {run_id!r} not found")
-        return run
-    return server.run_of(thread_id, run_id)
+async def _run(server: Server, request: Request) -> Run:
+    return await server.run_of(_thread_id(request), request.path_params["run_id"])
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -88,7 +82,7 @@ async def runs_list(request: Request) -> Response:
         raise HTTPProblem(422, f"status {status!r} is not one of {list(RUN_STATUSES)}")
     runs = [
         r
-        for r in server.runs.thread_runs(request.path_params["thread_id"])
+        for r in await server.runs.thread_runs(request.path_params["thread_id"])
         if status in (None, r.status)
     ]
     return JSONResponse([server.run_wire(r) for r in runs[offset : offset + limit]])
@@ -96,23 +90,23 @@ async def runs_list(request: Request) -> Response:
 
 async def run_get(request: Request) -> Response:
     server = server_of(request)
-    return JSONResponse(server.run_wire(_run(server, request)))
+    return JSONResponse(server.run_wire(await _run(server, request)))
 
 
 @route("/threads/{thread_id}/runs/{run_id}", ["DELETE"])
 async def run_delete(request: Request) -> Response:
     server = server_of(request)
-    run = _run(server, request)
+    run = await _run(server, request)
     if run.status in ("pending", "running"):
         raise HTTPProblem(409, f"run {run.run_id!r} is {run.status}: cancel it first")
-    server.runs.delete(run)
+    await server.runs.delete(run)
     return Response(status_code=204)
 
 
 @route("/threads/{thread_id}/runs/{run_id}/join", ["GET"])
 async def run_join(request: Request) -> Response:
     server = server_of(request)
-    run = _run(server, request)
+    run = await _run(server, request)
     answer = _finished(server, run)
     if _flag(request, "cancel_on_disconnect"):
         answer = server.cancel_unless_answered(run, answer)
@@ -121,7 +115,7 @@ async def run_join(request: Request) -> Response:
 
 async def run_rejoin(request: Request) -> Response:
     server = server_of(request)
-    run = _run(server, request)
+    run = await _run(server, request)
     return server.stream(
         run,
         request.headers.get("last-event-id"),
@@ -132,7 +126,7 @@ async def run_rejoin(request: Request) -> Response:
 @route("/threads/{thread_id}/runs/{run_id}/cancel", ["POST"])
 async def run_cancel(request: Request) -> Response:
     server = server_of(request)
-    run = _run(server, request)
+    run = await _run(server, request)
     wait = _flag(request, "wait")
     action = request.query_params.get("action") or "interrupt"
     if action not in ("interrupt", "rollback"):

@@ -108,7 +108,7 @@ async def threads_create(request: Request) -> Response:
     except HTTPProblem:
         graph_id = metadata.get("graph_id")
         served = graph_id if isinstance(graph_id, str) and graph_id in server.served else None
-        record = server.create_thread(thread_id, metadata, served)
+        record = await server.create_thread(thread_id, metadata, served)
     else:
         if if_exists == "raise":
             raise HTTPProblem(
@@ -128,7 +128,7 @@ async def threads_search(request: Request) -> Response:
     descending = query.choice("sort_order", ("asc", "desc"), "desc") == "desc"
     chosen = [
         r
-        for r in server.threads.values()
+        for r in await server.all_threads()
         if all(r.metadata.get(k) == v for k, v in metadata.items())
         and (ids is None or r.thread_id in ids)
     ]
@@ -155,6 +155,7 @@ async def thread_patch(request: Request) -> Response:
     given = Fields(await read_body(request))
     record.metadata.update(given.obj("metadata"))
     record.updated_at = now()
+    await server.save_thread(record)
     if request.headers.get("prefer") == "return=minimal":
         return Response(status_code=204)
     return JSONResponse(await server.thread_wire(record))
@@ -224,6 +225,7 @@ async def thread_update(request: Request) -> Response:
     except (ValueError, TypeError) as error:  # GraphUsageError is a TypeError
         raise HTTPProblem(422, str(error)) from None
     record.updated_at = now()
+    await server.save_thread(record)
     return JSONResponse({"checkpoint": checkpoint_to_wire(record.thread_id, written.checkpoint_id)})
 
 

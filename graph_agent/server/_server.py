@@ -1,10 +1,11 @@
-"""What the app's routes share: the served objects, the threads this process knows, and the
-runs (the wire shapes are in ``_wire_*``, the run bookkeeping in ``_runs``)."""
+"""What the app's routes share: the served objects, the threads and the runs (the wire shapes
+are in ``_wire_*``; the life of runs, their records and logs in ``graph_agent.runs``)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Coroutine, Mapping
 from datetime import datetime, timezone
@@ -18,9 +19,22 @@ from checkpoint.errors import CheckpointNotFoundError
 
 from ..events import CheckpointEvent, RunEnd
 from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
+from ..runs import (
+    MULTITASK_STRATEGIES,
+    Entry,
+    Execute,
+    Run,
+    RunService,
+    RunStatus,
+    RunStore,
+    ThreadBusyError,
+    ThreadOps,
+    ThreadRecord,
+    now,
+)
 from ._http import HEARTBEAT_SECONDS, HTTPProblem, sse_response
+from ._mistakes import client_mistake
 from ._request import Fields, json_body, run_config_fields
-from ._runs import MULTITASK_STRATEGIES, Entry, Run, RunManager, RunStatus, ThreadBusyError
 from ._wire_encoder import RunStreamEncoder
 from ._wire_messages import error_to_wire
 from ._wire_state import (
@@ -40,10 +54,6 @@ from ._wire_stream import parse_stream_modes
 __all__ = ["Served", "Server", "ThreadRecord", "now", "read_body", "server_of"]
 
 T = TypeVar("T")
-
-
-def now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @dataclasses.dataclass
@@ -80,29 +90,45 @@ class Served:
         return cast("AsyncGenerator[Any, None]", self.graph.astream_events(value, config))
 
 
-@dataclasses.dataclass
-class ThreadRecord:
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """A run request, checked: what to run, on which thread, how to stream it."""
+
+    served: Served
     thread_id: str
-    created_at: datetime
-    updated_at: datetime
+    value: Any
+    config: RunnableConfig
+    modes: list[str]
+    subgraphs: bool
+    strategy: str
     metadata: dict[str, Any]
-    graph_id: str | None = None
-    # the saver threads of its subgraphs' checkpoints this process saw written (deleted with it)
-    children: set[str] = dataclasses.field(default_factory=set)
+    stateless: bool = False
+    keep: bool = False
+    create: bool = False
 
 
 class Server:
     """What the app's routes share: the served objects, the threads and the runs."""
 
     def __init__(
-        self, served: Mapping[str, Any], max_body: int, heartbeat: float = HEARTBEAT_SECONDS
+        self,
+        served: Mapping[str, Any],
+        max_body: int,
+        heartbeat: float = HEARTBEAT_SECONDS,
+        store: RunStore | None = None,
     ) -> None:
         if not served:
             raise ValueError("serve at least one agent, flow or graph")
         self.served = {name: Served.of(name, target) for name, target in served.items()}
         self.by_assistant = {assistant_id_for(n): s for n, s in self.served.items()}
+        # the thread records read or written by this process (the store keeps them all)
         self.threads: dict[str, ThreadRecord] = {}
-        self.runs = RunManager(error_to_wire)
+        self.runs = RunService(
+            store,
+            error_data=error_to_wire,
+            client_mistake=client_mistake,
+            logger=logging.getLogger("graph_agent.server"),
+        )
         self.max_body = max_body
         self.heartbeat = heartbeat
         self._cleanups: set[asyncio.Task[None]] = set()
@@ -119,42 +145,56 @@ class Server:
             f"assistant {assistant_id!r} not found; served: {', '.join(sorted(self.served))}",
         )
 
-    def thread(self, thread_id: str) -> ThreadRecord:
-        record = self.threads.get(thread_id)
-        if record is None:
-            raise HTTPProblem(404, f"thread {thread_id!r} not found")
-        return record
-
     async def find_thread(self, thread_id: str) -> ThreadRecord:
-        """The thread, also one this process has not seen: a thread kept by a served
-        object's saver (from before a restart, or another server process) is found there."""
+        """The thread, also one this process has not seen: its record is kept in the runs
+        store (by this process before a restart, or by another server on the same store),
+        with the assistant that runs it and its metadata. A thread with checkpoints but no
+        record (written by a graph outside the server) is found in a served object's saver
+        when exactly one of them holds it."""
         record = self.threads.get(thread_id)
         if record is not None:
             return record
-        for served in self.served.values():
-            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=thread_id))
-            if snapshot is not None:
-                record = ThreadRecord(
-                    thread_id, snapshot.created_at, snapshot.created_at, {}, served.graph_id
-                )
-                return self.threads.setdefault(thread_id, record)
-        raise HTTPProblem(404, f"thread {thread_id!r} not found")
+        record = await self.runs.store.get_thread(thread_id)
+        if record is None:
+            holders = []
+            for served in self.served.values():
+                snapshot = await served.graph.aget_state(RunnableConfig(thread_id=thread_id))
+                if snapshot is not None:
+                    holders.append((served, snapshot))
+            if not holders:
+                raise HTTPProblem(404, f"thread {thread_id!r} not found")
+            served, snapshot = holders[0]
+            owner = served.graph_id if len(holders) == 1 else None
+            record = ThreadRecord(thread_id, snapshot.created_at, snapshot.created_at, {}, owner)
+            await self.runs.keep_thread(record)
+        return self.threads.setdefault(thread_id, record)
 
-    def create_thread(
+    async def create_thread(
         self, thread_id: str, metadata: Mapping[str, Any], graph_id: str | None = None
     ) -> ThreadRecord:
         created = now()
         record = ThreadRecord(thread_id, created, created, dict(metadata), graph_id)
         self.threads[thread_id] = record
+        await self.runs.keep_thread(record)
         return record
+
+    async def save_thread(self, record: ThreadRecord) -> None:
+        """Keep ``record``'s changes (its metadata, its times, its assistant)."""
+        await self.runs.keep_thread(record)
+
+    async def all_threads(self) -> list[ThreadRecord]:
+        """Every thread the store keeps, this process's records first."""
+        kept = {r.thread_id: r for r in await self.runs.store.list_threads()}
+        kept.update(self.threads)
+        return list(kept.values())
 
     async def delete_thread(self, record: ThreadRecord) -> None:
         """Stop the thread's runs, then forget it: its checkpoints (and those of its
         subgraphs this process saw written), its runs and its record."""
-        for run in self.runs.thread_runs(record.thread_id):
+        for run in await self.runs.thread_runs(record.thread_id):
             await self.runs.cancel(run)
         self.threads.pop(record.thread_id, None)
-        self.runs.forget_thread(record.thread_id)
+        await self.runs.forget_thread(record.thread_id)
         served = self.graph_of(record)
         if served is not None and served.graph.saver is not None:
             for saver_thread in (record.thread_id, *sorted(record.children)):
@@ -180,7 +220,7 @@ class Server:
 
     async def thread_wire(self, record: ThreadRecord) -> dict[str, Any]:
         snapshot = await self.snapshot(record)
-        runs = self.runs.thread_runs(record.thread_id)
+        runs = await self.runs.thread_runs(record.thread_id)
         # a run refused on a paused thread (new input, not an answer) leaves the pause as it
         # was: the thread still waits for its answer
         paused = snapshot is not None and bool(snapshot.interrupts)
@@ -209,32 +249,27 @@ class Server:
             multitask_strategy=run.multitask_strategy,
         )
 
-    def run_of(self, thread_id: str, run_id: str) -> Run:
-        run = self.runs.runs.get(run_id)
-        if run is None or run.thread_id != thread_id:
+    async def run_of(self, thread_id: str | None, run_id: str) -> Run:
+        """The run ``run_id`` (of ``thread_id``, unless ``None``); 404 if there is none."""
+        run = await self.runs.get(run_id)
+        if run is None and thread_id is None:
+            raise HTTPProblem(404, f"run {run_id!r} not found")
+        if run is None or thread_id not in (None, run.thread_id):
             raise HTTPProblem(404, f"run {run_id!r} not found on thread {thread_id!r}")
         return run
 
     # -- runs --------------------------------------------------------------------------------
 
-    async def start_run(
-        self, thread_id: str | None, body: dict[str, Any], *, waited: bool = False
-    ) -> Run:
-        """Start the run ``body`` asks for on ``thread_id`` (``None``: a stateless run, on a
-        thread of its own, deleted once the run ends unless ``on_completion`` is ``"keep"``);
-        answered once its input is stored (or it is queued). A ``waited`` run (``wait``: its
-        answer is the final values) streams only the modes it names (none by default: the
-        values of each step are not converted for nobody)."""
+    def _plan(self, thread_id: str | None, body: dict[str, Any], waited: bool) -> _Plan:
+        """What ``body`` asks a run to do, checked (422 for what does not fit), with no
+        side effect: a refused request leaves nothing behind."""
         fields = Fields(body)
         served = self.assistant(fields.text("assistant_id"))
         _refuse_unsupported(body)
-        stateless = thread_id is None
         command = fields.obj("command") if "command" in body else None
         keep = fields.choice("on_completion", ("delete", "keep"), "delete") == "keep"
-        if thread_id is None:
-            if command is not None and "resume" in command:
-                raise HTTPProblem(400, "You must provide a thread_id when resuming.")
-            thread_id = str(uuid.uuid4())
+        if thread_id is None and command is not None and "resume" in command:
+            raise HTTPProblem(400, "You must provide a thread_id when resuming.")
         if_not_exists = fields.choice("if_not_exists", ("reject", "create"), "reject")
         strategy = fields.choice("multitask_strategy", MULTITASK_STRATEGIES, "enqueue")
         metadata = fields.obj("metadata")
@@ -242,72 +277,121 @@ class Server:
         fields.choice("on_disconnect", ("cancel", "continue"), "continue")
         fields.flag("stream_resumable")
         run_config_fields(fields)
+        tid = thread_id if thread_id is not None else str(uuid.uuid4())
         try:
             modes = parse_stream_modes(
                 body.get("stream_mode"), default=() if waited else ("values",)
             )
-            config = run_config_from_wire(thread_id, body)
+            config = run_config_from_wire(tid, body)
             value: Any = (
                 command_from_wire(command) if command else input_from_wire(body.get("input"))
             )
         except ValueError as error:
             raise HTTPProblem(422, str(error)) from None
+        if isinstance(value, Command) and not value.has_resume and value.update is None:
+            value = None  # ``Command(resume=None)`` arrives as {}: no resume, as LangGraph
+        return _Plan(
+            served, tid, value, config, modes, subgraphs, strategy, dict(metadata),
+            stateless=thread_id is None, keep=keep, create=if_not_exists == "create",
+        )  # fmt: skip
+
+    async def start_run(
+        self, thread_id: str | None, body: dict[str, Any], *, waited: bool = False
+    ) -> Run:
+        """Start the run ``body`` asks for on ``thread_id`` (``None``: a stateless run, on a
+        thread of its own, deleted once the run ends unless ``on_completion`` is ``"keep"``);
+        answered once it is recorded and its input is stored (or it is queued). A ``waited``
+        run (``wait``: its answer is the final values) streams only the modes it names (none
+        by default: the values of each step are not converted for nobody)."""
+        plan = self._plan(thread_id, body, waited)
+        served = plan.served
         # the thread last, so that a refused request leaves none behind
-        if stateless:
-            record = self.create_thread(thread_id, {}, served.graph_id)
+        if plan.stateless:
+            record = await self.create_thread(plan.thread_id, {}, served.graph_id)
         else:
             try:
-                record = await self.find_thread(thread_id)
+                record = await self.find_thread(plan.thread_id)
             except HTTPProblem:
-                if if_not_exists != "create":
+                if not plan.create:
                     raise
-                record = self.create_thread(thread_id, {}, served.graph_id)
+                record = await self.create_thread(plan.thread_id, {}, served.graph_id)
         if record.graph_id not in (None, served.graph_id):
             raise HTTPProblem(
                 409,
-                f"thread {thread_id!r} belongs to {record.graph_id!r}, not {served.graph_id!r}",
+                f"thread {plan.thread_id!r} belongs to {record.graph_id!r}, not "
+                f"{served.graph_id!r}",
             )
-        if isinstance(value, Command) and not value.has_resume and value.update is None:
-            value = None  # ``Command(resume=None)`` arrives as {}: no resume, as LangGraph
         record.graph_id = served.graph_id
         record.updated_at = now()
         # as LangGraph's server does: thread lists filter on these (threads.search)
         record.metadata.setdefault("graph_id", served.graph_id)
         record.metadata.setdefault("assistant_id", assistant_id_for(served.graph_id))
-
-        async def execute(run: Run) -> RunStatus:
-            # read when the run starts, not when it is accepted: a rollback that cancels the
-            # thread's running run (this run's own multitask_strategy, or a cancel while
-            # this one waits in the queue) sets where the thread's next run starts
-            run_config = config
-            restart = self.runs.restart_from.pop(run.thread_id, None)
-            if restart is not None and run_config.checkpoint_id is None:
-                run_config = run_config.replace(checkpoint_id=restart)
-            return await self._execute(run, served, value, run_config, modes, subgraphs)
-
-        tid = thread_id
-
-        async def head() -> str | None:
-            snapshot = await served.graph.aget_state(RunnableConfig(thread_id=tid))
-            return snapshot.checkpoint_id if snapshot is not None else None
-
+        await self.save_thread(record)
         kwargs = {k: v for k, v in body.items() if k != "assistant_id"}
         try:
             run = await self.runs.start(
-                thread_id,
+                plan.thread_id,
                 assistant_id_for(served.graph_id),
                 kwargs,
-                dict(metadata),
-                strategy,
-                execute,
-                head,
+                plan.metadata,
+                plan.strategy,
+                self._executor(plan),
+                self._thread_ops(served, plan.thread_id),
+                stateless=plan.stateless,
             )
         except ThreadBusyError as error:
             raise HTTPProblem(409, str(error)) from None
-        run.stateless = stateless
-        if stateless and not keep:
+        if plan.stateless and not plan.keep:
             self._spawn(self._delete_when_done(run, record))
         return run
+
+    def _executor(self, plan: _Plan) -> Execute:
+        async def execute(run: Run) -> RunStatus:
+            value = plan.value
+            if run.attempt > 1:  # taken up again: from where the thread stands, if it moved
+                head = await self._thread_ops(plan.served, run.thread_id).head()
+                if head != run.started_at_checkpoint:
+                    value = None
+            return await self._execute(
+                run, plan.served, value, plan.config, plan.modes, plan.subgraphs
+            )
+
+        return execute
+
+    def _thread_ops(self, served: Served, thread_id: str) -> ThreadOps:
+        graph = served.graph
+
+        async def head() -> str | None:
+            snapshot = await graph.aget_state(RunnableConfig(thread_id=thread_id))
+            return snapshot.checkpoint_id if snapshot is not None else None
+
+        async def restore(checkpoint_id: str | None) -> None:
+            if checkpoint_id is None:  # the thread's first run: it had nothing before
+                assert graph.saver is not None
+                await graph.saver.adelete_thread(thread_id)
+            else:
+                at = RunnableConfig(thread_id=thread_id, checkpoint_id=checkpoint_id)
+                await graph.aupdate_state(at, None)
+
+        return ThreadOps(head, restore)
+
+    async def recover(self) -> list[Run]:
+        """Take up the runs a stopped process had accepted but not ended (at startup)."""
+
+        def plan(run: Run) -> tuple[Execute, ThreadOps] | None:
+            body = {**run.kwargs, "assistant_id": run.assistant_id}
+            try:
+                planned = self._plan(None if run.stateless else run.thread_id, body, False)
+            except HTTPProblem:
+                return None
+            planned = dataclasses.replace(
+                planned,
+                thread_id=run.thread_id,
+                config=planned.config.replace(thread_id=run.thread_id),
+            )
+            return self._executor(planned), self._thread_ops(planned.served, run.thread_id)
+
+        return await self.runs.recover(plan)
 
     async def _delete_when_done(self, run: Run, record: ThreadRecord) -> None:
         await self.runs.join(run)
@@ -326,7 +410,8 @@ class Server:
             modes=modes, thread_id=run.thread_id, run_id=run.run_id, subgraphs=subgraphs
         )
         log = run.log
-        record = self.thread(run.thread_id)
+        record = await self.find_thread(run.thread_id)
+        children = len(record.children)
         for part in encoder.start():
             await log.append(*part)
         if value is None or isinstance(value, Command):
@@ -354,10 +439,13 @@ class Server:
                             if snapshot is not None:
                                 for part in encoder.checkpoint(snapshot):
                                     await log.append(*part)
+                        await log.flush()  # kept with the step: a restart reads them
                     if isinstance(event, RunEnd) and not event.namespace:
                         record.updated_at = now()
             finally:
                 await events.aclose()
+                if len(record.children) != children:
+                    await self.save_thread(record)
         except asyncio.CancelledError:
             # a cancelled run ends its step and stores it (nothing it streamed is lost):
             # the stream ends on what was stored
@@ -384,7 +472,7 @@ class Server:
             return {"__error__": error_to_wire(run.failure)}
         if run.output is not None:
             return run.output
-        record = self.threads.get(run.thread_id)
+        record = self.threads.get(run.thread_id) or await self.runs.store.get_thread(run.thread_id)
         snapshot = await self.snapshot(record) if record is not None else None
         if snapshot is None:
             return {}

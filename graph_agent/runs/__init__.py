@@ -1,0 +1,38 @@
+"""The life of a run apart from any protocol: its record, the order of runs on a thread, its
+event log, cancel, and a thread's record, kept in a ``RunStore`` (in memory, or beside the
+threads in a SQLite file). The server's protocols are adapters over ``RunService``."""
+
+from __future__ import annotations
+
+from ._log import Entry, RunLog, UnknownEventIdError
+from ._sqlite import SqliteRunStore
+from .records import (
+    ACTIVE,
+    MULTITASK_STRATEGIES,
+    Run,
+    RunStatus,
+    ThreadBusyError,
+    ThreadRecord,
+    now,
+)
+from .service import Execute, RunService, ThreadOps
+from .store import MemoryRunStore, RunStore
+
+__all__ = [
+    "ACTIVE",
+    "MULTITASK_STRATEGIES",
+    "Entry",
+    "Execute",
+    "MemoryRunStore",
+    "Run",
+    "RunLog",
+    "RunService",
+    "RunStatus",
+    "RunStore",
+    "SqliteRunStore",
+    "ThreadBusyError",
+    "ThreadOps",
+    "ThreadRecord",
+    "UnknownEventIdError",
+    "now",
+]

@@ -1,0 +1,127 @@
+"""What the runs service keeps of runs and threads: a run's record (its status, attempt,
+times, error, what it was asked and what it answered) and a thread's record (the assistant
+that runs it, its metadata, its times), as plain data a store can keep anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from ._log import RunLog
+
+__all__ = [
+    "ACTIVE",
+    "MULTITASK_STRATEGIES",
+    "Run",
+    "RunStatus",
+    "ThreadBusyError",
+    "ThreadRecord",
+    "now",
+]
+
+RunStatus = Literal["pending", "running", "success", "error", "interrupted", "cancelled", "timeout"]
+ACTIVE = ("pending", "running")  # a run in one of these has not ended
+MULTITASK_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
+
+
+class ThreadBusyError(Exception):
+    """A run was asked for on a thread that runs one, with ``multitask_strategy="reject"``."""
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclasses.dataclass
+class Run:
+    """A run's record, and, while this process drives it, what drives it.
+
+    ``kwargs`` is what its client asked (enough to run it again after a restart);
+    ``started_at_checkpoint`` where its thread stood when it started (``rollback`` starts
+    the thread again there); ``attempt`` counts the times it was taken up; ``output`` is what
+    it answers once it ended (the thread's values, or ``{"__error__": ...}``)."""
+
+    run_id: str
+    thread_id: str
+    assistant_id: str
+    multitask_strategy: str
+    kwargs: dict[str, Any]
+    metadata: dict[str, Any]
+    status: RunStatus = "pending"
+    created_at: float = dataclasses.field(default_factory=time.time)
+    updated_at: float = dataclasses.field(default_factory=time.time)
+    error: str | None = None
+    attempt: int = 1
+    started_at_checkpoint: str | None = None
+    output: dict[str, Any] | None = None
+    # run on a thread of its own (``POST /runs/...``), deleted when it ends
+    stateless: bool = False
+    rolled_back: bool = False
+    # -- not kept: this process's handles on the run --
+    failure: BaseException | None = None  # what it failed with
+    log: RunLog = dataclasses.field(default_factory=RunLog)
+    started: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    # the execute wrote the failure into the log itself (in its protocol's words)
+    error_reported: bool = False
+
+    KEPT = (
+        "run_id", "thread_id", "assistant_id", "multitask_strategy", "kwargs", "metadata",
+        "status", "created_at", "updated_at", "error", "attempt", "started_at_checkpoint",
+        "output", "stateless", "rolled_back",
+    )  # fmt: skip
+
+    def mark(self, status: RunStatus, error: str | None = None) -> None:
+        self.status = status
+        self.error = error
+        self.updated_at = time.time()
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    def to_dict(self) -> dict[str, Any]:
+        """The kept fields, JSON-ready."""
+        return {name: getattr(self, name) for name in self.KEPT}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        return cls(**{name: data[name] for name in cls.KEPT if name in data})
+
+
+@dataclasses.dataclass
+class ThreadRecord:
+    """A thread as the runs service keeps it: the assistant (served graph) that runs it,
+    its metadata and times, and the saver threads of its subgraphs (deleted with it)."""
+
+    thread_id: str
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any]
+    graph_id: str | None = None
+    children: set[str] = dataclasses.field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "metadata": self.metadata,
+            "graph_id": self.graph_id,
+            "children": sorted(self.children),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ThreadRecord:
+        return cls(
+            data["thread_id"],
+            datetime.fromisoformat(data["created_at"]),
+            datetime.fromisoformat(data["updated_at"]),
+            dict(data.get("metadata") or {}),
+            data.get("graph_id"),
+            set(data.get("children") or ()),
+        )

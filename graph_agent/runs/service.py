@@ -1,0 +1,292 @@
+"""``RunService``: the life of the runs of one process, apart from any protocol.
+
+A protocol adapter (the Agent Protocol's routes, later A2A or AG-UI) hands each run an
+``Execute``, a coroutine that drives the graph and writes the run's events into its log in
+the protocol's words; the service keeps what every protocol promises around it:
+
+- every accepted run is recorded (``RunStore``) before ``start`` returns, so a client is
+  never answered for a run that a crash could lose; a restarted process lists it and takes
+  it up again (``recover``) from its thread's last checkpoint;
+- one run at a time per thread: a new run on a busy thread is refused (``reject``), waits
+  its turn (``enqueue``), or stops the thread's running and queued runs first
+  (``interrupt``; ``rollback`` also removes what the cancelled run wrote: the thread is
+  back where that run began, its first run rolled back leaves it empty);
+- a run is ``pending`` until its thread is free, ``running``, then ``success`` (also when it
+  paused for a human), ``error``, or ``interrupted`` (cancelled), as LangGraph's server
+  spells them;
+- a run is answered as accepted only once its input is stored (``started``: its first
+  checkpoint), or once it is queued;
+- every event of a run's log has an id, and the log is kept with the run (``RunLog``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._log import Entry, RunLog
+from .records import MULTITASK_STRATEGIES, Run, RunStatus, ThreadBusyError, ThreadRecord
+from .store import MemoryRunStore, RunStore
+
+__all__ = ["Execute", "RunService", "ThreadOps"]
+
+_log = logging.getLogger("graph_agent.runs")
+
+# What drives a run: it writes the run's events with ``run.log.append``, sets
+# ``run.started`` once the run's input is stored, and returns the final status ("success",
+# paused for a human or not).
+Execute = Callable[[Run], Awaitable[RunStatus]]
+
+
+@dataclass(frozen=True)
+class ThreadOps:
+    """What the service needs of a run's thread: ``head()``, the id of its latest
+    checkpoint (``None``: it has none), and ``restore(checkpoint_id)``, which makes the
+    thread stand where it stood at that checkpoint again (``None``: empty)."""
+
+    head: Callable[[], Awaitable[str | None]]
+    restore: Callable[[str | None], Awaitable[None]]
+
+
+def _error_data(error: BaseException) -> Any:
+    return {"error": type(error).__name__, "message": str(error)}
+
+
+def _no_mistake(error: BaseException) -> bool:
+    return False
+
+
+class RunService:
+    """Every run of a process, one runner per thread at a time, kept in ``store``. A run
+    that fails is logged on ``graph_agent.runs``... by the adapter's ``report`` rules:
+    ``error_data(error)`` is what its log's ``error`` event says (the protocol decides what
+    a client may see), and ``client_mistake(error)`` tells a failure on what the client
+    sent (one line at WARNING) from a fault (ERROR with its traceback)."""
+
+    def __init__(
+        self,
+        store: RunStore | None = None,
+        *,
+        error_data: Callable[[BaseException], Any] = _error_data,
+        client_mistake: Callable[[BaseException], bool] = _no_mistake,
+        logger: logging.Logger = _log,
+    ) -> None:
+        self.store = store if store is not None else MemoryRunStore()
+        self.error_data = error_data
+        self.client_mistake = client_mistake
+        self.logger = logger
+        self.live: dict[str, Run] = {}  # the runs this process drives or drove
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # -- reading -----------------------------------------------------------------------------
+
+    async def get(self, run_id: str) -> Run | None:
+        """The run: this process's, or one kept in the store (its log read back, closed)."""
+        run = self.live.get(run_id)
+        if run is not None:
+            return run
+        kept = await self.store.get_run(run_id)
+        if kept is None:
+            return None
+        return await self._ended(kept)
+
+    async def _ended(self, run: Run) -> Run:
+        run.log = RunLog(await self.store.events(run.run_id))
+        run.log.closed = True
+        run.started.set()
+        run.done.set()
+        return run
+
+    async def thread_runs(self, thread_id: str) -> list[Run]:
+        """The thread's runs, newest first."""
+        kept = await self.store.thread_runs(thread_id)
+        return [self.live.get(r.run_id, r) for r in kept]
+
+    def busy(self, thread_id: str) -> bool:
+        return any(r.active for r in self.live.values() if r.thread_id == thread_id)
+
+    # -- threads -----------------------------------------------------------------------------
+
+    async def keep_thread(self, record: ThreadRecord) -> None:
+        await self.store.put_thread(record)
+
+    async def forget_thread(self, thread_id: str) -> None:
+        """Drop the thread's record and its runs' (none of them is running)."""
+        for run_id in [r.run_id for r in self.live.values() if r.thread_id == thread_id]:
+            self.live.pop(run_id, None)
+        self._locks.pop(thread_id, None)
+        await self.store.delete_thread(thread_id)
+
+    # -- starting ----------------------------------------------------------------------------
+
+    async def start(
+        self,
+        thread_id: str,
+        assistant_id: str,
+        kwargs: dict[str, Any],
+        metadata: dict[str, Any],
+        multitask_strategy: str,
+        execute: Execute,
+        thread: ThreadOps,
+        *,
+        stateless: bool = False,
+    ) -> Run:
+        """A new run on ``thread_id``, recorded, then started in the background; returned
+        once its input is stored (or once it is queued behind the thread's running one)."""
+        if multitask_strategy not in MULTITASK_STRATEGIES:
+            raise ValueError(
+                f"multitask_strategy {multitask_strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
+            )
+        ahead = [r for r in self.live.values() if r.thread_id == thread_id and r.active]
+        if ahead:
+            if multitask_strategy == "reject":
+                running = next((r for r in ahead if r.status == "running"), ahead[0])
+                raise ThreadBusyError(
+                    f"thread {thread_id} is busy with run {running.run_id}; wait for it, or ask "
+                    "with multitask_strategy 'enqueue', 'interrupt' or 'rollback'"
+                )
+            if multitask_strategy in ("interrupt", "rollback"):
+                # the queued ones first: none of them may start once the running one stops
+                for run in sorted(ahead, key=lambda r: r.status != "pending"):
+                    await self.cancel(run, rollback=multitask_strategy == "rollback")
+        run = Run(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            multitask_strategy=multitask_strategy,
+            kwargs=kwargs,
+            metadata=metadata,
+            stateless=stateless,
+        )
+        await self.store.put_run(run)  # recorded before anyone is told of it
+        return await self._launch(run, execute, thread)
+
+    async def _launch(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
+        run.log = RunLog(run.log.entries, sink=self._sink(run.run_id))
+        self.live[run.run_id] = run
+        lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
+        queued = lock.locked()  # it waits for the thread's running one (enqueue)
+        run.task = asyncio.create_task(self._drive(run, lock, execute, thread))
+        if not queued:  # answered once its input is stored (or it failed before)
+            started = asyncio.create_task(run.started.wait())
+            await asyncio.wait({started, run.task}, return_when=asyncio.FIRST_COMPLETED)
+            started.cancel()
+        return run
+
+    def _sink(self, run_id: str) -> Callable[[Sequence[Entry]], Awaitable[None]]:
+        async def keep(entries: Sequence[Entry]) -> None:
+            await self.store.append_events(run_id, entries)
+
+        return keep
+
+    async def _drive(
+        self, run: Run, lock: asyncio.Lock, execute: Execute, thread: ThreadOps
+    ) -> None:
+        try:
+            async with lock:
+                if run.status != "pending":  # cancelled while it waited
+                    return
+                if run.started_at_checkpoint is None or run.attempt == 1:
+                    run.started_at_checkpoint = await thread.head()
+                run.mark("running")
+                await self.store.put_run(run)
+                try:
+                    status = await execute(run)
+                except asyncio.CancelledError:
+                    run.mark("interrupted")
+                    if run.rolled_back:
+                        await asyncio.shield(thread.restore(run.started_at_checkpoint))
+                    raise
+                except Exception as error:
+                    run.mark("error", f"{type(error).__name__}: {error}")
+                    run.failure = error
+                    run.output = {"__error__": self.error_data(error)}
+                    self._log_failure(run, error)
+                    if not run.error_reported:
+                        await run.log.append("error", self.error_data(error))
+                else:
+                    run.mark(status)
+        finally:
+            run.started.set()
+            await asyncio.shield(self._finish(run))
+
+    async def _finish(self, run: Run) -> None:
+        try:
+            await run.log.close()
+            await self.store.put_run(run)
+        finally:
+            run.done.set()
+
+    def _log_failure(self, run: Run, error: BaseException) -> None:
+        if self.client_mistake(error):
+            said = " ".join(str(error).split())  # one line, whatever the message holds
+            self.logger.warning(
+                "run %s on thread %s failed on what its client sent: %s: %s",
+                run.run_id,
+                run.thread_id,
+                type(error).__name__,
+                said,
+            )
+        else:
+            self.logger.error(
+                "run %s on thread %s failed", run.run_id, run.thread_id, exc_info=error
+            )
+
+    # -- a restart ---------------------------------------------------------------------------
+
+    async def recover(self, plan: Callable[[Run], tuple[Execute, ThreadOps] | None]) -> list[Run]:
+        """Take up the runs the store holds as pending or running (accepted by a process that
+        stopped before they ended), oldest first: ``plan(run)`` says how to drive each
+        (``None``: it cannot be, and it ends as ``error`` saying why). Each is taken up with
+        its attempt + 1, from its thread's last checkpoint; its log goes on after the events
+        it had sent."""
+        taken: list[Run] = []
+        for run in await self.store.active_runs():
+            if run.run_id in self.live:
+                continue
+            run.log = RunLog(await self.store.events(run.run_id))
+            how = plan(run)
+            if how is None:
+                run.mark("error", "its assistant is no longer served; it cannot be taken up")
+                run.output = {"__error__": self.error_data(RuntimeError(run.error))}
+                await self.store.put_run(run)
+                continue
+            if run.status == "running":
+                run.attempt += 1
+            run.status = "pending"
+            execute, thread = how
+            taken.append(await self._launch(run, execute, thread))
+        return taken
+
+    # -- cancel ------------------------------------------------------------------------------
+
+    async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
+        """Stop ``run`` (``interrupted``); with ``rollback`` its thread is put back where the
+        run began (what it wrote is removed) before the thread's next run starts."""
+        if not run.active:
+            return
+        if rollback:
+            run.rolled_back = True
+        if run.status == "pending":
+            run.mark("interrupted")
+        task = run.task
+        if task is not None and not task.done():
+            task.cancel()
+            if wait:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        elif task is None:  # a record of another process's run: kept as cancelled
+            await self.store.put_run(run)
+
+    async def join(self, run: Run) -> None:
+        await run.done.wait()
+
+    async def delete(self, run: Run) -> None:
+        """Drop the record of a run that is over."""
+        self.live.pop(run.run_id, None)
+        await self.store.delete_run(run.run_id)
