@@ -3,6 +3,7 @@ Protocol, ``graph_agent.server``), on uvicorn."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import os
@@ -17,6 +18,7 @@ from ._errors import CliError
 from ._failures import mask_url
 from ._listen import listen_and_serve
 from ._load import load_target
+from ._run_store import run_store_beside
 from ._saver import check_saver, close_saver, make_saver
 from ._serve_targets import NAME as _NAME
 from ._serve_targets import NamedTarget, gather, parse_named
@@ -185,14 +187,17 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         os.environ.setdefault(key, value)
     served, made, where = served_objects(project.graphs, options.saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
+    runs = run_store_beside(served, made)
     try:
         app = create_app(
             served,
             token=token,
             allow_origins=options.allow_origins,
             allow_hosts=answered_hosts(options.host, options.allow_hosts),
+            runs=runs,
         )
     except BaseException as error:
+        asyncio.run(runs.aclose())
         if made is not None:
             close_saver(made)
         if isinstance(error, ValueError):  # what create_app refuses: an origin that is not one
@@ -229,6 +234,7 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
     finally:
         server_log.removeHandler(handler)
         access_log.setLevel(logging.NOTSET)
+        asyncio.run(runs.aclose())
         if made is not None:
             close_saver(made)
     return 0

@@ -191,7 +191,7 @@ class RunService:
             async with lock:
                 if run.status != "pending":  # cancelled while it waited
                     return
-                if run.started_at_checkpoint is None or run.attempt == 1:
+                if run.attempt == 1:  # taken up again, it keeps where it first began
                     run.started_at_checkpoint = await thread.head()
                 run.mark("running")
                 await self.store.put_run(run)

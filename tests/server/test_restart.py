@@ -1,0 +1,165 @@
+"""What a restarted server (or a second one on the same files) knows: every thread with its
+assistant and metadata, every run with its status and its events, and the runs it had
+accepted but not finished, which it takes up and finishes (the embedded runs backend: run
+records and event logs in the threads' SQLite file)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from langgraph_sdk import get_sync_client
+
+from checkpoint import SqliteSaver
+from graph_agent import AssistantMessage, FunctionChatModel, Prompt, ReactAgent
+from graph_agent.runs import SqliteRunStore
+from graph_agent.server import create_app
+from tests.redis_servers import free_port
+
+from .conftest import live_server, serve_process, stop_process
+
+
+def agent(name: str, saver: SqliteSaver) -> ReactAgent:
+    def reply(prompt: Prompt) -> AssistantMessage:
+        return AssistantMessage(f"{name} says: {prompt.messages[-1].text}")
+
+    return ReactAgent(name=name, model=FunctionChatModel(reply), saver=saver)
+
+
+@contextmanager
+def server_on(db: Path) -> Iterator[str]:
+    """A server of ``weather`` and ``payments`` on the SQLite file ``db``; stopped (its
+    objects closed) at the end, as a process that ends."""
+    saver = SqliteSaver(db)
+    store = SqliteRunStore(db)
+    app = create_app(
+        {"weather": agent("weather", saver), "payments": agent("payments", saver)}, runs=store
+    )
+    try:
+        with live_server(app) as url:
+            yield url
+    finally:
+        import asyncio
+
+        asyncio.run(store.aclose())
+        saver.close()
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_a_restarted_server_serves_each_thread_by_the_assistant_that_ran_it(tmp_path: Path) -> None:
+    db = tmp_path / "threads.sqlite"
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        thread = client.threads.create(metadata={"customer": "c-42"})["thread_id"]
+        first = client.runs.wait(thread, "payments", input=said("pay 10"))
+        assert (
+            isinstance(first, dict) and first["messages"][-1]["content"] == "payments says: pay 10"
+        )
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        found = client.threads.get(thread)
+        assert found["metadata"]["customer"] == "c-42"
+        assert found["metadata"]["graph_id"] == "payments"
+        assert [t["thread_id"] for t in client.threads.search(metadata={"customer": "c-42"})] == [
+            thread
+        ]
+        again = client.runs.wait(thread, "payments", input=said("pay 20"))
+        assert (
+            isinstance(again, dict) and again["messages"][-1]["content"] == "payments says: pay 20"
+        )
+        wrong = httpx.post(
+            f"{url}/threads/{thread}/runs/wait",
+            json={"assistant_id": "weather", "input": said("x")},
+        )
+        assert wrong.status_code == 409
+        assert "belongs to 'payments'" in wrong.json()["detail"]
+
+
+def test_a_restarted_server_lists_earlier_runs_and_replays_their_events(tmp_path: Path) -> None:
+    db = tmp_path / "threads.sqlite"
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        thread = client.threads.create()["thread_id"]
+        streamed = list(
+            client.runs.stream(thread, "weather", input=said("rain?"), stream_mode="values")
+        )
+        run_id = client.runs.list(thread)[0]["run_id"]
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        (run,) = client.runs.list(thread)
+        assert (run["run_id"], run["status"]) == (run_id, "success")
+        assert client.runs.get(thread, run_id)["status"] == "success"
+        replayed = list(client.runs.join_stream(thread, run_id))
+        later = list(client.runs.join_stream(thread, run_id, last_event_id="2"))
+        answer = client.runs.join(thread, run_id)
+    assert [p.event for p in replayed] == [p.event for p in streamed]
+    assert [p.data for p in replayed] == [p.data for p in streamed]
+    assert [p.data for p in later] == [p.data for p in streamed][2:]
+    assert isinstance(answer, dict) and answer["messages"][-1]["content"] == "weather says: rain?"
+
+
+SERVED = """
+import os, pathlib
+from graph_agent import AssistantMessage, FunctionChatModel, ReactAgent, ToolCall, tool
+from graph_agent import ToolResponseMessage
+
+GATE = pathlib.Path(os.environ["GATE"])
+
+@tool
+async def archive(note: str) -> str:
+    \"\"\"Archive a note; in the first server process it never ends.\"\"\"
+    import asyncio
+    (GATE.parent / f"entered-{os.getpid()}-{note}").touch()
+    while not GATE.exists():
+        await asyncio.sleep(0.02)
+    return f"archived {note}"
+
+def reply(prompt):
+    last = prompt.messages[-1]
+    if isinstance(last, ToolResponseMessage):
+        return f"Done: {last.responses[0].response_data}."
+    call = ToolCall(id="call_" + last.text, name="archive", arguments='{"note": "%s"}' % last.text)
+    return AssistantMessage("", tool_calls=[call])
+
+agent = ReactAgent(name="keeper", model=FunctionChatModel(reply), tools=[archive])
+"""
+
+
+def test_runs_accepted_by_a_killed_server_are_taken_up_and_finished_by_the_next(
+    tmp_path: Path,
+) -> None:
+    """The running run and the one queued behind it, both accepted by a server SIGKILLed in
+    the first one's tool: the next server finishes both, in order, without a client asking."""
+    module, db, gate = tmp_path / "served.py", tmp_path / "threads.sqlite", tmp_path / "open"
+    module.write_text(SERVED)
+    port = free_port()
+    first = serve_process(module, db, port, GATE=str(gate))
+    try:
+        with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
+            thread = client.threads.create()["thread_id"]
+            running = client.runs.create(thread, "keeper", input=said("n1"))
+            queued = client.runs.create(thread, "keeper", input=said("n2"))
+            assert client.runs.get(thread, queued["run_id"])["status"] == "pending"
+            while not list(tmp_path.glob("entered-*-n1")):
+                pass
+    finally:
+        stop_process(first, signal.SIGKILL)
+    gate.touch()
+    second = serve_process(module, db, port, GATE=str(gate))
+    try:
+        with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
+            client.runs.join(thread, queued["run_id"])
+            statuses = [client.runs.get(thread, r["run_id"])["status"] for r in (running, queued)]
+            texts = [m["content"] for m in client.threads.get_state(thread)["values"]["messages"]]
+            listed = [r["run_id"] for r in client.runs.list(thread)]
+    finally:
+        stop_process(second)
+    assert statuses == ["success", "success"]
+    assert listed == [queued["run_id"], running["run_id"]]
+    assert texts == [
+        "n1", "", "archived n1", "Done: archived n1.",
+        "n2", "", "archived n2", "Done: archived n2.",
+    ]  # fmt: skip
