@@ -62,9 +62,9 @@ def test_a_restarted_server_serves_each_thread_by_the_assistant_that_ran_it(tmp_
             isinstance(first, dict) and first["messages"][-1]["content"] == "payments says: pay 10"
         )
     with server_on(db) as url, get_sync_client(url=url) as client:
-        found = client.threads.get(thread)
-        assert found["metadata"]["customer"] == "c-42"
-        assert found["metadata"]["graph_id"] == "payments"
+        metadata = client.threads.get(thread)["metadata"] or {}
+        assert metadata["customer"] == "c-42"
+        assert metadata["graph_id"] == "payments"
         assert [t["thread_id"] for t in client.threads.search(metadata={"customer": "c-42"})] == [
             thread
         ]
@@ -153,7 +153,8 @@ def test_runs_accepted_by_a_killed_server_are_taken_up_and_finished_by_the_next(
         with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
             client.runs.join(thread, queued["run_id"])
             statuses = [client.runs.get(thread, r["run_id"])["status"] for r in (running, queued)]
-            texts = [m["content"] for m in client.threads.get_state(thread)["values"]["messages"]]
+            values: Any = client.threads.get_state(thread)["values"]
+            texts = [m["content"] for m in values["messages"]]
             listed = [r["run_id"] for r in client.runs.list(thread)]
     finally:
         stop_process(second)
