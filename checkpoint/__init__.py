@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from ._ids import created_at_of, new_checkpoint_id, new_run_id
-from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
+from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta, supports_leases
 from .errors import (
     CheckpointAuthError,
     CheckpointConflictError,
@@ -19,6 +19,7 @@ from .errors import (
     CheckpointTimeoutError,
     CheckpointUnavailableError,
     EvictionPolicyWarning,
+    LeaseLostError,
     SerializationError,
     UnserializableValueError,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "CheckpointUnavailableError",
     "EvictionPolicyWarning",
     "Item",
+    "LeaseLostError",
     "MemorySaver",
     "MemoryStore",
     "RedisSaver",
@@ -61,4 +63,5 @@ __all__ = [
     "new_checkpoint_id",
     "new_run_id",
     "register_type",
+    "supports_leases",
 ]

@@ -30,6 +30,9 @@ CREATE TABLE IF NOT EXISTS items (
     thread_id TEXT NOT NULL, list_no INTEGER NOT NULL, pos INTEGER NOT NULL, value BLOB NOT NULL,
     PRIMARY KEY (thread_id, list_no, pos)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 

@@ -11,7 +11,13 @@ from typing import Any, ClassVar
 
 from .slots import slot_setters
 
-__all__ = ["BaseCheckpointSaver", "Checkpoint", "CheckpointDelta", "stores_writes"]
+__all__ = [
+    "BaseCheckpointSaver",
+    "Checkpoint",
+    "CheckpointDelta",
+    "stores_writes",
+    "supports_leases",
+]
 
 
 # A frozen dataclass's own __init__ sets each field with ``object.__setattr__``, which costs
@@ -135,6 +141,16 @@ class BaseCheckpointSaver(abc.ABC):
     work a step finished while the rest of the step still runs only on a durable saver
     that implements ``put_writes`` (see docs/graph.md, "Finished work is never done
     twice"); a saver kept in memory loses it with the process anyway.
+
+    Leases and fencing (optional, as ``put_writes`` is; see ``supports_leases``): a worker
+    that runs a thread holds the thread's *lease*, a token with an expiry
+    (``acquire_lease``, kept alive by ``renew_lease``, dropped by ``release_lease``;
+    ``lease_holder`` names the live one). ``put`` and ``put_writes`` take ``fence=token``:
+    the write then succeeds only while the thread's live lease is ``token``, checked
+    atomically with the write (the same transaction, the same script); otherwise nothing is
+    written and ``LeaseLostError`` is raised, which means the run must stop (another worker
+    owns the thread). A write without a fence is not checked against leases at all. A lease
+    is not a checkpoint: ``delete_thread`` leaves it.
     """
 
     durable: ClassVar[bool] = True
@@ -146,9 +162,12 @@ class BaseCheckpointSaver(abc.ABC):
         delta: CheckpointDelta | None = None,
         *,
         check_head: bool = True,
+        fence: str | None = None,
     ) -> None:
         """Store ``checkpoint`` as the thread's new head; ``delta`` is what changed since its
-        parent (``None``: store ``checkpoint.values`` in full)."""
+        parent (``None``: store ``checkpoint.values`` in full). With ``fence`` (a lease
+        token), only while the thread's live lease is that token (``LeaseLostError``
+        otherwise, nothing written)."""
 
     @abc.abstractmethod
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
@@ -165,7 +184,9 @@ class BaseCheckpointSaver(abc.ABC):
     def delete_thread(self, thread_id: str) -> None:
         """Forget every checkpoint of the thread (no error if it has none)."""
 
-    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+    def put_writes(
+        self, checkpoint: Checkpoint, *, check_head: bool = True, fence: str | None = None
+    ) -> None:
         """Store the pending writes of a step that started from ``checkpoint``, while the
         step still runs: ``checkpoint`` is one the thread holds, given again with the
         engine's record of the running step (``pending_writes``: what its tasks finished so
@@ -178,12 +199,49 @@ class BaseCheckpointSaver(abc.ABC):
         With ``check_head=True`` it succeeds only while ``checkpoint`` is the thread's head
         (``CheckpointConflictError`` otherwise, with nothing written); a checkpoint the
         thread does not hold raises ``CheckpointNotFoundError``. A value the serializer
-        cannot store raises ``UnserializableValueError``.
+        cannot store raises ``UnserializableValueError``. With ``fence`` (a lease token), only
+        while the thread's live lease is that token (``LeaseLostError`` otherwise).
 
         Optional: a saver without it stores no work of a step before the step ends (a
         process killed mid-step runs the whole step again). See ``stores_writes``.
         """
         raise NotImplementedError(f"{type(self).__name__} does not store pending writes")
+
+    # -- leases (optional: see supports_leases) ---------------------------------------------
+
+    def acquire_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        """Make ``token`` the thread's lease for ``ttl_seconds`` if the thread has no live
+        lease or it is already ``token``'s (then it is extended); ``True`` if it is now
+        ``token``'s, ``False`` if another token holds it (nothing changes)."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep leases")
+
+    def renew_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        """Extend ``token``'s lease to ``ttl_seconds`` from now; ``False`` (nothing changes)
+        if the thread's live lease is not ``token``'s any more (it expired, or another
+        acquired it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep leases")
+
+    def release_lease(self, thread_id: str, token: str) -> None:
+        """Drop the thread's lease if it is ``token``'s (another's is left alone)."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep leases")
+
+    def lease_holder(self, thread_id: str) -> str | None:
+        """The token of the thread's live lease; ``None`` when it has none (or it expired)."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep leases")
+
+    async def aacquire_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        return await asyncio.to_thread(self.acquire_lease, thread_id, token, ttl_seconds)
+
+    async def arenew_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        return await asyncio.to_thread(self.renew_lease, thread_id, token, ttl_seconds)
+
+    async def arelease_lease(self, thread_id: str, token: str) -> None:
+        await asyncio.to_thread(self.release_lease, thread_id, token)
+
+    async def alease_holder(self, thread_id: str) -> str | None:
+        return await asyncio.to_thread(self.lease_holder, thread_id)
+
+    # -- async twins ---------------------------------------------------------------------------
 
     async def aput(
         self,
@@ -191,8 +249,12 @@ class BaseCheckpointSaver(abc.ABC):
         delta: CheckpointDelta | None = None,
         *,
         check_head: bool = True,
+        fence: str | None = None,
     ) -> None:
-        await asyncio.to_thread(self.put, checkpoint, delta, check_head=check_head)
+        if fence is None:  # a saver written before fencing takes no fence argument
+            await asyncio.to_thread(self.put, checkpoint, delta, check_head=check_head)
+        else:
+            await asyncio.to_thread(self.put, checkpoint, delta, check_head=check_head, fence=fence)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         return await asyncio.to_thread(self.get, thread_id, checkpoint_id)
@@ -209,8 +271,13 @@ class BaseCheckpointSaver(abc.ABC):
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
 
-    async def aput_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
-        await asyncio.to_thread(self.put_writes, checkpoint, check_head=check_head)
+    async def aput_writes(
+        self, checkpoint: Checkpoint, *, check_head: bool = True, fence: str | None = None
+    ) -> None:
+        if fence is None:
+            await asyncio.to_thread(self.put_writes, checkpoint, check_head=check_head)
+        else:
+            await asyncio.to_thread(self.put_writes, checkpoint, check_head=check_head, fence=fence)
 
 
 def stores_writes(saver: BaseCheckpointSaver | None) -> bool:
@@ -221,3 +288,9 @@ def stores_writes(saver: BaseCheckpointSaver | None) -> bool:
         and saver.durable
         and type(saver).put_writes is not BaseCheckpointSaver.put_writes
     )
+
+
+def supports_leases(saver: BaseCheckpointSaver | None) -> bool:
+    """Whether ``saver`` keeps leases per thread (implements ``acquire_lease`` and the rest),
+    so writes can be fenced by a lease token."""
+    return saver is not None and type(saver).acquire_lease is not BaseCheckpointSaver.acquire_lease

@@ -138,3 +138,34 @@ class CheckpointConflictError(CheckpointError):
             expected_head=expected_head,
             actual_head=actual_head,
         )
+
+
+class LeaseLostError(CheckpointError):
+    """A fenced write (``put``/``put_writes`` with ``fence=token``) was refused because the
+    thread's lease is no longer ``token``: it expired, or another worker acquired it since.
+    Nothing was written.
+
+    The run holding ``token`` must stop: another worker owns the thread now and continues it
+    from its last checkpoint. It is not a conflict to retry (``CheckpointConflictError``).
+    ``thread_id`` names the thread, ``token`` the lease the writer held, ``holder`` the
+    thread's live lease now (``None``: it expired and no one holds it).
+    """
+
+    def __init__(self, message: str, *, thread_id: str, token: str, holder: str | None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.token = token
+        self.holder = holder
+
+    @classmethod
+    def refused(cls, thread_id: str, token: str, holder: str | None) -> LeaseLostError:
+        """The error for a write fenced by ``token`` on a thread whose lease is ``holder``."""
+        now = f"is now held by {holder!r}" if holder else "expired and no one holds it now"
+        return cls(
+            f"thread '{thread_id}' is no longer leased to {token!r}: its lease {now}; nothing "
+            "was written. This run must stop: another worker owns the thread (or will take it "
+            "up) and continues it from its last checkpoint. Do not retry the write.",
+            thread_id=thread_id,
+            token=token,
+            holder=holder,
+        )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -18,9 +19,15 @@ from ._delta import apply_deltas
 from ._frozen import hand_out, how_to_hand_out
 from ._head import HeadValues, Kinds, private_delta
 from ._index import encode_put, engine_record_list, header_of
+from ._lease import ACQUIRE, RELEASE, RENEW, Op, allowed, check_args, check_fence, check_thread
 from ._retention import dropped
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
-from .errors import CheckpointConflictError, CheckpointNotFoundError, SerializationError
+from .errors import (
+    CheckpointConflictError,
+    CheckpointNotFoundError,
+    LeaseLostError,
+    SerializationError,
+)
 from .serde import Serializer
 
 __all__ = ["MemorySaver"]
@@ -82,6 +89,9 @@ class MemorySaver(BaseCheckpointSaver):
     kept child of a dropped checkpoint is rebuilt as a full base). ``copy=True`` hands out a
     full msgpack round trip of every value on every read, frozen ones included, as a durable
     saver's read would.
+
+    Leases (``BaseCheckpointSaver``) are kept beside the threads and expire by this
+    process's monotonic clock; ``max_threads`` never drops one.
     """
 
     durable = False  # lost with the process: steps store no progress here
@@ -104,6 +114,7 @@ class MemorySaver(BaseCheckpointSaver):
         self.copy = copy
         self.serializer = serializer or Serializer()
         self._threads: OrderedDict[str, _Thread] = OrderedDict()
+        self._leases: dict[str, tuple[str, float]] = {}  # thread -> (token, monotonic deadline)
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -120,13 +131,18 @@ class MemorySaver(BaseCheckpointSaver):
         delta: CheckpointDelta | None = None,
         *,
         check_head: bool = True,
+        fence: str | None = None,
     ) -> None:
+        if fence is not None:
+            check_fence("put", fence)
         if delta is None:
             delta = CheckpointDelta.full(checkpoint.values)
         header, body = self._encode(checkpoint, delta)  # an unstorable value fails here
         private, kinds = private_delta(delta, self.serializer)
         record = _Record(checkpoint, header, body)
         with self._lock:
+            if fence is not None:
+                self._check_fence(checkpoint.thread_id, fence)
             thread = self._threads.get(checkpoint.thread_id)
             head = thread.head if thread is not None else None
             if check_head and head != checkpoint.parent_id:
@@ -205,15 +221,21 @@ class MemorySaver(BaseCheckpointSaver):
                     child.is_base = True
             del thread.records[oldest_id]
 
-    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+    def put_writes(
+        self, checkpoint: Checkpoint, *, check_head: bool = True, fence: str | None = None
+    ) -> None:
         """The running step's record replaces ``checkpoint``'s (``BaseCheckpointSaver``).
         Implemented for a faithful saver, although the engine stores no work of a running
         step here (``durable`` is false)."""
+        if fence is not None:
+            check_fence("put_writes", fence)
         s = self.serializer
         s.dumps(header_of(checkpoint), key="<checkpoint header>")  # what cannot be stored fails
         header = s.dumps(engine_record_list(checkpoint))  # as every saver's, then this one's
         thread_id = checkpoint.thread_id
         with self._lock:
+            if fence is not None:
+                self._check_fence(thread_id, fence)
             thread = self._threads.get(thread_id)
             head = thread.head if thread is not None else None
             if check_head and head != checkpoint.id:
@@ -226,6 +248,50 @@ class MemorySaver(BaseCheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:
             self._threads.pop(thread_id, None)
+
+    # -- leases: by this process's monotonic clock -------------------------------------------
+
+    def _holder(self, thread_id: str) -> str | None:
+        """The thread's live lease (the lock held); an expired one is dropped."""
+        lease = self._leases.get(thread_id)
+        if lease is None:
+            return None
+        if lease[1] <= time.monotonic():
+            del self._leases[thread_id]
+            return None
+        return lease[0]
+
+    def _check_fence(self, thread_id: str, fence: str) -> None:
+        holder = self._holder(thread_id)
+        if holder != fence:
+            raise LeaseLostError.refused(thread_id, fence, holder)
+
+    def _lease(self, op: Op, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        with self._lock:
+            if not allowed(op, self._holder(thread_id), token):
+                return False
+            if op == RELEASE:
+                del self._leases[thread_id]
+            else:
+                self._leases[thread_id] = (token, time.monotonic() + ttl_seconds)
+            return True
+
+    def acquire_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        ttl = check_args("acquire_lease", thread_id, token, ttl_seconds)
+        return self._lease(ACQUIRE, thread_id, token, ttl)
+
+    def renew_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        ttl = check_args("renew_lease", thread_id, token, ttl_seconds)
+        return self._lease(RENEW, thread_id, token, ttl)
+
+    def release_lease(self, thread_id: str, token: str) -> None:
+        check_args("release_lease", thread_id, token)
+        self._lease(RELEASE, thread_id, token, 0.0)
+
+    def lease_holder(self, thread_id: str) -> str | None:
+        check_thread("lease_holder", thread_id)
+        with self._lock:
+            return self._holder(thread_id)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -366,11 +432,29 @@ class MemorySaver(BaseCheckpointSaver):
         delta: CheckpointDelta | None = None,
         *,
         check_head: bool = True,
+        fence: str | None = None,
     ) -> None:
-        self.put(checkpoint, delta, check_head=check_head)
+        self.put(checkpoint, delta, check_head=check_head, fence=fence)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         return self.get(thread_id, checkpoint_id)
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.delete_thread(thread_id)
+
+    async def aput_writes(
+        self, checkpoint: Checkpoint, *, check_head: bool = True, fence: str | None = None
+    ) -> None:
+        self.put_writes(checkpoint, check_head=check_head, fence=fence)
+
+    async def aacquire_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        return self.acquire_lease(thread_id, token, ttl_seconds)
+
+    async def arenew_lease(self, thread_id: str, token: str, ttl_seconds: float) -> bool:
+        return self.renew_lease(thread_id, token, ttl_seconds)
+
+    async def arelease_lease(self, thread_id: str, token: str) -> None:
+        self.release_lease(thread_id, token)
+
+    async def alease_holder(self, thread_id: str) -> str | None:
+        return self.lease_holder(thread_id)

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import _sqlite_lease
 from ._head import CachedHead, HeadCache
 from ._head_read import (
     HeadRead,
@@ -37,6 +38,7 @@ from ._index import (
     list_ref,
     value_ref,
 )
+from ._lease import check_fence
 from ._sqlite_open import Transaction, connect, hint_for
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
@@ -57,7 +59,7 @@ class _Blobs:
         self.lists: dict[int, list[bytes]] = {}  # list number -> its items, as far as needed
 
 
-class SqliteSaver(BaseCheckpointSaver):
+class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
     """Checkpoints in a SQLite file (WAL mode), written incrementally: a step is one
     transaction that stores its delta (new list items, changed values) and a small index,
     and moves the thread's head only if it is still the writer's parent
@@ -71,6 +73,10 @@ class SqliteSaver(BaseCheckpointSaver):
     in their ids. ``max_retained`` keeps only the newest writes of each thread (the
     conversation itself is kept: list items are shared by every checkpoint that reaches them).
     ``_retention`` states these rules for every saver.
+
+    Leases (``BaseCheckpointSaver``) are kept in a table of their own in the same file and
+    expire by the wall clock (the processes sharing the file are on one machine); a fenced
+    write checks the lease in its own transaction.
 
     Close it with ``close()`` / ``aclose()``, or use it as a (sync or async) context manager.
     Errors name the file; a path whose directory does not exist raises
@@ -177,23 +183,32 @@ class SqliteSaver(BaseCheckpointSaver):
         delta: CheckpointDelta | None = None,
         *,
         check_head: bool = True,
+        fence: str | None = None,
     ) -> None:
+        if fence is not None:
+            check_fence("put", fence)
         delta = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         # Serialize first: a value that cannot be stored fails before anything is written.
         encoded = encode_put(self.serializer, checkpoint, delta)
         thread, cid = checkpoint.thread_id, checkpoint.id
         with self._using(f"writing checkpoint {cid!r} of thread {thread!r}"), self._lock:
-            index = self._write(checkpoint, encoded, check_head)
+            index = self._write(checkpoint, encoded, check_head, fence)
             # committed: the head held for the thread moves on with it
             remember_write(self._heads, checkpoint, delta, index, encoded.header)
 
-    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+    def put_writes(
+        self, checkpoint: Checkpoint, *, check_head: bool = True, fence: str | None = None
+    ) -> None:
         """The running step's record replaces ``checkpoint``'s (``BaseCheckpointSaver``):
         one transaction that rewrites its stored header."""
+        if fence is not None:
+            check_fence("put_writes", fence)
         header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
         thread, cid = checkpoint.thread_id, checkpoint.id
         with self._using(f"writing pending writes of checkpoint {cid!r} of thread {thread!r}"):
             with self._lock, Transaction(self._conn) as db:
+                if fence is not None:
+                    _sqlite_lease.check_fence(db, thread, fence)
                 row = db.execute(
                     "SELECT head FROM threads WHERE thread_id = ?", (thread,)
                 ).fetchone()
@@ -208,13 +223,17 @@ class SqliteSaver(BaseCheckpointSaver):
                     raise CheckpointNotFoundError.for_writes(thread, cid)
             self._heads.rewrite_header(thread, cid, header)
 
-    def _write(self, checkpoint: Checkpoint, encoded: EncodedPut, check_head: bool) -> Index:
+    def _write(
+        self, checkpoint: Checkpoint, encoded: EncodedPut, check_head: bool, fence: str | None
+    ) -> Index:
         """One transaction that writes the checkpoint (``_retention``'s ``put``; the index as
         ``_index`` builds it); returns its index."""
         s = self.serializer
         replaced, appended = encoded.replaced, encoded.appended
         thread, cid = checkpoint.thread_id, checkpoint.id
         with Transaction(self._conn) as db:
+            if fence is not None:
+                _sqlite_lease.check_fence(db, thread, fence)
             row = db.execute(
                 "SELECT head, next_list FROM threads WHERE thread_id = ?", (thread,)
             ).fetchone()

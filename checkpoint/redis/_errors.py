@@ -17,7 +17,14 @@ from ..retry import Backoff
 
 _log = logging.getLogger("checkpoint.redis")
 
-_DOING = {"read": "reading", "write": "writing", "delete": "deleting", "list": "listing"}
+_DOING = {
+    "read": "reading",
+    "write": "writing",
+    "delete": "deleting",
+    "list": "listing",
+    "lease": "changing the lease of",
+    "lease holder": "reading the lease of",
+}
 _MAYBE_WRITTEN = (
     " The write is atomic: the step is stored whole or not at all, and may have landed before "
     "the failure; reload the thread (get_state) before doing it again."

@@ -15,6 +15,11 @@ KEYS[7] ids (sorted set of ids scored by the order of their writes, ``seq``: eac
 scores one more than the head it follows, never the time in an id; ids of an older layout
 have score 0 and sort first, by id).
 
+A thread's lease (``LEASE``; a string holding the token, expiring by ``PX``) is one more key
+with the same tag, ``lease``; it is passed as KEYS[8], with the fence token as the last ARGV,
+only to a fenced write, which checks it before anything else: a write without a fence sends
+and checks exactly what it did before leases existed.
+
 Stored data that is corrupt, truncated or partly evicted makes a script answer ``{'!', why}``
 (read) or ``{4, why}`` (write) instead of erroring or looping: every loop is bounded by what
 is stored (``HLEN`` of the items hash), never by a length read from the data alone.
@@ -27,8 +32,14 @@ from __future__ import annotations
 #       n_lists, (key, mode "a"ppend | "n"ew, count, item*)*
 # Returns {1, index} written (the new checkpoint's index, JSON), {0, head} the head moved, {2} the base is gone (pruned),
 #         {3, key} an append onto a key whose value is not a list (the client resends it whole),
-#         {4, why} the thread's stored data is corrupt or partly gone (nothing written).
+#         {4, why} the thread's stored data is corrupt or partly gone (nothing written),
+#         {5, holder} fenced (KEYS[8] the lease, the last ARGV the token) and the live lease is
+#         not the token (``holder``: the live one, '' for none; nothing written).
 WRITE = r"""
+if #KEYS > 7 then
+  local holder = redis.call('GET', KEYS[8])
+  if holder ~= ARGV[#ARGV] then return {5, holder or ''} end
+end
 local expected, check, id, header = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ttl, keep, base = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local head = redis.call('GET', KEYS[1])
@@ -192,8 +203,13 @@ return {1, written}
 # ARGV: id, check_head ("1"/"0"), header, ttl
 # The pending writes of a step that started from checkpoint ``id`` (``put_writes``): its stored
 # header is replaced, nothing else changes. Returns {1} written, {0, head} the head is not
-# ``id`` (with check_head), {2} the thread does not hold ``id``.
+# ``id`` (with check_head), {2} the thread does not hold ``id``; {5, holder} as for WRITE when
+# fenced (KEYS[8] the lease, ARGV[5] the token).
 WRITES = r"""
+if #KEYS > 7 then
+  local holder = redis.call('GET', KEYS[8])
+  if holder ~= ARGV[5] then return {5, holder or ''} end
+end
 local id, check, header, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local head = redis.call('GET', KEYS[1])
 if check == '1' and (head or '') ~= id then return {0, head or ''} end
@@ -203,6 +219,24 @@ if ttl > 0 then
   for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ttl) end
 end
 return {1}
+"""
+
+# KEYS[1] the thread's lease. ARGV: op ("a"cquire, "r"enew, "x" release), token, ttl (ms).
+# ``_lease.allowed`` in Lua: acquire when there is no live lease or it is the token's, renew
+# and release only the token's. Returns 1 done, 0 refused (another's, or none to renew).
+LEASE = r"""
+local holder, op, token = redis.call('GET', KEYS[1]), ARGV[1], ARGV[2]
+if op == 'a' then
+  if holder and holder ~= token then return 0 end
+elseif holder ~= token then
+  return 0
+end
+if op == 'x' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], token, 'PX', ARGV[3])
+end
+return 1
 """
 
 # A Lua function the read scripts begin with: the items of stored list ``list`` from position

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import Checkpoint, CheckpointDelta
-from ..errors import CheckpointConflictError
+from ..errors import CheckpointConflictError, LeaseLostError
 from ..serde import Serializer
 from ._read import corrupt
 
-__all__ = ["resend", "write_args", "written_or_resend"]
+__all__ = ["lease_lost", "resend", "write_args", "written_or_resend"]
 
 
 def write_args(
@@ -62,12 +62,17 @@ def write_args(
     ]
 
 
-def written_or_resend(checkpoint: Checkpoint, reply: Sequence[Any]) -> str | None:
+def written_or_resend(
+    checkpoint: Checkpoint, reply: Sequence[Any], fence: str | None = None
+) -> str | None:
     """``None`` when written; the key to send whole (``"*"``: everything); raises on a
-    conflict or on stored data that cannot be extended."""
+    conflict, a lost lease (``fence``) or on stored data that cannot be extended."""
     status = int(reply[0])
     if status == 1:
         return None
+    if status == 5:
+        assert fence is not None, "only a fenced write is refused for its lease"
+        raise lease_lost(checkpoint.thread_id, fence, reply[1])
     if status == 0:
         head = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
         if head == checkpoint.id:  # a retried script whose first run had already written
@@ -82,6 +87,12 @@ def written_or_resend(checkpoint: Checkpoint, reply: Sequence[Any]) -> str | Non
         raise corrupt(checkpoint.thread_id, checkpoint.parent_id, why, "extended")
     key = reply[1]
     return key.decode() if isinstance(key, bytes) else str(key)
+
+
+def lease_lost(thread_id: str, fence: str, holder: Any) -> LeaseLostError:
+    """The error for a script's ``{5, holder}`` reply."""
+    live = holder.decode() if isinstance(holder, bytes) else str(holder or "")
+    return LeaseLostError.refused(thread_id, fence, live or None)
 
 
 def resend(

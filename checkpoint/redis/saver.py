@@ -17,6 +17,7 @@ from typing import Any
 from .._head import CachedHead, HeadCache
 from .._head_read import HeldWrite
 from .._index import header_of
+from .._lease import check_fence
 from ..base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from ..effects import Steps, aperform, perform
 from ..errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
@@ -27,8 +28,9 @@ from ._eviction import check_policy
 from ._history import HistoryPages
 from ._io import Command, ScriptCall, attempts
 from ._lean import AsyncScriptCalls, ScriptCalls
+from ._leases import RedisLeases
 from ._read import ReadAgain, read_reply, written_reply
-from ._write import resend, write_args, written_or_resend
+from ._write import lease_lost, resend, write_args, written_or_resend
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_SOCKET_TIMEOUT", "RedisSaver"]
 
@@ -49,7 +51,7 @@ def _thread_tag(thread_id: str) -> str:
     return thread_id
 
 
-class RedisSaver(BaseCheckpointSaver):
+class RedisSaver(RedisLeases, BaseCheckpointSaver):
     """Checkpoints in Redis, incrementally: a step's write is one Lua script call (one round
     trip) that stores only its delta (list items appended to per-thread lists, changed
     values) and a small per-checkpoint index, and moves the thread's head only if it is
@@ -72,6 +74,9 @@ class RedisSaver(BaseCheckpointSaver):
     not at all. Stored data that is corrupt or partly evicted raises ``CheckpointDataError``
     naming the thread. On first use the saver checks the server's ``maxmemory-policy`` and
     warns (``EvictionPolicyWarning``) when it may evict checkpoints.
+
+    Leases (``BaseCheckpointSaver``) are one key per thread with the thread's tag
+    (``lease_key``), expiring by ``PX``; a fenced write checks it in its own script.
     """
 
     def __init__(
@@ -123,6 +128,7 @@ class RedisSaver(BaseCheckpointSaver):
         self._read = client.register_script(_lua.READ) if client is not None else None
         self._list = client.register_script(_lua.HISTORY) if client is not None else None
         self._writes = client.register_script(_lua.WRITES) if client is not None else None
+        self._lease = client.register_script(_lua.LEASE) if client is not None else None
         self._calls = ScriptCalls(client)  # the sync scripts' calls, on lean connections
         self._use_async_client(async_client)
         self._policy_checked: set[int] = set()  # ids of the clients whose policy was checked
@@ -187,6 +193,7 @@ class RedisSaver(BaseCheckpointSaver):
         self._aread = client.register_script(_lua.READ) if client is not None else None
         self._alist = client.register_script(_lua.HISTORY) if client is not None else None
         self._awrites = client.register_script(_lua.WRITES) if client is not None else None
+        self._alease = client.register_script(_lua.LEASE) if client is not None else None
         self._acalls = AsyncScriptCalls(client)  # the async scripts' calls, lean ones too
 
     def close(self) -> None:
@@ -245,10 +252,19 @@ class RedisSaver(BaseCheckpointSaver):
             keys = self._key_cache[thread_id] = [f"{base}:{part}" for part in _PARTS]
         return keys
 
+    def lease_key(self, thread_id: str) -> str:
+        """The key of the thread's lease (the thread's hash tag; not one of ``keys``)."""
+        return f"{self._key_prefix}:{{{_thread_tag(thread_id)}}}:lease"
+
     # -- the operations, each written once (see _io.py) ----------------------------------------
 
     def _write_steps(
-        self, checkpoint: Checkpoint, delta: CheckpointDelta | None, check_head: bool, client: Any
+        self,
+        checkpoint: Checkpoint,
+        delta: CheckpointDelta | None,
+        check_head: bool,
+        client: Any,
+        fence: str | None = None,
     ) -> Steps[None]:
         delta = current = delta if delta is not None else CheckpointDelta.full(checkpoint.values)
         header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
@@ -256,6 +272,8 @@ class RedisSaver(BaseCheckpointSaver):
         base = checkpoint.parent_id or ""
         thread_id = checkpoint.thread_id
         keys = self._keys(thread_id)
+        if fence is not None:  # the lease as KEYS[8], the token as the last ARGV
+            keys = [*keys, self.lease_key(thread_id)]
         if id(client) not in self._policy_checked:
             yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "write")
         held = HeldWrite(self._heads, checkpoint, delta)  # the private delta made meanwhile
@@ -271,11 +289,13 @@ class RedisSaver(BaseCheckpointSaver):
                 base,
                 header,
             )
+            if fence is not None:
+                args.append(fence)
             call = ScriptCall(self._write, self._awrite, keys, args, held.prepare)
             reply = yield from attempts(
                 call, client, thread_id, "write", self.write_retries, self.backoff, self._sleep
             )
-            again = written_or_resend(checkpoint, reply)
+            again = written_or_resend(checkpoint, reply, fence)
             if again is None:
                 written_reply(held, header, reply)
                 return
@@ -284,18 +304,26 @@ class RedisSaver(BaseCheckpointSaver):
             f"could not write checkpoint {checkpoint.id!r} of thread '{thread_id}'"
         )
 
-    def _writes_steps(self, checkpoint: Checkpoint, check_head: bool, client: Any) -> Steps[None]:
+    def _writes_steps(
+        self, checkpoint: Checkpoint, check_head: bool, client: Any, fence: str | None = None
+    ) -> Steps[None]:
         """``put_writes``: one script call that replaces the checkpoint's stored header."""
         header = self.serializer.dumps(header_of(checkpoint), key="<checkpoint header>")
         thread_id, cid = checkpoint.thread_id, checkpoint.id
         if id(client) not in self._policy_checked:
             yield from check_policy(self._policy_checked, client, self.ttl, thread_id, "write")
         args = [cid, "1" if check_head else "0", header, self.ttl or 0]
-        call = ScriptCall(self._writes, self._awrites, self._keys(thread_id), args)
+        keys = self._keys(thread_id)
+        if fence is not None:  # the lease as KEYS[8], the token as ARGV[5]
+            keys, args = [*keys, self.lease_key(thread_id)], [*args, fence]
+        call = ScriptCall(self._writes, self._awrites, keys, args)
         reply = yield from attempts(
             call, client, thread_id, "write", self.write_retries, self.backoff, self._sleep
         )
         status = int(reply[0])
+        if status == 5:
+            assert fence is not None, "only a fenced write is refused for its lease"
+            raise lease_lost(thread_id, fence, reply[1])
         if status == 0:
             head = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
             raise CheckpointConflictError.moved(thread_id, cid, head or None)
@@ -369,10 +397,13 @@ class RedisSaver(BaseCheckpointSaver):
         delta: CheckpointDelta | None = None,
         *,
         check_head: bool = True,
+        fence: str | None = None,
     ) -> None:
         if self._write is None:
             raise CheckpointError("this RedisSaver has only an async client: use aput()")
-        perform(self._write_steps(checkpoint, delta, check_head, self.client), self)
+        if fence is not None:
+            check_fence("put", fence)
+        perform(self._write_steps(checkpoint, delta, check_head, self.client, fence), self)
 
     async def aput(
         self,
@@ -380,26 +411,38 @@ class RedisSaver(BaseCheckpointSaver):
         delta: CheckpointDelta | None = None,
         *,
         check_head: bool = True,
+        fence: str | None = None,
     ) -> None:
         if self._awrite is None:
-            await super().aput(checkpoint, delta, check_head=check_head)
+            await super().aput(checkpoint, delta, check_head=check_head, fence=fence)
             return
+        if fence is not None:
+            check_fence("aput", fence)
         await self._aready()
-        await aperform(self._write_steps(checkpoint, delta, check_head, self.async_client), self)
+        steps = self._write_steps(checkpoint, delta, check_head, self.async_client, fence)
+        await aperform(steps, self)
 
-    def put_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+    def put_writes(
+        self, checkpoint: Checkpoint, *, check_head: bool = True, fence: str | None = None
+    ) -> None:
         """The running step's record replaces ``checkpoint``'s (``BaseCheckpointSaver``), in
         one round trip."""
         if self._writes is None:
             raise CheckpointError("this RedisSaver has only an async client: use aput_writes()")
-        perform(self._writes_steps(checkpoint, check_head, self.client), self)
+        if fence is not None:
+            check_fence("put_writes", fence)
+        perform(self._writes_steps(checkpoint, check_head, self.client, fence), self)
 
-    async def aput_writes(self, checkpoint: Checkpoint, *, check_head: bool = True) -> None:
+    async def aput_writes(
+        self, checkpoint: Checkpoint, *, check_head: bool = True, fence: str | None = None
+    ) -> None:
         if self._awrites is None:
-            await super().aput_writes(checkpoint, check_head=check_head)
+            await super().aput_writes(checkpoint, check_head=check_head, fence=fence)
             return
+        if fence is not None:
+            check_fence("aput_writes", fence)
         await self._aready()
-        await aperform(self._writes_steps(checkpoint, check_head, self.async_client), self)
+        await aperform(self._writes_steps(checkpoint, check_head, self.async_client, fence), self)
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or ``checkpoint_id``), in one round trip. The head of a thread this

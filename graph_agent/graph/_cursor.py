@@ -118,7 +118,9 @@ class Cursor(DeltaTracker):
             resume_values=encode_resume(resume) if resume else {},
             pending_writes=pending,
         )
-        yield PutEffect(checkpoint, self.take(self.values), self.check_head, updates)
+        yield PutEffect(
+            checkpoint, self.take(self.values), self.check_head, updates, self.config.lease
+        )
         self.last_written = self.head = checkpoint
         self.head_id = checkpoint_id
         self.step += 1

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Protocol
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointDelta, UnserializableValueError
+from checkpoint.base import supports_leases
 from checkpoint.effects import Effect as BaseEffect
 
 from ..errors import GraphUsageError
@@ -79,6 +80,18 @@ class SaverOnly:
 def _saver(io: SaverIO) -> BaseCheckpointSaver:
     saver = io.saver
     assert saver is not None, "the core loads and puts only with a saver"
+    return saver
+
+
+def fenced_saver(saver: BaseCheckpointSaver, thread_id: str) -> BaseCheckpointSaver:
+    """``saver``, checked to keep leases, for a write fenced by ``RunnableConfig.lease``."""
+    if not supports_leases(saver):
+        raise GraphUsageError(
+            f"the run on thread '{thread_id}' holds a lease (RunnableConfig.lease), but its "
+            f"saver {type(saver).__name__} keeps no leases, so its writes cannot be fenced: use "
+            "a saver that implements acquire_lease (MemorySaver, SqliteSaver, RedisSaver), or "
+            "run without a lease"
+        )
     return saver
 
 
@@ -187,9 +200,11 @@ class RouteEffect(BaseEffect):
 
 
 class PutEffect(BaseEffect):
-    """Store the checkpoint; send back ``None``."""
+    """Store the checkpoint; send back ``None``. With ``fence`` (the run's lease,
+    ``RunnableConfig.lease``) the write is fenced by it: ``LeaseLostError`` when the thread's
+    lease is no longer it, and the run stops."""
 
-    __slots__ = ("check_head", "checkpoint", "delta", "updates")
+    __slots__ = ("check_head", "checkpoint", "delta", "fence", "updates")
 
     def __init__(
         self,
@@ -197,11 +212,13 @@ class PutEffect(BaseEffect):
         delta: CheckpointDelta,
         check_head: bool,
         updates: Sequence[tuple[str, Any]],
+        fence: str | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.delta = delta
         self.check_head = check_head
         self.updates = updates  # (node, update) of the step, to name writers in errors
+        self.fence = fence
 
     def writers_of(self, key: str) -> list[str]:
         """The nodes whose updates in this step wrote ``key``."""
@@ -221,7 +238,11 @@ class PutEffect(BaseEffect):
 
     def run(self, io: SaverIO) -> None:
         try:
-            _saver(io).put(self.checkpoint, self.delta, check_head=self.check_head)
+            if self.fence is None:  # a saver written before fencing takes no fence argument
+                _saver(io).put(self.checkpoint, self.delta, check_head=self.check_head)
+            else:
+                saver = fenced_saver(_saver(io), self.checkpoint.thread_id)
+                saver.put(self.checkpoint, self.delta, check_head=self.check_head, fence=self.fence)
         except UnserializableValueError as exc:
             raise self.explained(exc)  # noqa: B904 (explained() sets the cause)
 
@@ -229,8 +250,18 @@ class PutEffect(BaseEffect):
         return self._arun(io)
 
     async def _arun(self, io: SaverIO) -> None:
+        checkpoint, delta, check_head, fence = (
+            self.checkpoint,
+            self.delta,
+            self.check_head,
+            self.fence,
+        )
         try:
-            await _saver(io).aput(self.checkpoint, self.delta, check_head=self.check_head)
+            if fence is None:
+                await _saver(io).aput(checkpoint, delta, check_head=check_head)
+            else:
+                saver = fenced_saver(_saver(io), checkpoint.thread_id)
+                await saver.aput(checkpoint, delta, check_head=check_head, fence=fence)
         except UnserializableValueError as exc:
             raise self.explained(exc)  # noqa: B904 (explained() sets the cause)
 
@@ -256,6 +287,9 @@ class StepWriter(Protocol):
 
     @property
     def check_head(self) -> bool: ...
+
+    @property
+    def config(self) -> RunnableConfig: ...
 
     def with_writes(
         self,

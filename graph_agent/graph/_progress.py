@@ -29,7 +29,7 @@ from checkpoint.base import stores_writes
 from checkpoint.errors import UnserializableValueError
 
 from .._runtime.task_scope import kept_id
-from ._effects import ExecuteEffect, Frontier, StepWriter
+from ._effects import ExecuteEffect, Frontier, StepWriter, fenced_saver
 from ._tasks import Task, TaskResult
 
 if TYPE_CHECKING:
@@ -130,7 +130,12 @@ class StepProgress:
                 checkpoint = self._take(running)
                 if checkpoint is None:
                     return
-                self._saver.put_writes(checkpoint, check_head=self._cursor.check_head)
+                fence = self._cursor.config.lease
+                if fence is None:  # a saver written before fencing takes no fence argument
+                    self._saver.put_writes(checkpoint, check_head=self._cursor.check_head)
+                else:
+                    saver = fenced_saver(self._saver, checkpoint.thread_id)
+                    saver.put_writes(checkpoint, check_head=self._cursor.check_head, fence=fence)
             except UnserializableValueError:
                 self._unstorable = True
             except Exception as exc:
@@ -151,8 +156,13 @@ class StepProgress:
                 if checkpoint is None:
                     return
                 try:
-                    written: Awaitable[None] = self._saver.aput_writes(
-                        checkpoint, check_head=self._cursor.check_head
+                    fence, check_head = self._cursor.config.lease, self._cursor.check_head
+                    written: Awaitable[None] = (
+                        self._saver.aput_writes(checkpoint, check_head=check_head)
+                        if fence is None
+                        else fenced_saver(self._saver, checkpoint.thread_id).aput_writes(
+                            checkpoint, check_head=check_head, fence=fence
+                        )
                     )
                     await written
                 except UnserializableValueError:

@@ -77,7 +77,9 @@ class StateUpdate(Cursor):
             resume_values=checkpoint.resume_values,
             pending_writes=_kept_pending(checkpoint),
         )
-        yield PutEffect(written, self.take(self.values), self.check_head, updates)
+        yield PutEffect(
+            written, self.take(self.values), self.check_head, updates, self.config.lease
+        )
         self.last_written = written
         return checkpoint_id
 

@@ -22,12 +22,20 @@ class RunnableConfig:
     from that checkpoint instead of the thread's latest one; ``metadata`` is the caller's
     read-only context (for example ``{"user_id": "u1"}``), handed to nodes and tools;
     ``recursion_limit`` caps the super-steps of one run (``None``: the graph's default).
+
+    ``lease`` is the token of the thread lease this run holds, set by a runs worker that
+    acquired it (``BaseCheckpointSaver.acquire_lease``); every checkpoint write of the run is
+    fenced by it (``put(..., fence=lease)``) and refused with ``LeaseLostError``, nothing
+    written, once the thread's lease is another's or has expired: the run then stops, as
+    another worker owns the thread. ``None`` (the default): writes are not fenced. It needs
+    a saver that keeps leases (``checkpoint.supports_leases``).
     """
 
     thread_id: str = "default"
     checkpoint_id: str | None = None
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _EMPTY)
     recursion_limit: int | None = None
+    lease: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.thread_id, str) or not self.thread_id:
@@ -44,6 +52,11 @@ class RunnableConfig:
             raise GraphUsageError(
                 "RunnableConfig.recursion_limit must be a positive int or None, "
                 f"got {self.recursion_limit!r}"
+            )
+        if self.lease is not None and (not isinstance(self.lease, str) or not self.lease):
+            raise GraphUsageError(
+                "RunnableConfig.lease must be a non-empty str (the token of the thread lease "
+                f"the run holds) or None, got {self.lease!r}"
             )
         if not isinstance(self.metadata, MappingProxyType):
             if not isinstance(self.metadata, Mapping):
@@ -68,7 +81,7 @@ class RunnableConfig:
             if unknown:
                 raise GraphUsageError(
                     f"unknown RunnableConfig field(s) {sorted(unknown)}; "
-                    "known: thread_id, checkpoint_id, metadata, recursion_limit"
+                    "known: thread_id, checkpoint_id, metadata, recursion_limit, lease"
                 )
             return cls(**config)
         raise GraphUsageError(
