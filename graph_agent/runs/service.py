@@ -151,8 +151,12 @@ class RunService:
                     "with multitask_strategy 'enqueue', 'interrupt' or 'rollback'"
                 )
             if multitask_strategy in ("interrupt", "rollback"):
-                # the queued ones first: none of them may start once the running one stops
-                for run in sorted(ahead, key=lambda r: r.status != "pending"):
+                # the queued ones first, before anything awaits: none of them may start
+                # once the running one stops
+                for run in ahead:
+                    if run.status == "pending":
+                        self._cancel_pending(run)
+                for run in ahead:
                     await self.cancel(run, rollback=multitask_strategy == "rollback")
         run = Run(
             run_id=str(uuid.uuid4()),
@@ -273,15 +277,24 @@ class RunService:
         if rollback:
             run.rolled_back = True
         if run.status == "pending":
-            run.mark("interrupted")
+            self._cancel_pending(run)
+            if run.task is None:  # a record of another process's run: kept as cancelled
+                await self.store.put_run(run)
+            elif wait:
+                await run.done.wait()
+            return
         task = run.task
         if task is not None and not task.done():
             task.cancel()
             if wait:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        elif task is None:  # a record of another process's run: kept as cancelled
-            await self.store.put_run(run)
+
+    def _cancel_pending(self, run: Run) -> None:
+        """A queued run never starts: ``interrupted`` (kept when its task ends)."""
+        run.mark("interrupted")
+        if run.task is not None and not run.task.done():
+            run.task.cancel()
 
     async def join(self, run: Run) -> None:
         await run.done.wait()
