@@ -1,10 +1,11 @@
 """The life of a run apart from any protocol: its record, the order of runs on a thread, its
-event log, cancel, and a thread's record, kept in a ``RunStore`` (in memory, or beside the
-threads in a SQLite file). The server's protocols are adapters over ``RunService``."""
+event log, cancel, and a thread's record, kept in a ``RunStore`` (in memory, beside the threads
+in a SQLite file, or in Redis). The server's protocols are adapters over ``RunService``."""
 
 from __future__ import annotations
 
 from ._log import Entry, RunLog, UnknownEventIdError
+from ._redis import RedisRunStore
 from ._sqlite import SqliteRunStore
 from .records import (
     ACTIVE,
@@ -24,6 +25,7 @@ __all__ = [
     "Entry",
     "Execute",
     "MemoryRunStore",
+    "RedisRunStore",
     "Run",
     "RunLog",
     "RunService",

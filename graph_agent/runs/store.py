@@ -82,11 +82,11 @@ class MemoryRunStore(RunStore):
         self._events: dict[str, list[Entry]] = {}
 
     async def put_thread(self, record: ThreadRecord) -> None:
-        self._threads[record.thread_id] = record.to_dict()
+        self._threads[record.thread_id] = _copy(record.to_dict())
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         data = self._threads.get(thread_id)
-        return ThreadRecord.from_dict(data) if data is not None else None
+        return ThreadRecord.from_dict(_copy(data)) if data is not None else None
 
     async def list_threads(self) -> list[ThreadRecord]:
         return [ThreadRecord.from_dict(d) for d in self._threads.values()]

@@ -1,0 +1,152 @@
+"""``RedisRunStore``: run records, thread records and each run's event log in Redis (one
+node, or a cluster): a record is a JSON string, a run's events are a Redis Stream (trimmed
+to ``max_events``, expiring ``events_ttl`` seconds after the run ended), so any server on
+the same Redis lists every run and streams and rejoins any run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ._log import Entry
+from .records import ACTIVE, Run, ThreadRecord
+from .store import RunStore
+
+__all__ = ["RedisRunStore"]
+
+
+class RedisRunStore(RunStore):
+    """Runs and threads in Redis through ``client`` (a ``redis.asyncio.Redis`` or
+    ``RedisCluster``; the store closes it only if it made it, with ``from_url``). Keys start
+    with ``prefix``; no command spans two keys, so every key may live on another node."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = "graph-agent:runs",
+        max_events: int = 100_000,
+        events_ttl: float = 86_400.0,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.max_events = max_events
+        self.events_ttl = events_ttl
+        self._owned = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisRunStore:
+        """A store on the Redis at ``url`` (``redis://``, ``rediss://``, ``unix://``; a
+        cluster when ``cluster=True`` is given)."""
+        cluster = options.pop("cluster", False)
+        if cluster:
+            from redis.asyncio.cluster import RedisCluster
+
+            client: Any = RedisCluster.from_url(url)
+        else:
+            import redis.asyncio
+
+            client = redis.asyncio.Redis.from_url(url)
+        store = cls(client, **options)
+        store._owned = True
+        return store
+
+    def __repr__(self) -> str:
+        return f"RedisRunStore(prefix={self.prefix!r})"
+
+    def _key(self, kind: str, name: str = "") -> str:
+        return f"{self.prefix}:{kind}:{name}" if name else f"{self.prefix}:{kind}"
+
+    # -- threads -----------------------------------------------------------------------------
+
+    async def put_thread(self, record: ThreadRecord) -> None:
+        await self.client.set(self._key("thread", record.thread_id), json.dumps(record.to_dict()))
+        await self.client.sadd(self._key("threads"), record.thread_id)
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        data = await self.client.get(self._key("thread", thread_id))
+        return ThreadRecord.from_dict(json.loads(data)) if data is not None else None
+
+    async def list_threads(self) -> list[ThreadRecord]:
+        found: list[ThreadRecord] = []
+        for thread_id in sorted(await self.client.smembers(self._key("threads"))):
+            record = await self.get_thread(_text(thread_id))
+            if record is not None:
+                found.append(record)
+        return found
+
+    async def delete_thread(self, thread_id: str) -> None:
+        for run in await self.thread_runs(thread_id):
+            await self.delete_run(run.run_id)
+        await self.client.delete(self._key("thread", thread_id))
+        await self.client.delete(self._key("thread-runs", thread_id))
+        await self.client.srem(self._key("threads"), thread_id)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def put_run(self, run: Run) -> None:
+        await self.client.set(self._key("run", run.run_id), json.dumps(run.to_dict()))
+        await self.client.zadd(
+            self._key("thread-runs", run.thread_id), {run.run_id: run.created_at}, nx=True
+        )
+        if run.status in ACTIVE:
+            await self.client.sadd(self._key("active"), run.run_id)
+        else:
+            await self.client.srem(self._key("active"), run.run_id)
+            await self.client.expire(self._key("events", run.run_id), int(self.events_ttl))
+
+    async def get_run(self, run_id: str) -> Run | None:
+        data = await self.client.get(self._key("run", run_id))
+        return Run.from_dict(json.loads(data)) if data is not None else None
+
+    async def _runs(self, ids: Sequence[Any]) -> list[Run]:
+        found: list[Run] = []
+        for run_id in ids:
+            run = await self.get_run(_text(run_id))
+            if run is not None:
+                found.append(run)
+        return found
+
+    async def thread_runs(self, thread_id: str) -> list[Run]:
+        ids = await self.client.zrevrange(self._key("thread-runs", thread_id), 0, -1)
+        return await self._runs(ids)
+
+    async def active_runs(self) -> list[Run]:
+        found = await self._runs(list(await self.client.smembers(self._key("active"))))
+        return sorted((r for r in found if r.status in ACTIVE), key=lambda r: r.created_at)
+
+    async def delete_run(self, run_id: str) -> None:
+        run = await self.get_run(run_id)
+        if run is not None:
+            await self.client.zrem(self._key("thread-runs", run.thread_id), run_id)
+        await self.client.srem(self._key("active"), run_id)
+        await self.client.delete(self._key("run", run_id))
+        await self.client.delete(self._key("events", run_id))
+
+    # -- event logs --------------------------------------------------------------------------
+
+    async def append_events(self, run_id: str, entries: Sequence[Entry]) -> None:
+        key = self._key("events", run_id)
+        pipe = self.client.pipeline(transaction=False)
+        for entry in entries:
+            fields = {"id": entry.id, "event": entry.event, "data": json.dumps(entry.data)}
+            pipe.xadd(key, fields, maxlen=self.max_events, approximate=True)
+        await pipe.execute()
+
+    async def events(self, run_id: str) -> list[Entry]:
+        rows = await self.client.xrange(self._key("events", run_id))
+        return [_entry(fields) for _, fields in rows]
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self.client.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _entry(fields: dict[Any, Any]) -> Entry:
+    got = {_text(k): _text(v) for k, v in fields.items()}
+    return Entry(got["id"], got["event"], json.loads(got["data"]))
