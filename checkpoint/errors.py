@@ -169,3 +169,20 @@ class LeaseLostError(CheckpointError):
             token=token,
             holder=holder,
         )
+
+
+class LeaseBusyError(CheckpointError):
+    """A thread's lease could not be acquired: another token holds it (another worker runs
+    the thread). ``thread_id``, ``token`` (the one refused) and ``holder`` (the live lease,
+    ``None`` if it ended meanwhile). Raised by ``graph_agent.runs``' lease keeper; the
+    savers' ``acquire_lease`` answers ``False`` instead."""
+
+    def __init__(self, thread_id: str, token: str, holder: str | None) -> None:
+        super().__init__(
+            f"thread '{thread_id}' is leased to {holder!r}, not {token!r}: another worker runs "
+            "it. Run it once that lease is released or has expired (queue the run again), or "
+            "use another thread_id"
+        )
+        self.thread_id = thread_id
+        self.token = token
+        self.holder = holder

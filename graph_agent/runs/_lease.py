@@ -23,28 +23,12 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from checkpoint import BaseCheckpointSaver
+from checkpoint import BaseCheckpointSaver, LeaseBusyError
 from checkpoint.base import supports_leases
 
-__all__ = ["LeaseBusyError", "LeaseKeeper"]
+__all__ = ["LeaseKeeper"]
 
 _log = logging.getLogger("graph_agent.runs")
-
-
-class LeaseBusyError(RuntimeError):
-    """``LeaseKeeper`` could not acquire the thread's lease: another token holds it (another
-    worker runs the thread). ``thread_id``, ``token`` (the one refused) and ``holder`` (the
-    live lease, ``None`` if it ended meanwhile)."""
-
-    def __init__(self, thread_id: str, token: str, holder: str | None) -> None:
-        super().__init__(
-            f"thread '{thread_id}' is leased to {holder!r}, not {token!r}: another worker runs "
-            "it. Run it once that lease is released or has expired (queue the run again), or "
-            "use another thread_id"
-        )
-        self.thread_id = thread_id
-        self.token = token
-        self.holder = holder
 
 
 class LeaseKeeper:
@@ -54,7 +38,7 @@ class LeaseKeeper:
 
     ``acquire()`` returns whether the lease was acquired (then the heartbeat runs);
     ``with LeaseKeeper(...)`` / ``async with LeaseKeeper(...)`` acquire it on entry
-    (``LeaseBusyError`` when another token holds it) and release it on exit. The async
+    (``checkpoint.LeaseBusyError`` when another token holds it) and release it on exit. The async
     forms run the saver's calls in a worker thread, so they never block the loop either.
 
     Loss is reported, not raised: ``lost`` (a ``threading.Event``) is set, ``on_lost(keeper)``

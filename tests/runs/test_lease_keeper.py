@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from checkpoint import BaseCheckpointSaver, MemorySaver, RedisSaver
+from checkpoint import BaseCheckpointSaver, LeaseBusyError, MemorySaver, RedisSaver
 from graph_agent import END, START, KeyStrategy, RunnableConfig, StateGraph
-from graph_agent.runs._lease import LeaseBusyError, LeaseKeeper
+from graph_agent.runs._lease import LeaseKeeper
 
 from ..checkpoint.conftest import SAVERS
 
