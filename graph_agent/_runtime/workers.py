@@ -28,7 +28,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WORKERS", "FinishedAfterCancel", "WorkerCall", "in_thread", "to_worker"]
+__all__ = [
+    "SIBLING_FAILED",
+    "WORKERS",
+    "FinishedAfterCancel",
+    "NodeCut",
+    "WorkerCall",
+    "in_thread",
+    "run_cancelled",
+    "to_worker",
+]
 
 WORKERS = min(32, (os.cpu_count() or 1) + 4)
 """How many worker threads sync calls from async runs share (as ``asyncio.to_thread``)."""
@@ -173,3 +182,23 @@ class StepCancelled(Exception):
     (a sync node or tool in a worker thread cannot be stopped): the core stores it like a
     failed step's, then raises this, and the async driver turns it back into
     ``CancelledError``."""
+
+
+SIBLING_FAILED = "graph_agent: a task of the same step failed"
+"""The message of the cancel a failed task sends the other tasks of its step: they are not
+cut short by a cancel of their run (``NodeCut``), so they keep nothing partial."""
+
+
+class NodeCut(asyncio.CancelledError):
+    """A node's run was cancelled and the node ends on what it had: ``update`` (the part of
+    the model's answer already streamed, marked cut; its tool calls answered as cancelled).
+    The step stores it like any finished task's update, then the cancellation goes on."""
+
+    def __init__(self, update: Any) -> None:
+        super().__init__("the run was cancelled; the node kept what it had")
+        self.update = update
+
+
+def run_cancelled(stop: asyncio.CancelledError) -> bool:
+    """Whether ``stop`` cancels the run itself (not a task whose sibling failed)."""
+    return SIBLING_FAILED not in stop.args

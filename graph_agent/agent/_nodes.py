@@ -8,6 +8,7 @@ or the async driver; the engine runs whichever the run needs.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 import operator
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from checkpoint.effects import Effect, aperform, perform
 
 from .._runtime.task_scope import TaskScope, current_task
-from .._runtime.workers import to_worker
+from .._runtime.workers import NodeCut, run_cancelled, to_worker
 from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
@@ -30,6 +31,7 @@ from ._handoff import handoff_command, to_parent
 from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, STRUCTURED
 from ._prompt import PromptTemplate
 from ._toolset import AgentTools
+from ._unanswered import cancelled_responses
 from ._usage import moved_to_response, usage_dict
 
 if TYPE_CHECKING:
@@ -223,14 +225,42 @@ class _ModelCall:
         started = time.perf_counter()
         try:
             if task is not None and streaming:
-                stream = self.model.astream(request.prompt)
-                response = ChatResponse.merge([self._delta(task, c) async for c in stream])
+                chunks: list[ChatResponse] = []
+                try:
+                    async for chunk in self.model.astream(request.prompt):
+                        chunks.append(self._delta(task, chunk))
+                except asyncio.CancelledError as stop:
+                    if chunks and run_cancelled(stop):  # part of the answer was seen
+                        raise _ModelCut(ChatResponse.merge(chunks)) from None
+                    raise
+                response = ChatResponse.merge(chunks)
             else:
                 response = await acall_model(self.model, request.prompt)
         except BaseException as error:
             self._failed(task, error, started)
             raise
         return self._end(task, response, started)
+
+
+class _ModelCut(asyncio.CancelledError):
+    """The run was cancelled while the model streamed its answer: ``response``, what it had
+    streamed (passed through the interceptors as a cancellation, never retried)."""
+
+    def __init__(self, response: ChatResponse) -> None:
+        super().__init__("the run was cancelled while the model streamed its answer")
+        self.response = response
+
+
+def cut_message(response: ChatResponse) -> AssistantMessage | None:
+    """The assistant message of an answer cut short, marked ``metadata["cut"]``: its text
+    (and refusal) so far, without the tool calls it had begun (none ran, and a call cut
+    mid-arguments cannot be answered); ``None`` when no text had come yet."""
+    streamed = response.result.output if response.results else None
+    if streamed is None or not (streamed.text or streamed.refusal):
+        return None
+    return AssistantMessage(
+        streamed.text, refusal=streamed.refusal, metadata={**streamed.metadata, "cut": True}
+    )
 
 
 class _CallModel(Effect):
@@ -319,17 +349,23 @@ def model_logic(
     def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
         request = request_for(state, config)
         response: ChatResponse
-        if chain.intercepted:  # what reached the model is known once it is called
-            sink = OfferedTools()
-            token = offered_sink.set(sink)
-            try:
+        try:
+            if chain.intercepted:  # what reached the model is known once it is called
+                sink = OfferedTools()
+                token = offered_sink.set(sink)
+                try:
+                    response = yield _CallModel(chain, request)
+                finally:
+                    offered_sink.reset(token)
+                reached = sink.tools
+            else:
                 response = yield _CallModel(chain, request)
-            finally:
-                offered_sink.reset(token)
-            reached = sink.tools
-        else:
-            response = yield _CallModel(chain, request)
-            reached = None
+                reached = None
+        except _ModelCut as cut:  # the run was cancelled mid-answer: keep what was seen
+            message = cut_message(cut.response)
+            if message is None:
+                raise asyncio.CancelledError from None
+            raise NodeCut(cleared(state, {MESSAGES: [message]})) from None
         offered = reached if reached is not None else list(request.options.tool_callbacks)
         message = response.result.output
         usage = response.metadata.usage
@@ -417,7 +453,17 @@ def tool_logic(
             calls, finals = output.split(last)
             if finals and not calls.tool_calls:  # only final-answer calls: the model node's
                 return cleared(state, {MESSAGES: [output.answered(last, None, finals)]})
-        result = yield run_tools(state, config, calls)
+        try:
+            result = yield run_tools(state, config, calls)
+        except asyncio.CancelledError as stop:
+            if not run_cancelled(stop):
+                raise
+            # every call answered: what finished (a sync tool's thread, which ran on to its
+            # end, too) with its result, the rest as cancelled
+            cut = cancelled_responses(last.tool_calls)
+            if cut is None:
+                raise
+            raise NodeCut(cleared(state, {MESSAGES: [cut]})) from None
         # what the tools wrote to ``extra_state``, in call order
         written = [extra for extra in result.extra_states if extra]
         responses = result.tool_response

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._runtime.task_scope import NOTHING_KEPT, current_task
 from ..graph.state import Overwrite
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
 from ._parts import MESSAGES
@@ -26,6 +27,35 @@ UNANSWERED_TEXT = (
     "No result: the run stopped (an error, a cancellation or a crash) before this tool call's "
     "result was recorded, so it may not have run. Call it again if it is still needed."
 )
+
+
+CANCELLED_TEXT = (
+    "Cancelled: the run was cancelled before this tool call finished, so it may not have run "
+    "(or not to its end). Call it again if it is still needed."
+)
+
+
+def cancelled_responses(calls: Sequence[ToolCall]) -> ToolResponseMessage | None:
+    """The tool node's answer to ``calls`` when its run is cancelled: a call that finished
+    (in this run, or kept by an earlier one; a sync tool's thread, which cannot be stopped,
+    runs on to its end and is kept) with its result, the others as cancelled
+    (``metadata["cancelled"]``). ``None`` outside a graph task (nothing kept to read)."""
+    task = current_task.get()
+    if task is None:
+        return None
+    responses: list[ToolResponse] = []
+    cancelled = False
+    for call in calls:
+        kept = task.child(call.id).recall()
+        if kept is NOTHING_KEPT:
+            cancelled = True
+            text = CANCELLED_TEXT
+        else:
+            text = str(kept[0])
+        responses.append(ToolResponse(id=call.id, name=call.name, response_data=text))
+    return ToolResponseMessage(
+        responses=tuple(responses), metadata={"cancelled": True} if cancelled else {}
+    )
 
 
 def unanswered_calls(messages: Sequence[Message] | None) -> list[ToolCall]:

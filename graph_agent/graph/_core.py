@@ -13,6 +13,7 @@ from typing import Any
 from checkpoint import Checkpoint
 
 from .._runtime.run_scope import RunScope
+from .._runtime.workers import StepCancelled
 from ..errors import GraphRecursionError, GraphResumeError, GraphUsageError, RunStopped
 from ..events import InterruptEvent, RunEnd, RunError, RunStart
 from ._constants import START
@@ -273,7 +274,7 @@ class GraphRun(Cursor):
                 goto = None
             updates.append((name, update))
             ran.append((name, goto))
-        if stopped:
+        if stopped and not _ended_on_cancel(results, len(ran), len(runnable) + len(sends)):
             yield from self._stop(results, (names, sends), runnable, resume, step_base)
             return None
         step = DeltaTracker()
@@ -298,6 +299,8 @@ class GraphRun(Cursor):
                 (names, sends), source="loop", nodes=runnable, updates=updates,
                 interrupts=pauses,
             )  # fmt: skip
+        if stopped:  # the run was cancelled and every task ended all the same: stored, stop
+            raise StepCancelled()
         if self.stream:
             public = OverAllState(spec.public(merged))
             yield EmitEffect(_outputs(updates, spec, public, self.scope.namespace))
@@ -493,6 +496,20 @@ def _outputs(
     updates: list[tuple[str, Any]], spec: GraphSpec, public: OverAllState, ns: tuple[str, ...]
 ) -> list[NodeOutput]:
     return [NodeOutput(n, combined(u, spec.rules), public, ns) for n, u in updates]
+
+
+def _ended_on_cancel(results: list[TaskResult], ended: int, tasks: int) -> bool:
+    """Whether a stopped step is whole: its run was cancelled (a ``StepCancelled`` result)
+    and each of its ``tasks`` ended all the same (a sync node's thread that returned, a node
+    that ended on what it had), so it is stored as a step, not as a stopped one."""
+    if ended != tasks:
+        return False
+    for result in results:
+        if result.interrupt is not None or result.kept:
+            return False
+        if result.error is not None and type(result.error) is not StepCancelled:
+            return False
+    return True
 
 
 def _stored_results(tasks: list[Task], done: Mapping[str, StoredWrite]) -> list[TaskResult]:

@@ -25,7 +25,7 @@ from checkpoint.effects import aperform, perform
 
 from .._runtime.pool import Countdown, run_all
 from .._runtime.run_scope import RunScope
-from .._runtime.workers import StepCancelled
+from .._runtime.workers import SIBLING_FAILED, StepCancelled
 from ..errors import GraphUsageError
 from ..events.bus import paced
 from ._effects import Effect, EmitEffect, ExecuteEffect
@@ -117,6 +117,7 @@ async def _aexecute(
     run itself was cancelled, so the core stores it before the cancellation goes on."""
     running = _started_tasks(effect.tasks, run, effect.resume, can_interrupt)
     cancelled = False
+    reason: str | None = SIBLING_FAILED  # what the tasks still running are told if cancelled
     try:
         pending: set[asyncio.Future[TaskResult]] = set(running)
         while pending:
@@ -129,20 +130,26 @@ async def _aexecute(
                     if future in finished:
                         progress.add(future.result())
                 await progress.aflush(functools.partial(_still_running, running))
-    except asyncio.CancelledError:
+    except asyncio.CancelledError as stop:
         cancelled = True
+        reason = stop.args[0] if stop.args else None  # a parent's sibling failed: passed on
     finally:
         if not all(t.done() for t in running):
             for t in running:
-                t.cancel()
+                t.cancel(reason)
             await asyncio.gather(*running, return_exceptions=True)
+    # what a task cut short when its run was cancelled is kept only when the run was
+    # (a failed sibling's cancel keeps nothing partial: the retry runs the task again)
+    keep_cut = cancelled and reason != SIBLING_FAILED
     results: list[TaskResult] = []
     for t in running:
         if t.cancelled():
             continue
         error = t.exception()
         if error is None:
-            results.append(t.result())
+            result = t.result()
+            if result.after_cancel != "cut" or keep_cut:
+                results.append(result)
         elif not cancelled:
             raise error
     if cancelled:

@@ -5,8 +5,10 @@ The sync stream runs the graph on a worker thread and hands events over a bounde
 a task on the caller's loop, with the same bound (``EVENTS_AHEAD``): the run's own task
 waits at its next ``await`` while its reader is that far behind, and a worker thread of
 the run (a sync node or tool) waits right after its event. Closing a stream early
-(``break``, ``close()``, cancelling) asks the run to stop at the next step boundary and
-waits for it to get there, so the thread is left at a checkpoint it can be resumed from.
+(``break``, ``close()``) asks the run to stop at the next step boundary and waits for it to
+get there, so the thread is left at a checkpoint it can be resumed from. Cancelling the task
+that reads an async stream cancels the run at once: it stores what it can keep
+(``_runtime.workers.NodeCut``) and ends.
 """
 
 from __future__ import annotations
@@ -299,6 +301,16 @@ async def async_event_stream(
             if isinstance(item, BaseException):
                 raise item
             yield item
+    except asyncio.CancelledError:
+        # the reader's task was cancelled: so is the run, at once; it stores what it can
+        # keep (the answer streamed so far, its tool calls answered) before it ends
+        bus.stop()
+        reader.close()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):  # cancelled again: stop waiting
+                await asyncio.shield(task)
+        raise
     finally:
         bus.stop()
         reader.close()

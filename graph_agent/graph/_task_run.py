@@ -22,7 +22,7 @@ from checkpoint.retry import retried
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import TaskScope, current_task, kept_id
-from .._runtime.workers import FinishedAfterCancel, StepCancelled, in_thread
+from .._runtime.workers import FinishedAfterCancel, NodeCut, StepCancelled, in_thread
 from ..errors import GraphUsageError
 from ..events import NodeEnd, NodeError, NodeStart
 from ._tasks import Task, TaskResult
@@ -128,7 +128,11 @@ def _stopped(task: Task, scope: TaskScope, stop: BaseException, n: int, last: bo
         if stop.error is not None:
             raise asyncio.CancelledError from None  # it failed: a re-run runs it again
         result = _ended(task, scope, stop.result)  # it finished: the step keeps it
-        result.after_cancel = True
+        result.after_cancel = "finished"
+        return result
+    if isinstance(stop, NodeCut):  # cancelled; the node ends on what it had (a cut answer)
+        result = _ended(task, scope, stop.update)
+        result.after_cancel = "cut"
         return result
     if isinstance(stop, NodeInterrupt):
         return TaskResult(task, interrupt=stop.records, kept=_stored(task, kept))

@@ -83,8 +83,9 @@ class TaskResult:
         self.interrupt = interrupt
         self.error = error
         self.kept = kept  # what a stopped task kept for its re-run (``TaskScope.keep``)
-        # it finished after its run was cancelled (a sync node's thread cannot be stopped)
-        self.after_cancel = False
+        # its run was cancelled, and it ended all the same: "finished" (a sync node's thread,
+        # which cannot be stopped, returned) or "cut" (it ended on what it had: ``NodeCut``)
+        self.after_cancel = ""
 
     @property
     def finished(self) -> bool:

@@ -11,6 +11,7 @@ import pytest
 
 from checkpoint import MemorySaver
 from graph_agent import END, START, StateGraph
+from graph_agent.agent._unanswered import CANCELLED_TEXT
 
 from .gate_kit import served
 
@@ -125,10 +126,10 @@ def test_interrupt_stops_the_running_one_which_keeps_its_step() -> None:
         s.join(thread, second["run_id"])
         assert s.run(thread, first["run_id"])["status"] == "interrupted"
         assert s.run(thread, second["run_id"])["status"] == "success"
-        # the first run ended the step it was in (its tool's answer is kept), then stopped:
-        # no answer of the model after it; the second went on from there
+        # the first run stopped at once, its tool call answered as cancelled (the thread
+        # stays valid for a provider): no answer of the model after it; the second went on
         assert s.texts(thread) == [
-            "first", "", "held first",
+            "first", "", CANCELLED_TEXT,
             "second", "", "held second", "done: held second",
         ]  # fmt: skip
 
@@ -224,8 +225,8 @@ def test_a_cancelled_run_is_interrupted_and_its_stream_ends() -> None:
         resumed = s.http.post(
             f"/threads/{thread}/runs/wait", json={"assistant_id": "held", "input": None}
         ).json()  # a run with input null continues it
-    assert texts == ["stop me", "", "held stop me"]  # its step is kept, nothing after it
+    assert texts == ["stop me", "", CANCELLED_TEXT]  # its call answered, nothing after it
     assert answered == texts
     last_values = [data for _, event, data in events if event == "values"][-1]
     assert [m["content"] for m in last_values["messages"]] == texts  # the stream ends on it
-    assert [m["content"] for m in resumed["messages"]] == [*texts, "done: held stop me"]
+    assert [m["content"] for m in resumed["messages"]] == [*texts, f"done: {CANCELLED_TEXT}"]
