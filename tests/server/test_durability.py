@@ -22,6 +22,7 @@ from langgraph_sdk import get_sync_client
 
 from checkpoint import MemorySaver
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, tool
+from graph_agent.agent._unanswered import CANCELLED_TEXT
 from graph_agent.server import create_app
 from tests.redis_servers import free_port
 
@@ -132,7 +133,8 @@ def test_a_cancelled_run_keeps_everything_it_streamed() -> None:
     assert text == "Let me check both."
     assert stored[1]["content"] == text  # what the client saw is stored
     results = {m["tool_call_id"]: m["content"] for m in stored if m["type"] == "tool"}
-    assert results == {"c1": "quick result", "c2": "slow result"}  # the step ended, kept
+    # the finished call's result is kept; the one still running was cancelled at once
+    assert results == {"c1": "quick result", "c2": CANCELLED_TEXT}
     last_values = [p.data for p in streamed if p.event == "values"][-1]
     assert last_values["messages"] == stored  # the stream ends on what was stored
     assert state["next"] == ["model"]  # and the thread goes on from there
