@@ -127,16 +127,51 @@ class RedisRunStore(RunStore):
     # -- event logs --------------------------------------------------------------------------
 
     async def append_events(self, run_id: str, entries: Sequence[Entry]) -> None:
+        # the stream id is the entry's own ("<n>-1"): Redis refuses an id at or below the
+        # last one, so no entry is kept twice, and a reader resumes at "<n>-1"
         key = self._key("events", run_id)
         pipe = self.client.pipeline(transaction=False)
         for entry in entries:
-            fields = {"id": entry.id, "event": entry.event, "data": json.dumps(entry.data)}
-            pipe.xadd(key, fields, maxlen=self.max_events, approximate=True)
+            fields = {"event": entry.event, "data": json.dumps(entry.data)}
+            pipe.xadd(key, fields, id=f"{entry.id}-1", maxlen=self.max_events, approximate=True)
         await pipe.execute()
 
     async def events(self, run_id: str) -> list[Entry]:
         rows = await self.client.xrange(self._key("events", run_id))
-        return [_entry(fields) for _, fields in rows]
+        return [e for e in (_entry(i, f) for i, f in rows) if e.event != END]
+
+    async def end_events(self, run_id: str, last: int) -> None:
+        """Mark the run's log ended, after its entry ``last`` (readers stop there)."""
+        key = self._key("events", run_id)
+        await self.client.xadd(key, {"event": END, "data": "null"}, id=f"{last + 1}-1")
+
+    async def follow_events(
+        self, run_id: str, after: int, block: float
+    ) -> tuple[list[Entry], bool]:
+        """The run's entries after ``after`` (waiting up to ``block`` seconds for one), and
+        whether its log has ended."""
+        key = self._key("events", run_id)
+        found = await self.client.xread({key: f"{after}-1"}, block=max(1, int(block * 1000)))
+        rows = found[0][1] if found else []
+        entries = [_entry(i, f) for i, f in rows]
+        ended = any(e.event == END for e in entries)
+        return [e for e in entries if e.event != END], ended
+
+    # -- cancel across processes -------------------------------------------------------------
+
+    async def request_cancel(self, run_id: str, *, rollback: bool = False) -> None:
+        """Ask whichever worker runs ``run_id`` to cancel it (kept, and published)."""
+        said = "rollback" if rollback else "interrupt"
+        await self.client.set(self._key("cancel", run_id), said, ex=int(self.events_ttl))
+        await self.client.publish(self._key("cancels"), f"{said}:{run_id}")
+
+    async def cancel_requested(self, run_id: str) -> str | None:
+        """``"interrupt"`` or ``"rollback"`` if a cancel of ``run_id`` was asked."""
+        said = await self.client.get(self._key("cancel", run_id))
+        return _text(said) if said is not None else None
+
+    def cancels_channel(self) -> str:
+        return self._key("cancels")
 
     async def aclose(self) -> None:
         if self._owned:
@@ -147,6 +182,9 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _entry(fields: dict[Any, Any]) -> Entry:
+END = "__end__"  # the event that closes a run's stream (never shown to a client)
+
+
+def _entry(stream_id: Any, fields: dict[Any, Any]) -> Entry:
     got = {_text(k): _text(v) for k, v in fields.items()}
-    return Entry(got["id"], got["event"], json.loads(got["data"]))
+    return Entry(_text(stream_id).partition("-")[0], got["event"], json.loads(got["data"]))

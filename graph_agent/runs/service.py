@@ -107,7 +107,8 @@ class RunService:
         kept = await self.store.thread_runs(thread_id)
         return [self.live.get(r.run_id, r) for r in kept]
 
-    def busy(self, thread_id: str) -> bool:
+    async def busy(self, thread_id: str) -> bool:
+        """Whether a run of the thread is pending or running."""
         return any(r.active for r in self.live.values() if r.thread_id == thread_id)
 
     # -- threads -----------------------------------------------------------------------------
@@ -195,29 +196,42 @@ class RunService:
             async with lock:
                 if run.status != "pending":  # cancelled while it waited
                     return
-                if run.attempt == 1:  # taken up again, it keeps where it first began
-                    run.started_at_checkpoint = await thread.head()
-                run.mark("running")
-                await self.store.put_run(run)
-                try:
-                    status = await execute(run)
-                except asyncio.CancelledError:
-                    run.mark("interrupted")
-                    if run.rolled_back:
-                        await asyncio.shield(thread.restore(run.started_at_checkpoint))
-                    raise
-                except Exception as error:
-                    run.mark("error", f"{type(error).__name__}: {error}")
-                    run.failure = error
-                    run.output = {"__error__": self.error_data(error)}
-                    self._log_failure(run, error)
-                    if not run.error_reported:
-                        await run.log.append("error", self.error_data(error))
-                else:
-                    run.mark(status)
+                await self._run_once(run, execute, thread)
         finally:
             run.started.set()
             await asyncio.shield(self._finish(run))
+
+    async def _run_once(self, run: Run, execute: Execute, thread: ThreadOps) -> None:
+        """Run ``run`` while its thread is this process's (a lock, or a worker's lease):
+        ``running``, then the status it ended in; a failure is logged and written into its
+        log (``error_data``); a cancelled run rolled back puts its thread back first."""
+        if run.attempt == 1:  # taken up again, it keeps where it first began
+            run.started_at_checkpoint = await thread.head()
+        run.mark("running")
+        await self.store.put_run(run)
+        try:
+            status = await execute(run)
+        except asyncio.CancelledError:
+            run.mark("interrupted")
+            if run.rolled_back:
+                await asyncio.shield(thread.restore(run.started_at_checkpoint))
+            raise
+        except Exception as error:
+            if self._stolen(error):
+                raise
+            run.mark("error", f"{type(error).__name__}: {error}")
+            run.failure = error
+            run.output = {"__error__": self.error_data(error)}
+            self._log_failure(run, error)
+            if not run.error_reported:
+                await run.log.append("error", self.error_data(error))
+        else:
+            run.mark(status)
+
+    def _stolen(self, error: BaseException) -> bool:
+        """Whether ``error`` says the run's thread is no longer this process's (a worker's
+        lease lost): then nothing of the run is recorded by this process."""
+        return False
 
     async def _finish(self, run: Run) -> None:
         try:

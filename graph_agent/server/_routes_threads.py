@@ -216,7 +216,7 @@ async def thread_update(request: Request) -> Response:
     served_ = server.graph_of(record)
     if served_ is None:
         raise HTTPProblem(422, f"thread {record.thread_id!r} has no graph yet: run it first")
-    if server.runs.busy(record.thread_id):
+    if await server.runs.busy(record.thread_id):
         raise HTTPProblem(409, f"thread {record.thread_id!r} is busy with a run")
     try:
         config = run_config_from_wire(record.thread_id, given)

@@ -231,7 +231,9 @@ class Server:
             created_at=record.created_at,
             updated_at=record.updated_at,
             metadata=record.metadata,
-            status=thread_status(snapshot, busy=self.runs.busy(record.thread_id), failed=failed),
+            status=thread_status(
+                snapshot, busy=await self.runs.busy(record.thread_id), failed=failed
+            ),
             values=state["values"] if state else None,
             interrupts=thread_interrupts(state) if state else None,
         )
@@ -375,23 +377,27 @@ class Server:
 
         return ThreadOps(head, restore)
 
+    def driver_of(self, run: Run, lease: str | None = None) -> tuple[Execute, ThreadOps] | None:
+        """How to drive a recorded ``run`` again (a restart, a worker): from what its client
+        asked, with every checkpoint write fenced by ``lease``; ``None`` if it cannot be (its
+        assistant is not served here, or what it asked no longer fits)."""
+        body = {**run.kwargs, "assistant_id": run.assistant_id}
+        try:
+            planned = self._plan(None if run.stateless else run.thread_id, body, False)
+        except HTTPProblem:
+            return None
+        config = planned.config.replace(thread_id=run.thread_id, lease=lease)
+        planned = dataclasses.replace(planned, thread_id=run.thread_id, config=config)
+        return self._executor(planned), self._thread_ops(planned.served, run.thread_id)
+
+    def saver_of(self, run: Run) -> Any:
+        """The saver that keeps ``run``'s thread (``None``: its assistant is not served)."""
+        served = self.by_assistant.get(run.assistant_id) or self.served.get(run.assistant_id)
+        return served.graph.saver if served is not None else None
+
     async def recover(self) -> list[Run]:
         """Take up the runs a stopped process had accepted but not ended (at startup)."""
-
-        def plan(run: Run) -> tuple[Execute, ThreadOps] | None:
-            body = {**run.kwargs, "assistant_id": run.assistant_id}
-            try:
-                planned = self._plan(None if run.stateless else run.thread_id, body, False)
-            except HTTPProblem:
-                return None
-            planned = dataclasses.replace(
-                planned,
-                thread_id=run.thread_id,
-                config=planned.config.replace(thread_id=run.thread_id),
-            )
-            return self._executor(planned), self._thread_ops(planned.served, run.thread_id)
-
-        return await self.runs.recover(plan)
+        return await self.runs.recover(self.driver_of)
 
     async def _delete_when_done(self, run: Run, record: ThreadRecord) -> None:
         await self.runs.join(run)

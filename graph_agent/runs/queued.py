@@ -1,0 +1,128 @@
+"""``QueuedRunService``: the runs service of a server whose runs are run by workers
+(``graph-agent serve --queue redis://...``). The server records each run in Redis and
+queues its id; a worker (``graph-agent worker``) runs it and writes its events to the run's
+Redis Stream, which any server reads; a cancel sent to any server reaches the worker that
+runs the run (published on Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ._redis import RedisRunStore
+from ._remote import RemoteLog
+from .records import ACTIVE, MULTITASK_STRATEGIES, Run, ThreadBusyError
+from .service import Execute, RunService, ThreadOps
+
+__all__ = ["QueuedRunService"]
+
+POLL_SECONDS = 0.05  # how often a cancel with wait reads the run's record
+
+
+class QueuedRunService(RunService):
+    """Runs recorded in ``store`` and handed to workers through ``submit(run_id)`` (the
+    queue); nothing runs in this process."""
+
+    def __init__(
+        self,
+        store: RedisRunStore,
+        submit: Callable[[str], Awaitable[None]],
+        **options: Any,
+    ) -> None:
+        super().__init__(store, **options)
+        self.redis = store
+        self.submit = submit
+
+    def _attach(self, run: Run) -> Run:
+        run.log = RemoteLog(self.redis, run.run_id)  # type: ignore[assignment]
+        if not run.active:
+            run.started.set()
+            run.done.set()
+        return run
+
+    async def get(self, run_id: str) -> Run | None:
+        run = await self.store.get_run(run_id)
+        return self._attach(run) if run is not None else None
+
+    async def thread_runs(self, thread_id: str) -> list[Run]:
+        return [self._attach(r) for r in await self.store.thread_runs(thread_id)]
+
+    async def busy(self, thread_id: str) -> bool:
+        return any(r.active for r in await self.store.thread_runs(thread_id))
+
+    async def start(
+        self,
+        thread_id: str,
+        assistant_id: str,
+        kwargs: dict[str, Any],
+        metadata: dict[str, Any],
+        multitask_strategy: str,
+        execute: Execute,
+        thread: ThreadOps,
+        *,
+        stateless: bool = False,
+    ) -> Run:
+        if multitask_strategy not in MULTITASK_STRATEGIES:
+            raise ValueError(
+                f"multitask_strategy {multitask_strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
+            )
+        ahead = [r for r in await self.store.thread_runs(thread_id) if r.status in ACTIVE]
+        if ahead and multitask_strategy == "reject":
+            raise ThreadBusyError(
+                f"thread {thread_id} is busy with run {ahead[-1].run_id}; wait for it, or ask "
+                "with multitask_strategy 'enqueue', 'interrupt' or 'rollback'"
+            )
+        if ahead and multitask_strategy in ("interrupt", "rollback"):
+            for run in ahead:
+                await self.cancel(self._attach(run), rollback=multitask_strategy == "rollback")
+        run = Run(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            multitask_strategy=multitask_strategy,
+            kwargs=kwargs,
+            metadata=metadata,
+            stateless=stateless,
+        )
+        await self.store.put_run(run)  # recorded before anyone is told of it
+        await self.submit(run.run_id)
+        return self._attach(run)
+
+    async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
+        """Ask the worker that runs ``run`` to stop it (a queued run is marked cancelled and
+        never starts); with ``wait``, until its record says it ended."""
+        if not run.active:
+            return
+        await self.redis.request_cancel(run.run_id, rollback=rollback)
+        if run.status == "pending":  # no worker has it: it never starts (a worker that
+            run.mark("interrupted")  # takes it up reads the request first)
+            await self.store.put_run(run)
+            await self.redis.end_events(run.run_id, len(await self.store.events(run.run_id)))
+        if wait:
+            await self.join(run)
+            fresh = await self.store.get_run(run.run_id)
+            if fresh is not None:
+                run.status, run.output, run.error = fresh.status, fresh.output, fresh.error
+
+    async def join(self, run: Run) -> None:
+        """Until the run ended (its record is no longer pending or running)."""
+        while True:
+            fresh = await self.store.get_run(run.run_id)
+            if fresh is None or fresh.status not in ACTIVE:
+                if fresh is not None:
+                    run.status, run.output, run.error = fresh.status, fresh.output, fresh.error
+                    run.updated_at = fresh.updated_at
+                run.done.set()
+                return
+            log = RemoteLog(self.redis, run.run_id)
+            deadline = time.monotonic() + 1.0
+            async for _ in log.batches(idle=1.0):
+                if time.monotonic() >= deadline:
+                    break
+            await asyncio.sleep(0)
+
+    async def recover(self, plan: Callable[[Run], tuple[Execute, ThreadOps] | None]) -> list[Run]:
+        return []  # workers take up the runs of a worker that stopped
