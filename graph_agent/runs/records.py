@@ -16,6 +16,7 @@ __all__ = [
     "ACTIVE",
     "MULTITASK_STRATEGIES",
     "Run",
+    "RunDrained",
     "RunStatus",
     "ThreadBusyError",
     "ThreadRecord",
@@ -29,6 +30,11 @@ MULTITASK_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 
 class ThreadBusyError(Exception):
     """A run was asked for on a thread that runs one, with ``multitask_strategy="reject"``."""
+
+
+class RunDrained(Exception):  # noqa: N818  (a signal, not a failure)
+    """A run stopped at a step boundary because its worker is stopping (``Run.draining``):
+    its thread holds every step it finished, and the run goes back to the queue."""
 
 
 def now() -> datetime:
@@ -60,6 +66,8 @@ class Run:
     # run on a thread of its own (``POST /runs/...``), deleted when it ends
     stateless: bool = False
     rolled_back: bool = False
+    # it started once already (then, taken up again, it goes on from where its thread is)
+    began: bool = False
     # -- not kept: this process's handles on the run --
     failure: BaseException | None = None  # what it failed with
     log: RunLog = dataclasses.field(default_factory=RunLog)
@@ -68,11 +76,15 @@ class Run:
     task: asyncio.Task[None] | None = None
     # the execute wrote the failure into the log itself (in its protocol's words)
     error_reported: bool = False
+    # its process is stopping: the run stops at its next step boundary (``RunDrained``)
+    draining: bool = False
+    # this drive of it takes it up again (it ``began`` before)
+    resumed: bool = False
 
     KEPT = (
         "run_id", "thread_id", "assistant_id", "multitask_strategy", "kwargs", "metadata",
         "status", "created_at", "updated_at", "error", "attempt", "started_at_checkpoint",
-        "output", "stateless", "rolled_back",
+        "output", "stateless", "rolled_back", "began",
     )  # fmt: skip
 
     def mark(self, status: RunStatus, error: str | None = None) -> None:

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._log import Entry, RunLog
-from .records import MULTITASK_STRATEGIES, Run, RunStatus, ThreadBusyError, ThreadRecord
+from .records import (
+    MULTITASK_STRATEGIES,
+    Run,
+    RunDrained,
+    RunStatus,
+    ThreadBusyError,
+    ThreadRecord,
+)
 from .store import MemoryRunStore, RunStore
 
 __all__ = ["Execute", "RunService", "ThreadOps"]
@@ -205,8 +212,10 @@ class RunService:
         """Run ``run`` while its thread is this process's (a lock, or a worker's lease):
         ``running``, then the status it ended in; a failure is logged and written into its
         log (``error_data``); a cancelled run rolled back puts its thread back first."""
-        if run.attempt == 1:  # taken up again, it keeps where it first began
+        run.resumed = run.began
+        if not run.began:  # taken up again, it keeps where it first began
             run.started_at_checkpoint = await thread.head()
+            run.began = True
         run.mark("running")
         await self.store.put_run(run)
         try:
@@ -215,6 +224,8 @@ class RunService:
             run.mark("interrupted")
             if run.rolled_back:
                 await asyncio.shield(thread.restore(run.started_at_checkpoint))
+            raise
+        except RunDrained:
             raise
         except Exception as error:
             if self._stolen(error):

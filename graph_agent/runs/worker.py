@@ -26,7 +26,7 @@ from checkpoint import LeaseLostError
 from ._lease import LeaseKeeper
 from ._log import RunLog
 from ._redis import RedisRunStore
-from .records import ACTIVE, Run
+from .records import ACTIVE, Run, RunDrained
 from .service import Execute, RunService, ThreadOps
 
 __all__ = ["RunWorker"]
@@ -136,6 +136,9 @@ class RunWorker(RunService):
             inner.cancel()
         try:
             await inner
+        except RunDrained:
+            await self._requeue(run, keeper)
+            return
         except asyncio.CancelledError:
             if not inner.done():  # this worker stops (SIGTERM): the run goes back to the queue
                 inner.cancel()
@@ -173,6 +176,12 @@ class RunWorker(RunService):
                 await self.redis.append_events(run_id, entries)
 
         return keep
+
+    def drain(self) -> None:
+        """This worker stops: each of its runs stops at its next step boundary and goes back
+        to the queue (see ``RunDrained``)."""
+        for run in self.live.values():
+            run.draining = True
 
     def _loop_call(self, run: Run) -> None:
         """The lease was lost (from the heartbeat thread): stop the run on its loop."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 
-from ..runs import RunStore
+from ..runs import RunService, RunStore
 from ._access_log import AccessLog
 from ._guard import protect
 from ._http import DEFAULT_MAX_BODY, ERROR_HANDLERS, HEARTBEAT_SECONDS
@@ -31,7 +31,7 @@ def create_app(
     heartbeat: float = HEARTBEAT_SECONDS,
     allow_origins: Iterable[str] = (),
     allow_hosts: Iterable[str] | None = None,
-    runs: RunStore | None = None,
+    runs: RunStore | RunService | None = None,
 ) -> Starlette:
     """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
     Protocol. With ``token``, every request needs ``Authorization: Bearer <token>`` (or
@@ -46,7 +46,8 @@ def create_app(
     ``runs`` keeps the run records, their event logs and the thread records (default: in
     this process's memory); with a durable store (``SqliteRunStore``), a restarted app lists
     the earlier runs and threads, and takes up, when it starts, the runs it had accepted but
-    not finished. The caller closes the store it gave."""
+    not finished. A ``RunService`` given instead runs them its way (a ``QueuedRunService``:
+    on workers). The caller closes the store it gave."""
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
     routes = [*ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]

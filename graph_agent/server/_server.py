@@ -24,6 +24,7 @@ from ..runs import (
     Entry,
     Execute,
     Run,
+    RunDrained,
     RunService,
     RunStatus,
     RunStore,
@@ -115,7 +116,7 @@ class Server:
         served: Mapping[str, Any],
         max_body: int,
         heartbeat: float = HEARTBEAT_SECONDS,
-        store: RunStore | None = None,
+        runs: RunStore | RunService | None = None,
     ) -> None:
         if not served:
             raise ValueError("serve at least one agent, flow or graph")
@@ -123,15 +124,23 @@ class Server:
         self.by_assistant = {assistant_id_for(n): s for n, s in self.served.items()}
         # the thread records read or written by this process (the store keeps them all)
         self.threads: dict[str, ThreadRecord] = {}
-        self.runs = RunService(
-            store,
-            error_data=error_to_wire,
-            client_mistake=client_mistake,
-            logger=logging.getLogger("graph_agent.server"),
-        )
+        if isinstance(runs, RunService):
+            self.runs = runs
+        else:
+            self.runs = RunService(runs, **self.run_options())
         self.max_body = max_body
         self.heartbeat = heartbeat
         self._cleanups: set[asyncio.Task[None]] = set()
+
+    @staticmethod
+    def run_options() -> dict[str, Any]:
+        """How a runs service reports this server's runs: errors in the Agent Protocol's
+        words, a client's mistakes told from faults, on the server's logger."""
+        return {
+            "error_data": error_to_wire,
+            "client_mistake": client_mistake,
+            "logger": logging.getLogger("graph_agent.server"),
+        }
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -350,7 +359,7 @@ class Server:
     def _executor(self, plan: _Plan) -> Execute:
         async def execute(run: Run) -> RunStatus:
             value = plan.value
-            if run.attempt > 1:  # taken up again: from where the thread stands, if it moved
+            if run.resumed:  # taken up again: from where the thread stands, if it moved
                 head = await self._thread_ops(plan.served, run.thread_id).head()
                 if head != run.started_at_checkpoint:
                     value = None
@@ -448,6 +457,8 @@ class Server:
                         await log.flush()  # kept with the step: a restart reads them
                     if isinstance(event, RunEnd) and not event.namespace:
                         record.updated_at = now()
+                    if run.draining:  # its worker stops: at this step's end (aclose)
+                        raise RunDrained(run.run_id)
             finally:
                 await events.aclose()
                 if len(record.children) != children:
@@ -461,7 +472,7 @@ class Server:
                     for part in encoder.checkpoint(snapshot):
                         await log.append(*part)
             raise
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, RunDrained):
             raise
         except Exception as error:
             for part in encoder.error(error):
