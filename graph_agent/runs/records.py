@@ -32,7 +32,7 @@ class ThreadBusyError(Exception):
     """A run was asked for on a thread that runs one, with ``multitask_strategy="reject"``."""
 
 
-class RunDrained(Exception):  # noqa: N818  (a signal, not a failure)
+class RunDrained(Exception):
     """A run stopped at a step boundary because its worker is stopping (``Run.draining``):
     its thread holds every step it finished, and the run goes back to the queue."""
 
