@@ -83,8 +83,8 @@ def check_acquire_renew_release(saver: BaseCheckpointSaver) -> None:
 
 
 def check_a_lease_expires(saver: BaseCheckpointSaver) -> None:
-    assert saver.acquire_lease("t", "first", 0.2)
-    assert saver.renew_lease("t", "first", 0.2)
+    assert saver.acquire_lease("t", "first", 30)
+    assert saver.renew_lease("t", "first", 0.1)  # its last renewal, a short one
     wait_expired(saver, "t")
     assert not saver.renew_lease("t", "first", 30)  # expired: gone
     assert saver.acquire_lease("t", "second", 30)
@@ -178,13 +178,13 @@ def test_async_twins(any_saver: BaseCheckpointSaver) -> None:
 
     async def main() -> None:
         try:
-            assert await saver.aacquire_lease("t", "first", 0.2)
+            assert await saver.aacquire_lease("t", "first", 30)
             assert not await saver.aacquire_lease("t", "second", 30)
-            assert await saver.arenew_lease("t", "first", 0.2)
             assert await saver.alease_holder("t") == "first"
             root = make("t", None, 0, {"log": ["a"], "n": 1}, next_nodes=("x",))
             await saver.aput(root, CheckpointDelta.full(root.values), fence="first")
             await saver.aput_writes(_with_writes(root), fence="first")
+            assert await saver.arenew_lease("t", "first", 0.1)  # a short last renewal
             while await saver.alease_holder("t") is not None:
                 await asyncio.sleep(0.01)  # waits for the expiry itself
             assert not await saver.arenew_lease("t", "first", 30)
@@ -246,8 +246,9 @@ def test_a_lease_is_shared_by_the_savers_on_one_sqlite_file(tmp_path: Path) -> N
     path = tmp_path / "shared.sqlite"
     with SqliteSaver(path) as first, SqliteSaver(path) as second:
         root = _root(first, "t")
-        assert first.acquire_lease("t", "first", 0.2)
+        assert first.acquire_lease("t", "first", 30)
         assert not second.acquire_lease("t", "second", 30)
+        assert first.renew_lease("t", "first", 0.1)
         wait_expired(second, "t")
         assert second.acquire_lease("t", "second", 30)
         child, delta = _child(root, "b")

@@ -80,12 +80,13 @@ def test_a_run_whose_lease_went_to_another_stops_and_writes_nothing_more(
 ) -> None:
     hold = Hold()
     app = _graph(saver, hold)
-    assert saver.acquire_lease("t", "first", 0.3)
+    assert saver.acquire_lease("t", "first", 30)
     with ThreadPoolExecutor(1) as pool:
         first = pool.submit(app.invoke, {"log": ["go"]}, _config("first", "first"))
         assert hold.entered.wait(WAIT)
-        # The first worker is paused past its lease; a second one takes the thread over and
-        # runs it from its last checkpoint (the one after a).
+        # The first worker is paused past its lease (its last renewal was a short one); a
+        # second one takes the thread over and runs it from its last checkpoint (after a).
+        assert saver.renew_lease("t", "first", 0.05)
         _wait_expired(saver, "t")
         assert saver.acquire_lease("t", "second", 30)
         second = app.invoke(None, _config("second", "second"))
@@ -108,9 +109,10 @@ def test_the_async_run_stops_the_same_way(saver: BaseCheckpointSaver) -> None:
 
     async def main() -> None:
         try:
-            assert await saver.aacquire_lease("t", "first", 0.3)
+            assert await saver.aacquire_lease("t", "first", 30)
             first = asyncio.ensure_future(app.ainvoke({"log": ["go"]}, _config("first", "first")))
             assert await asyncio.to_thread(hold.entered.wait, WAIT)
+            assert await saver.arenew_lease("t", "first", 0.05)
             await asyncio.to_thread(_wait_expired, saver, "t")
             assert await saver.aacquire_lease("t", "second", 30)
             await app.ainvoke(None, _config("second", "second"))
@@ -166,10 +168,11 @@ def test_pending_writes_of_a_run_that_lost_its_lease_are_refused(
     graph.add_edge(START, "fast").add_edge(START, "slow")
     graph.add_edge("fast", END).add_edge("slow", END)
     app = graph.compile(saver=saver)
-    assert saver.acquire_lease("t", "first", 0.3)
+    assert saver.acquire_lease("t", "first", 30)
     with ThreadPoolExecutor(1) as pool:
         run = pool.submit(app.invoke, {"log": ["go"]}, RunnableConfig(thread_id="t", lease="first"))
         assert fast.entered.wait(WAIT) and slow.entered.wait(WAIT)
+        assert saver.renew_lease("t", "first", 0.05)
         _wait_expired(saver, "t")
         assert saver.acquire_lease("t", "second", 30)
         fast.go.set()  # finishes while slow runs: its work is written as pending writes...

@@ -18,7 +18,7 @@ from graph_agent.runs._lease import LeaseKeeper
 from ..checkpoint.conftest import SAVERS
 
 WAIT = 10.0  # seconds a test waits for an event before it fails
-TTL = 0.3  # seconds a lease lasts unless renewed
+TTL = 0.5  # seconds a lease lasts unless renewed
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis-fake", "redis-real"])
