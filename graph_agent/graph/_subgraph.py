@@ -19,6 +19,7 @@ to what changed since the values it was handed now.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from .._runtime.ids import derive_id
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import TaskScope, current_task
+from .._runtime.workers import NodeCut
 from ..errors import GraphUsageError
 from ..events.bus import EventBus
 from ._core import GraphRun
@@ -233,6 +235,13 @@ class SubgraphNode:
                 forward(output)
         except ParentCommand as command:
             return self._to_parent(run, handed, command.command)
+        except asyncio.CancelledError:
+            last = run.last_written
+            if last is not None and not last.next_nodes and not last.pending_writes:
+                # cancelled, its last step stored whole and nothing after it (an answer cut
+                # short): the child ended there, and so does its node, with what it wrote
+                raise NodeCut(self._finish(run, handed)) from None
+            raise
         except Exception:
             self._keep(run, handed)
             raise

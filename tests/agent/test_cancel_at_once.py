@@ -21,6 +21,8 @@ from graph_agent import (
     OpenAIChatModel,
     Prompt,
     ReactAgent,
+    ScriptedChatModel,
+    SequentialAgent,
     ToolCall,
     ToolResponseMessage,
     tool,
@@ -90,7 +92,7 @@ async def cancelled(run: Any, ready: asyncio.Event | threading.Event) -> None:
     assert task.cancelled()
 
 
-def drive(agent: ReactAgent, how: str, text: str, config: dict[str, Any]) -> Any:
+def drive(agent: Any, how: str, text: str, config: dict[str, Any]) -> Any:
     """The run of ``text`` through ``how`` (``acall``, ``astream``, ``astream_events``)."""
     if how == "acall":
         return agent.acall(text, config)
@@ -283,3 +285,19 @@ def test_a_closed_stream_still_ends_its_step() -> None:
     asyncio.run(scenario())
     last = agent.get_state(config).values["messages"][-1]
     assert last.text == "Whole answer." and "cut" not in last.metadata
+
+
+def test_a_flow_keeps_its_sub_agents_cut_answer() -> None:
+    """A sub-agent runs as a subgraph: its cut answer ends its node too, so the flow's thread
+    holds it, and the flow goes on after that sub-agent."""
+    model = HeldModel("A first draft")
+    writer = ReactAgent(name="writer", model=model)
+    reviewer = ReactAgent(name="reviewer", model=ScriptedChatModel(["Looks fine."]))
+    flow = SequentialAgent(name="team", sub_agents=[writer, reviewer], saver=MemorySaver())
+    config = {"thread_id": "flow"}
+    asyncio.run(cancelled(drive(flow, "astream_events", "Write it", config), model.streamed))
+    snapshot = flow.get_state(config)
+    last = snapshot.values["messages"][-1]
+    assert last.text == "A first draft" and last.metadata["cut"] is True
+    assert snapshot.next == ("reviewer",)
+    assert flow.call(None, config).text == "Looks fine."
