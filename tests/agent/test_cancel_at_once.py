@@ -7,6 +7,7 @@ run's request is one an OpenAI-compatible server accepts."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -301,3 +302,64 @@ def test_a_flow_keeps_its_sub_agents_cut_answer() -> None:
     assert last.text == "A first draft" and last.metadata["cut"] is True
     assert snapshot.next == ("reviewer",)
     assert flow.call(None, config).text == "Looks fine."
+
+
+class StallingHandler(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that streams "Hel" and then nothing, until the client
+    goes away."""
+
+    protocol_version = "HTTP/1.1"
+    stop: threading.Event
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        first = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": "Hel"}}]}
+        data = f"data: {json.dumps(first)}\n\n".encode()
+        try:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+            while not self.stop.wait(0.05):  # the rest of the answer never comes
+                pass
+        except OSError:
+            pass
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_an_openai_stream_cancelled_mid_answer_is_cut_at_once() -> None:
+    stop = threading.Event()
+    handler = type("Stalling", (StallingHandler,), {"stop": stop})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    model = OpenAIChatModel("m", url, "sk-test", max_retries=0)
+    agent = ReactAgent(name="a", model=model, saver=MemorySaver())
+    config = {"thread_id": "openai"}
+
+    async def scenario() -> None:
+        streamed = asyncio.Event()
+
+        async def read() -> None:
+            async for event in agent.astream_events("Say hello", config):
+                if getattr(event, "kind", None) == "model_delta":
+                    streamed.set()
+
+        await cancelled(read(), streamed)
+        await model.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        stop.set()
+        model.close()
+        httpd.shutdown()
+        httpd.server_close()
+    last = agent.get_state(config).values["messages"][-1]
+    assert isinstance(last, AssistantMessage)
+    assert last.text == "Hel" and last.metadata["cut"] is True
