@@ -505,9 +505,10 @@ def _ended_on_cancel(results: list[TaskResult], ended: int, tasks: int) -> bool:
     if ended != tasks:
         return False
     for result in results:
-        if result.interrupt is not None or result.kept:
+        if result.interrupt is not None:
             return False
-        if result.error is not None and type(result.error) is not StepCancelled:
+        error = result.error  # only the cancel's marker (a task that kept some work failed)
+        if error is not None and (type(error) is not StepCancelled or result.kept):
             return False
     return True
 

@@ -133,6 +133,8 @@ def _stopped(task: Task, scope: TaskScope, stop: BaseException, n: int, last: bo
     if isinstance(stop, NodeCut):  # cancelled; the node ends on what it had (a cut answer)
         result = _ended(task, scope, stop.update)
         result.after_cancel = "cut"
+        # what it kept (a sync tool's result) is stored too, should the step be stopped
+        result.kept = _stored(task, kept)
         return result
     if isinstance(stop, NodeInterrupt):
         return TaskResult(task, interrupt=stop.records, kept=_stored(task, kept))
