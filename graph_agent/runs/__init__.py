@@ -4,16 +4,15 @@ in a SQLite file, or in Redis). The server's protocols are adapters over ``RunSe
 
 from __future__ import annotations
 
-from ._log import Entry, RunLog, UnknownEventIdError
+from ._log import Entry, RunLog
 from ._redis import RedisRunStore
 from ._sqlite import SqliteRunStore
+from .errors import RunDrained, ThreadBusyError, UnknownEventIdError
 from .records import (
     ACTIVE,
     MULTITASK_STRATEGIES,
     Run,
-    RunDrained,
     RunStatus,
-    ThreadBusyError,
     ThreadRecord,
     now,
 )

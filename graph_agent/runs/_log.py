@@ -9,11 +9,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-__all__ = ["Entry", "RunLog", "UnknownEventIdError"]
+from .errors import UnknownEventIdError
 
-
-class UnknownEventIdError(ValueError):
-    """A ``Last-Event-ID`` this run never sent."""
+__all__ = ["Entry", "RunLog"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ._log import Entry, UnknownEventIdError
+from ._log import Entry
+from .errors import UnknownEventIdError
 
 __all__ = ["RemoteLog"]
 

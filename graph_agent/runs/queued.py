@@ -14,7 +14,8 @@ from typing import Any
 
 from ._redis import RedisRunStore
 from ._remote import RemoteLog
-from .records import ACTIVE, MULTITASK_STRATEGIES, Run, ThreadBusyError
+from .errors import ThreadBusyError
+from .records import ACTIVE, MULTITASK_STRATEGIES, Run
 from .service import Execute, RunService, ThreadOps
 
 __all__ = ["QueuedRunService"]

@@ -16,9 +16,7 @@ __all__ = [
     "ACTIVE",
     "MULTITASK_STRATEGIES",
     "Run",
-    "RunDrained",
     "RunStatus",
-    "ThreadBusyError",
     "ThreadRecord",
     "now",
 ]
@@ -26,15 +24,6 @@ __all__ = [
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "cancelled", "timeout"]
 ACTIVE = ("pending", "running")  # a run in one of these has not ended
 MULTITASK_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
-
-
-class ThreadBusyError(Exception):
-    """A run was asked for on a thread that runs one, with ``multitask_strategy="reject"``."""
-
-
-class RunDrained(Exception):
-    """A run stopped at a step boundary because its worker is stopping (``Run.draining``):
-    its thread holds every step it finished, and the run goes back to the queue."""
 
 
 def now() -> datetime:

@@ -30,14 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._log import Entry, RunLog
-from .records import (
-    MULTITASK_STRATEGIES,
-    Run,
-    RunDrained,
-    RunStatus,
-    ThreadBusyError,
-    ThreadRecord,
-)
+from .errors import RunDrained, ThreadBusyError
+from .records import MULTITASK_STRATEGIES, Run, RunStatus, ThreadRecord
 from .store import MemoryRunStore, RunStore
 
 __all__ = ["Execute", "RunService", "ThreadOps"]

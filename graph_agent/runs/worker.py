@@ -26,7 +26,8 @@ from checkpoint import LeaseLostError
 from ._lease import LeaseKeeper
 from ._log import RunLog
 from ._redis import RedisRunStore
-from .records import ACTIVE, Run, RunDrained
+from .errors import RunDrained
+from .records import ACTIVE, Run
 from .service import Execute, RunService, ThreadOps
 
 __all__ = ["RunWorker"]
