@@ -293,6 +293,7 @@ async def async_event_stream(
                 raise
 
     task = asyncio.ensure_future(work())
+    waited = False
     try:
         while True:
             item = await reader.get()
@@ -306,6 +307,7 @@ async def async_event_stream(
         # keep (the answer streamed so far, its tool calls answered) before it ends
         bus.stop()
         reader.close()
+        waited = True
         if not task.done():
             task.cancel()
             with contextlib.suppress(BaseException):  # cancelled again: stop waiting
@@ -314,7 +316,7 @@ async def async_event_stream(
     finally:
         bus.stop()
         reader.close()
-        if not task.done():
+        if not task.done() and not waited:
             # the reader is gone; the run's own error was reported as an event
             with contextlib.suppress(BaseException):
                 await asyncio.shield(task)
