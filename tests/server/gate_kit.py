@@ -38,8 +38,8 @@ class Gate:
 
     ``entered`` counts the calls that reached the tool; ``release`` lets them all go. The
     server's cancels (a cancel, ``interrupt``/``rollback``, a deleted thread) open it too,
-    once the cancel was asked: a cancelled run ends the step it is in, so its tool must end,
-    and it must end only after the cancel was asked, or the run would finish first.
+    once the cancel was asked (a cancelled run stops its tool at once; the gate opens only
+    after the ask, so that no run finishes before its cancel).
     """
 
     def __init__(self) -> None:

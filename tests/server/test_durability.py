@@ -4,9 +4,9 @@
   the run's first checkpoint. Ours records the run and answers ``runs.create`` only once
   the run's input is stored, so when a ``graph-agent serve`` is killed with SIGKILL right
   after, the next server process on the same file takes the run up and finishes it;
-- langgraph #5672: cancelling a run loses nothing it streamed. A cancelled run ends the step
-  it is in and stores it, so every message part the client saw is in the thread, the parallel
-  tool call that finished is kept, and the stream ends on the stored state.
+- langgraph #5672: cancelling a run loses nothing it streamed. A cancelled run stops at once
+  and stores what it had: the answer streamed so far (marked cut), the parallel tool call
+  that finished, every other call answered as cancelled; the stream ends on the stored state.
 """
 
 from __future__ import annotations
