@@ -1,5 +1,6 @@
-"""Without the optional extras (``mcp``, ``otel``, ``hiredis``, ``server``) the package imports and runs,
-the core tests pass, and importing what needs an extra says which one to install."""
+"""Without the optional extras (``mcp``, ``otel``, ``hiredis``, ``server``, ``queue``) the
+package imports and runs, the core tests pass, and importing what needs an extra says which
+one to install."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ WITHOUT_EXTRAS = textwrap.dedent(
 
     class _NotInstalled:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn"):
+            if name.split(".")[0] in ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn", "docket"):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -44,7 +45,7 @@ def test_the_package_imports_and_runs_without_the_extras():
         from graph_agent import ReactAgent, ScriptedChatModel
         agent = ReactAgent.builder().name("a").model(ScriptedChatModel(["hi"])).build()
         assert agent.call("hello").text == "hi"
-        extras = ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn")
+        extras = ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn", "docket")
         assert not [m for m in sys.modules if m.split(".")[0] in extras]
         """
     )
@@ -56,6 +57,7 @@ def test_a_missing_extra_says_what_to_install():
         ("graph_agent.observability", "otel"),
         ("graph_agent.mcp", "mcp"),
         ("graph_agent.server", "server"),
+        ("graph_agent.runs._docket", "queue"),
     ):
         done = _run(f"import {module}")
         assert done.returncode == 1
