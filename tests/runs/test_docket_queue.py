@@ -325,17 +325,27 @@ async def test_a_worker_whose_loop_is_blocked_past_the_timeout_keeps_its_run(
     assert workers.started == [(0, "run-2")]
 
 
+@pytest.fixture(params=["redis", "cluster"])
+def server_url(request: pytest.FixtureRequest) -> str:
+    """A real redis-server, or a 3-node Redis Cluster."""
+    if request.param == "cluster":
+        return f"redis+cluster://127.0.0.1:{request.getfixturevalue('cluster_ports')[0]}"
+    return str(request.getfixturevalue("redis_url"))
+
+
 @in_a_loop
 async def test_a_run_three_timeouts_long_stays_with_its_worker_while_it_drains(
-    redis_url: str, name: str
+    server_url: str, name: str
 ) -> None:
+    """docket stops renewing when its worker stops: only our renewal thread keeps the run."""
+
     async def body(me: int, run_id: str) -> None:
         if run_id == "run-1":
             workers.stops[me].set()  # its worker stops: it drains this run
             await asyncio.sleep(3 * LEASE)
 
-    async with RunQueue(redis_url, name) as queue:
-        workers = Workers(redis_url, name)
+    async with RunQueue(server_url, name) as queue:
+        workers = Workers(server_url, name)
         workers.start(body, lease=LEASE)
         workers.start(body, lease=LEASE)
         await queue.enqueue("run-1")
