@@ -9,7 +9,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .. import __version__
 from ._errors import CliError
@@ -64,8 +64,35 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         config=args.config,
         allow_origins=args.allow_origins,
         allow_hosts=args.allow_hosts,
+        queue=args.queue,
     )
     return run_serve(options, sys.stderr)
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    from ._worker import WorkerOptions, run_worker
+
+    options = WorkerOptions(
+        targets=args.targets,
+        queue=args.queue,
+        saver=args.saver,
+        config=args.config,
+        concurrency=_positive(args.concurrency, "--concurrency", int),
+        lease_seconds=_positive(args.lease_seconds, "--lease-seconds", float),
+        max_attempts=_positive(args.max_attempts, "--max-attempts", int),
+        name=args.name,
+    )
+    return run_worker(options, sys.stderr)
+
+
+def _positive(text: str, option: str, kind: type[int] | type[float]) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise CliError(f"{option} {text!r} is not a positive number")
+    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -209,7 +236,44 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="do not log a line per request (METHOD PATH STATUS TIME ms) on stderr",
     )
+    serve.add_argument(
+        "--queue",
+        metavar="redis://...",
+        help="record runs in this Redis and leave them to 'graph-agent worker' processes "
+        "(default: runs execute in this process); threads are then kept in it too, unless "
+        "--saver says where",
+    )
     serve.set_defaults(handler=_cmd_serve)
+    worker = commands.add_parser(
+        "worker",
+        help="run the runs that 'serve --queue' accepted (needs the 'queue' extra)",
+        description="Run the runs that servers started with --queue accepted: any number of "
+        "workers, on any machines, on one Redis. Each run's thread is leased to one worker "
+        "at a time; a worker that dies has its runs taken up by another.",
+        epilog=f"example: {PROG} worker my_app.py:agent --queue redis://localhost:6379/0",
+    )
+    worker.add_argument("targets", metavar="TARGET", nargs="*", help=TARGET_HELP)
+    worker.add_argument("--config", metavar="langgraph.json", help="a LangGraph project's config")
+    worker.add_argument("--queue", required=True, metavar="redis://...", help="the servers' queue")
+    worker.add_argument(
+        "--saver",
+        metavar="sqlite:PATH|redis://...",
+        help="where threads are kept (the servers' --saver; default: the queue's Redis)",
+    )
+    worker.add_argument("--concurrency", default="8", help="runs at once (default: 8)")
+    worker.add_argument(
+        "--lease-seconds",
+        default="30",
+        help="a thread's lease: a worker that stops answering loses its runs after this "
+        "(default: 30)",
+    )
+    worker.add_argument(
+        "--max-attempts",
+        default="3",
+        help="times a run is taken up before it ends as an error (default: 3)",
+    )
+    worker.add_argument("--name", help="this worker's name in leases and logs")
+    worker.set_defaults(handler=_cmd_worker)
     return parser
 
 

@@ -33,9 +33,12 @@ def make_saver(spec: str) -> BaseCheckpointSaver:
             raise CliError(
                 f"--saver {shown}: cannot open the SQLite file: {mask(str(error))}"
             ) from None
-    if spec.startswith(("redis://", "rediss://", "unix://")):
+    if spec.startswith(
+        ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+    ):
+        cluster = "+cluster://" in spec
         try:
-            return RedisSaver.from_url(spec)
+            return RedisSaver.from_url(spec.replace("+cluster://", "://", 1), cluster=cluster)
         except ValueError as error:
             raise CliError(
                 f"--saver {shown} is not a Redis URL that works: {mask(str(error))}; expected "

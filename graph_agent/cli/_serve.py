@@ -22,6 +22,7 @@ from ._run_store import run_store_beside
 from ._saver import check_saver, close_saver, make_saver
 from ._serve_targets import NAME as _NAME
 from ._serve_targets import NamedTarget, gather, parse_named
+from ._worker import queued_runs
 
 __all__ = ["DEFAULT_SERVER_SAVER", "ServeOptions", "run_serve", "served_objects"]
 
@@ -41,6 +42,7 @@ class ServeOptions:
     config: str | None = None
     allow_origins: Sequence[str] = ()
     allow_hosts: Sequence[str] = ()
+    queue: str | None = None
 
 
 def _name_of(target: str, owner: Any, graph: Any) -> str:
@@ -185,9 +187,14 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         print(f"graph-agent serve: {ignored}: not used here, ignored", file=out, flush=True)
     for key, value in project.env.items():  # before any graph loads: they may read it
         os.environ.setdefault(key, value)
-    served, made, where = served_objects(project.graphs, options.saver)
+    saver = options.saver or (options.queue if options.queue else None)
+    served, made, where = served_objects(project.graphs, saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None
-    runs = run_store_beside(served, made)
+    queue: Any = None
+    if options.queue:
+        runs, queue = queued_runs(options.queue)
+    else:
+        runs = run_store_beside(served, made)
     try:
         app = create_app(
             served,
@@ -197,7 +204,7 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
             runs=runs,
         )
     except BaseException as error:
-        asyncio.run(runs.aclose())
+        _close_runs(runs, queue)
         if made is not None:
             close_saver(made)
         if isinstance(error, ValueError):  # what create_app refuses: an origin that is not one
@@ -234,7 +241,16 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
     finally:
         server_log.removeHandler(handler)
         access_log.setLevel(logging.NOTSET)
-        asyncio.run(runs.aclose())
+        _close_runs(runs, queue)
         if made is not None:
             close_saver(made)
     return 0
+
+
+def _close_runs(runs: Any, queue: Any) -> None:
+    async def close() -> None:
+        await (runs.store if hasattr(runs, "store") else runs).aclose()
+        if queue is not None:
+            await queue.aclose()
+
+    asyncio.run(close())

@@ -38,8 +38,9 @@ class RedisRunStore(RunStore):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisRunStore:
         """A store on the Redis at ``url`` (``redis://``, ``rediss://``, ``unix://``; a
-        cluster when ``cluster=True`` is given)."""
-        cluster = options.pop("cluster", False)
+        cluster for ``redis+cluster://`` or when ``cluster=True`` is given)."""
+        cluster = options.pop("cluster", False) or "+cluster://" in url
+        url = url.replace("+cluster://", "://", 1)
         if cluster:
             from redis.asyncio.cluster import RedisCluster
 
@@ -140,10 +141,15 @@ class RedisRunStore(RunStore):
         rows = await self.client.xrange(self._key("events", run_id))
         return [e for e in (_entry(i, f) for i, f in rows) if e.event != END]
 
-    async def end_events(self, run_id: str, last: int) -> None:
-        """Mark the run's log ended, after its entry ``last`` (readers stop there)."""
+    async def end_events(self, run_id: str) -> None:
+        """Mark the run's log ended, after its last entry (readers stop there)."""
         key = self._key("events", run_id)
-        await self.client.xadd(key, {"event": END, "data": "null"}, id=f"{last + 1}-1")
+        await self.client.xadd(key, {"event": END, "data": "null"})
+
+    async def last_event(self, run_id: str) -> int:
+        """The number of the run's last kept entry (0: none)."""
+        rows = await self.client.xrevrange(self._key("events", run_id), count=1)
+        return int(_text(rows[0][0]).partition("-")[0]) if rows else 0
 
     async def follow_events(
         self, run_id: str, after: int, block: float

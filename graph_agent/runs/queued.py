@@ -101,7 +101,7 @@ class QueuedRunService(RunService):
         if run.status == "pending":  # no worker has it: it never starts (a worker that
             run.mark("interrupted")  # takes it up reads the request first)
             await self.store.put_run(run)
-            await self.redis.end_events(run.run_id, len(await self.store.events(run.run_id)))
+            await self.redis.end_events(run.run_id)
         if wait:
             await self.join(run)
             fresh = await self.store.get_run(run.run_id)

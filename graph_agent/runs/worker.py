@@ -18,13 +18,15 @@ import contextlib
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+import redis
 
 from checkpoint import LeaseLostError
 
 from ._lease import LeaseKeeper
-from ._log import RunLog
+from ._log import Entry, RunLog
 from ._redis import RedisRunStore
 from .errors import RunDrained
 from .records import ACTIVE, Run
@@ -126,7 +128,7 @@ class RunWorker(RunService):
             return
         execute, thread = how
         kept = await self.store.events(run_id)
-        run.log = RunLog(kept, sink=self._fenced_sink(run_id, keeper), batch=1)
+        run.log = RunLog(kept, sink=self._fenced_sink(run, keeper), batch=1)
         inner = asyncio.create_task(self._run_once(run, execute, thread))
         run.task = inner
         self.live[run_id] = run
@@ -171,10 +173,22 @@ class RunWorker(RunService):
         if self.requeue is not None:
             await self.requeue(run.run_id)
 
-    def _fenced_sink(self, run_id: str, keeper: LeaseKeeper) -> Any:
-        async def keep(entries: Any) -> None:
-            if keeper.held:  # a worker that lost the thread writes nothing of the run
-                await self.redis.append_events(run_id, entries)
+    def _fenced_sink(self, run: Run, keeper: LeaseKeeper) -> Any:
+        async def keep(entries: Sequence[Entry]) -> None:
+            if not keeper.held:  # a worker that lost the thread writes nothing of the run
+                return
+            try:
+                await self.redis.append_events(run.run_id, entries)
+            except redis.ResponseError as error:
+                if "equal or smaller" not in str(error):
+                    raise
+                # a worker that lost the lease wrote there before it noticed: if the lease
+                # is still ours, ours go on after it; if not, this worker stops
+                if not keeper.held:
+                    raise LeaseLostError.refused(run.thread_id, keeper.token, None) from None
+                last = await self.redis.last_event(run.run_id)
+                moved = [Entry(str(last + n), e.event, e.data) for n, e in enumerate(entries, 1)]
+                await self.redis.append_events(run.run_id, moved)
 
         return keep
 
@@ -207,7 +221,7 @@ class RunWorker(RunService):
             return
         await run.log.flush() if isinstance(run.log, RunLog) else None
         await self.store.put_run(run)
-        await self.redis.end_events(run.run_id, len(run.log.entries))
+        await self.redis.end_events(run.run_id)
         run.done.set()
 
     async def _end_unserved(self, run: Run) -> None:
@@ -215,7 +229,7 @@ class RunWorker(RunService):
         run.mark("error", why)
         run.output = {"__error__": self.error_data(RuntimeError(why))}
         await self.store.put_run(run)
-        await self.redis.end_events(run.run_id, len(await self.store.events(run.run_id)))
+        await self.redis.end_events(run.run_id)
 
     async def listen_for_cancels(self) -> None:
         """Until cancelled: cancel the runs of this worker that a server is asked to cancel

@@ -11,7 +11,8 @@ background, ``wait``, ``stream`` with an id on every event and rejoin after
 ``Last-Event-ID``, ``join``, ``cancel``; stateless ones too) with the multitask strategies,
 and a web page at ``/`` (``_page``: chat with streamed answers, interrupts to approve, edit
 or reject, each run's timeline, the graph drawn). ``graph-agent serve module:object`` runs
-it (docs/serving.md).
+it (docs/serving.md). ``Server`` is what the app's routes share (the served objects, the
+threads, the runs); ``graph-agent worker`` drives queued runs through one, without HTTP.
 """
 
 from __future__ import annotations
@@ -26,5 +27,6 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in tests/te
     ) from error
 
 from ._app import create_app
+from ._server import Server
 
-__all__ = ["create_app"]
+__all__ = ["Server", "create_app"]

@@ -24,7 +24,7 @@ from tests.redis_servers import free_port
 
 need_module("docket", "pip install 'graph-agent[queue]'")
 
-from graph_agent.runs._docket import QueueUnavailableError, RunQueue, work  # noqa: E402
+from graph_agent.runs.queue import QueueUnavailableError, RunQueue, work  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds before a wait fails the test
@@ -237,7 +237,7 @@ def test_a_url_that_is_not_redis_says_which_urls_are() -> None:
 WORKER = """
 import asyncio, sys, time
 from pathlib import Path
-from graph_agent.runs._docket import work
+from graph_agent.runs.queue import work
 
 url, name, folder, mode, lease = sys.argv[1:6]
 folder = Path(folder)

@@ -41,7 +41,7 @@ try:
     from docket import CurrentExecution, Docket, Execution, Worker
 except ImportError as error:
     raise ImportError(
-        "graph_agent.runs._docket (the queue of `serve --queue` and `worker`) needs docket, "
+        "graph_agent.runs.queue (the queue of `serve --queue` and `worker`) needs docket, "
         f"which cannot be imported ({error}): pip install 'graph-agent[queue]'"
     ) from error
 
