@@ -57,7 +57,7 @@ def test_a_missing_extra_says_what_to_install():
         ("graph_agent.observability", "otel"),
         ("graph_agent.mcp", "mcp"),
         ("graph_agent.server", "server"),
-        ("graph_agent.runs._docket", "queue"),
+        ("graph_agent.runs.queue", "queue"),
     ):
         done = _run(f"import {module}")
         assert done.returncode == 1

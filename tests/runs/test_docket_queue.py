@@ -1,4 +1,4 @@
-"""The run queue on docket (graph_agent/runs/_docket.py): each queued run id reaches one
+"""The run queue on docket (graph_agent/runs/queue.py): each queued run id reaches one
 handler once; a worker killed mid-run hands its run to another after the redelivery timeout;
 a healthy worker keeps a long run (its loop blocked or not, draining or not); a stop drains.
 On a real redis-server (and a 3-node Cluster), and on docket's in-process ``memory://``."""
