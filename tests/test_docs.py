@@ -160,6 +160,17 @@ NO_RUN: dict[tuple[str, str, str], str] = {
         "graph_agent/   the engine (graph/), run events (events/), the run's plumbing (_runtime/),",
     ): "a directory listing, not code",
     (
+        "docs/serving.md",
+        "text no-run",
+        "                    clients: langgraph-sdk, the web page, curl",
+    ): "a picture of servers, workers and Redis",
+    (
+        "docs/serving.md",
+        "console no-run",
+        "$ pip install 'graph-agent[server,queue]'",
+    ): "an install command, then a server and a worker on a Redis elsewhere, which run until "
+    "stopped (tests/runs/test_workers.py runs them on a local redis-server)",
+    (
         "docs/architecture.md",
         "text no-run",
         " ┌──────────────────────────────────────────────────────────────────────────────────────┐",
