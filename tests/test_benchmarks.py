@@ -45,6 +45,12 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
             "W5_round_trips",
             "W5_resume_redis",
             "W11_history_redis",
+            # W16: serve --queue and a worker (benchmarks/workers.py), on redis-servers of its own
+            "W16_workers_1",
+            "W16_scaling",
+            "W16_first_event_embedded",
+            "W16_first_event_queued",
+            "W16_added_per_run",
         }
     assert expected <= set(records), expected - set(records)
     for name in expected - {"W5_saver_probe_plain", "W5_round_trips"}:
@@ -74,6 +80,11 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
         record = records[name]
         assert record["model_calls_per_invoke"] == calls, record
         assert record["n"] == record["invokes"] * calls, record
+    if "W16_workers_1" in records:  # every run it made was checked; the figures are there
+        assert records["W16_workers_1"]["runs_per_s"] > 0
+        for name in ("W16_first_event_embedded", "W16_first_event_queued"):
+            assert 0 < records[name]["first_values_p50_ms"] <= records[name]["end_p50_ms"]
+        assert records["W16_added_per_run"]["queued_round_trips"]["round_trips_per_run"] > 0
     assert "W1_linear" in done.stdout  # the table
     assert "machine: " in done.stdout and "CPUs" in done.stdout  # what the figures depend on
 
