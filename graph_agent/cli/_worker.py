@@ -132,6 +132,9 @@ async def _work(worker: Any, store: Any, options: WorkerOptions) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping)
+    # not through the loop: the runs a pause cost their lease must stop before the loop
+    # runs any of their code again
+    signal.signal(signal.SIGCONT, lambda *_: worker.resumed())
     cancels = asyncio.create_task(worker.listen_for_cancels())
     async with RunQueue(options.queue, QUEUE_NAME) as queue:
         worker.requeue = queue.enqueue

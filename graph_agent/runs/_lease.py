@@ -95,6 +95,12 @@ class LeaseKeeper:
         return self.ttl_seconds / 3
 
     @property
+    def expired(self) -> bool:
+        """Whether the lease has run out by this process's clock (renewals missed: the
+        process was paused, or Redis could not be reached, for longer than the lease)."""
+        return self._thread is not None and time.monotonic() >= self._expires
+
+    @property
     def held(self) -> bool:
         """Whether the keeper holds the lease now (acquired, not lost, not released)."""
         return self._thread is not None and not self.lost.is_set() and not self._stop.is_set()

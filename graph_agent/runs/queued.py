@@ -89,8 +89,18 @@ class QueuedRunService(RunService):
             stateless=stateless,
         )
         await self.store.put_run(run)  # recorded before anyone is told of it
-        await self.submit(run.run_id)
+        await self.submit_next(thread_id)
         return self._attach(run)
+
+    async def submit_next(self, thread_id: str) -> None:
+        """Queue the thread's oldest pending run if no run of the thread is running: a run
+        is queued only when its turn comes, so no worker waits on a thread with a run
+        queued behind it (the worker that ends a run queues the thread's next one). Recorded
+        first, then read: of a server accepting a run and a worker ending the one before it,
+        one at least sees the other's record (a run queued twice runs once)."""
+        active = [r for r in await self.store.thread_runs(thread_id) if r.status in ACTIVE]
+        if active and all(r.status == "pending" for r in active):
+            await self.submit(min(active, key=lambda r: r.created_at).run_id)
 
     async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
         """Ask the worker that runs ``run`` to stop it (a queued run is marked cancelled and
@@ -102,6 +112,7 @@ class QueuedRunService(RunService):
             run.mark("interrupted")  # takes it up reads the request first)
             await self.store.put_run(run)
             await self.redis.end_events(run.run_id)
+            await self.submit_next(run.thread_id)
         if wait:
             await self.join(run)
             fresh = await self.store.get_run(run.run_id)
@@ -126,4 +137,9 @@ class QueuedRunService(RunService):
             await asyncio.sleep(0)
 
     async def recover(self, plan: Callable[[Run], tuple[Execute, ThreadOps] | None]) -> list[Run]:
-        return []  # workers take up the runs of a worker that stopped
+        """Queue again the runs whose turn came while no one queued them (a server that
+        stopped between recording a run and queueing it); workers take up the runs of a
+        worker that stopped."""
+        for thread_id in {r.thread_id for r in await self.store.active_runs()}:
+            await self.submit_next(thread_id)
+        return []

@@ -69,6 +69,8 @@ class Run:
     draining: bool = False
     # this drive of it takes it up again (it ``began`` before)
     resumed: bool = False
+    # the token of its thread's lease, while this process holds it (checkpoint writes fenced)
+    lease: str | None = None
 
     KEPT = (
         "run_id", "thread_id", "assistant_id", "multitask_strategy", "kwargs", "metadata",

@@ -24,11 +24,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint import supports_leases
+
+from ._lease import LeaseKeeper
 from ._log import Entry, RunLog
 from .errors import RunDrained, ThreadBusyError
 from .records import MULTITASK_STRATEGIES, Run, RunStatus, ThreadRecord
@@ -37,6 +42,7 @@ from .store import MemoryRunStore, RunStore
 __all__ = ["Execute", "RunService", "ThreadOps"]
 
 _log = logging.getLogger("graph_agent.runs")
+LEASE_POLL_SECONDS = 0.05  # how often a run waiting for another process's thread looks again
 
 # What drives a run: it writes the run's events with ``run.log.append``, sets
 # ``run.started`` once the run's input is stored, and returns the final status ("success",
@@ -47,11 +53,14 @@ Execute = Callable[[Run], Awaitable[RunStatus]]
 @dataclass(frozen=True)
 class ThreadOps:
     """What the service needs of a run's thread: ``head()``, the id of its latest
-    checkpoint (``None``: it has none), and ``restore(checkpoint_id)``, which makes the
-    thread stand where it stood at that checkpoint again (``None``: empty)."""
+    checkpoint (``None``: it has none), ``restore(checkpoint_id)``, which makes the thread
+    stand where it stood at that checkpoint again (``None``: empty), and ``saver``, the saver
+    that keeps it: a durable one's lease keeps every other process off the thread while the
+    run goes on (two servers on one Redis never run one thread at once)."""
 
     head: Callable[[], Awaitable[str | None]]
     restore: Callable[[str | None], Awaitable[None]]
+    saver: Any = None
 
 
 def _error_data(error: BaseException) -> Any:
@@ -81,6 +90,8 @@ class RunService:
         self.error_data = error_data
         self.client_mistake = client_mistake
         self.logger = logger
+        self.name = f"{socket.gethostname()}:{os.getpid()}"  # in the leases it holds
+        self.lease_seconds = 30.0
         self.live: dict[str, Run] = {}  # the runs this process drives or drove
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -197,10 +208,41 @@ class RunService:
             async with lock:
                 if run.status != "pending":  # cancelled while it waited
                     return
-                await self._run_once(run, execute, thread)
+                keeper = await self._lease(run, thread.saver)
+                try:
+                    if keeper is None or await self._still_ours(run):
+                        await self._run_once(run, execute, thread)
+                finally:
+                    if keeper is not None:
+                        await asyncio.to_thread(keeper.release)
         finally:
             run.started.set()
             await asyncio.shield(self._finish(run))
+
+    async def _lease(self, run: Run, saver: Any) -> LeaseKeeper | None:
+        """The lease of ``run``'s thread on a durable ``saver`` that keeps leases, held for
+        the run (waited for while another process holds it); ``None`` for a saver without."""
+        if saver is None or not getattr(saver, "durable", False) or not supports_leases(saver):
+            return None
+        token = f"{self.name}/{run.run_id}/{uuid.uuid4().hex[:8]}"
+        while True:
+            keeper = LeaseKeeper(saver, run.thread_id, token, self.lease_seconds)
+            if await asyncio.to_thread(keeper.acquire):
+                run.lease = token
+                return keeper
+            run.started.set()  # queued behind another process's run: answered as pending
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+
+    async def _still_ours(self, run: Run) -> bool:
+        """Whether ``run`` is still to be run by this process, read again once its thread is
+        leased: another process on the same store may have run it meanwhile (a restart's
+        recovery of a run that another server was running); then ``run`` takes its record."""
+        kept = await self.store.get_run(run.run_id)
+        if kept is None or kept.active:
+            return True
+        for name in Run.KEPT:
+            setattr(run, name, getattr(kept, name))
+        return False
 
     async def _run_once(self, run: Run, execute: Execute, thread: ThreadOps) -> None:
         """Run ``run`` while its thread is this process's (a lock, or a worker's lease):

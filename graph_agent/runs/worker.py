@@ -65,6 +65,7 @@ class RunWorker(RunService):
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
         self.requeue = requeue
+        self._keepers: dict[str, LeaseKeeper] = {}
 
     def _stolen(self, error: BaseException) -> bool:
         return isinstance(error, LeaseLostError)
@@ -132,6 +133,7 @@ class RunWorker(RunService):
         inner = asyncio.create_task(self._run_once(run, execute, thread))
         run.task = inner
         self.live[run_id] = run
+        self._keepers[run_id] = keeper
         keeper.on_lost = lambda _: self._loop_call(run)
         said = await self.redis.cancel_requested(run_id)  # asked before it was live here
         if said is not None:
@@ -159,6 +161,7 @@ class RunWorker(RunService):
             return
         finally:
             self.live.pop(run_id, None)
+            self._keepers.pop(run_id, None)
         await self._close(run, keeper)
 
     async def _requeue(self, run: Run, keeper: LeaseKeeper) -> None:
@@ -192,6 +195,17 @@ class RunWorker(RunService):
 
         return keep
 
+    def resumed(self) -> None:
+        """This process was paused and goes on (SIGCONT): each run whose lease ran out
+        meanwhile stops before any of its code goes on (another worker has taken it up), so
+        a tool it was in does not finish its work a second time. Called in the main thread
+        (a signal handler), ahead of the event loop's next step."""
+        for run_id, keeper in list(self._keepers.items()):
+            run = self.live.get(run_id)
+            if keeper.expired and run is not None and run.task is not None:
+                keeper.lost.set()
+                run.task.cancel()
+
     def drain(self) -> None:
         """This worker stops: each of its runs stops at its next step boundary and goes back
         to the queue (see ``RunDrained``)."""
@@ -223,6 +237,15 @@ class RunWorker(RunService):
         await self.store.put_run(run)
         await self.redis.end_events(run.run_id)
         run.done.set()
+        await self._queue_next(run.thread_id)
+
+    async def _queue_next(self, thread_id: str) -> None:
+        """Queue the thread's next run, now that its turn has come (see ``submit_next``)."""
+        if self.requeue is None:
+            return
+        active = [r for r in await self.store.thread_runs(thread_id) if r.status in ACTIVE]
+        if active and all(r.status == "pending" for r in active):
+            await self.requeue(min(active, key=lambda r: r.created_at).run_id)
 
     async def _end_unserved(self, run: Run) -> None:
         why = f"assistant {run.assistant_id!r} is not served by the workers that took it"
@@ -230,6 +253,7 @@ class RunWorker(RunService):
         run.output = {"__error__": self.error_data(RuntimeError(why))}
         await self.store.put_run(run)
         await self.redis.end_events(run.run_id)
+        await self._queue_next(run.thread_id)
 
     async def listen_for_cancels(self) -> None:
         """Until cancelled: cancel the runs of this worker that a server is asked to cancel

@@ -360,12 +360,16 @@ class Server:
         async def execute(run: Run) -> RunStatus:
             value = plan.value
             if run.resumed:  # taken up again: from where the thread stands, if it moved
-                head = await self._thread_ops(plan.served, run.thread_id).head()
-                if head != run.started_at_checkpoint:
+                at = RunnableConfig(thread_id=run.thread_id)
+                snapshot = await plan.served.graph.aget_state(at)
+                head = snapshot.checkpoint_id if snapshot is not None else None
+                if snapshot is not None and head != run.started_at_checkpoint:
+                    if not snapshot.next or snapshot.interrupts:  # it had ended (or paused)
+                        run.output = await self.final_values(run)
+                        return "success"
                     value = None
-            return await self._execute(
-                run, plan.served, value, plan.config, plan.modes, plan.subgraphs
-            )
+            config = plan.config if run.lease is None else plan.config.replace(lease=run.lease)
+            return await self._execute(run, plan.served, value, config, plan.modes, plan.subgraphs)
 
         return execute
 
@@ -384,7 +388,7 @@ class Server:
                 at = RunnableConfig(thread_id=thread_id, checkpoint_id=checkpoint_id)
                 await graph.aupdate_state(at, None)
 
-        return ThreadOps(head, restore)
+        return ThreadOps(head, restore, graph.saver)
 
     def driver_of(self, run: Run, lease: str | None = None) -> tuple[Execute, ThreadOps] | None:
         """How to drive a recorded ``run`` again (a restart, a worker): from what its client

@@ -48,8 +48,9 @@ def finished(base: str, runs: list[tuple[str, str]]) -> dict[str, str]:
     statuses: dict[str, str] = {}
     with httpx.Client(base_url=base, timeout=120) as http:
         for thread, run_id in runs:
-            http.get(f"/threads/{thread}/runs/{run_id}/join")
-            statuses[run_id] = http.get(f"/threads/{thread}/runs/{run_id}").json()["status"]
+            joined = http.get(f"/threads/{thread}/runs/{run_id}/join").json()
+            status = http.get(f"/threads/{thread}/runs/{run_id}").json()["status"]
+            statuses[run_id] = status if status == "success" else f"{status}: {joined}"
     return statuses
 
 
