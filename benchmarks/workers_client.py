@@ -27,7 +27,9 @@ import json
 import time
 from typing import Any
 
-from serving_client import make_client, median, percentile
+import httpx
+from langgraph_sdk.client import LangGraphClient
+from serving_client import median, percentile
 
 ASSISTANT = "w16"
 ANSWER = "done"
@@ -38,6 +40,22 @@ CREATING = 16  # runs.create requests in flight at once
 JOINING = 48
 WARMUP = 10
 INPUT = {"messages": [{"role": "user", "content": "go"}]}
+
+
+def make_client(url: str, connections: int) -> LangGraphClient:
+    """W15's client (serving_client.make_client: no retries, a pool for every request), whose
+    idle connections are dropped after 1 s: uvicorn closes a kept-alive connection idle for
+    5 s, httpx's default expiry, and a request sent on one as it closes fails with ReadError
+    (seen once in 6 runs of 3 trials of 4 workers)."""
+    limits = httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=1.0
+    )
+    http = httpx.AsyncClient(
+        base_url=url,
+        transport=httpx.AsyncHTTPTransport(retries=0, limits=limits),
+        timeout=httpx.Timeout(connect=60, read=300, write=300, pool=60),
+    )
+    return LangGraphClient(http)
 
 
 def _answer(out: Any) -> str:
