@@ -48,7 +48,7 @@ CLI_WORKER = [str(CLI)]  # how a worker is started
 # runs / threads per throughput trial; samples: sequential streams per backend (latency);
 # added_runs: W15's sequential runs per trial and kind; concurrency: each worker's --concurrency.
 # 2: one worker's runs/s is then set by its own slots (docket sleeps 100 ms when all are busy:
-# ~10 runs/s per slot with the 50 ms model), and 4 workers still fit in 2 cores (~30 ms of CPU
+# ~10 runs/s per slot with the 50 ms model), and 4 workers still fit in 2 cores (~25 ms of CPU
 # per run, client, server, workers and Redis together); benchmarks/BASELINE.md, W16
 SIZES: dict[str, Any] = {"workers": (1, 2, 4), "runs": 200, "threads": 40, "trials": 3, "samples": 100,
          "added_runs": 50, "added_trials": 1, "concurrency": 2}  # fmt: skip
