@@ -194,7 +194,7 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
     if options.queue:
         runs, queue = queued_runs(options.queue)
     else:
-        runs = run_store_beside(served, made)
+        runs = run_store_beside(served, made, saver or DEFAULT_SERVER_SAVER)
     try:
         app = create_app(
             served,

@@ -179,6 +179,13 @@ class RedisRunStore(RunStore):
     def cancels_channel(self) -> str:
         return self._key("cancels")
 
+    async def release(self) -> None:
+        pool = getattr(self.client, "connection_pool", None)
+        if pool is not None:  # a single node: its pool opens new connections when used
+            await pool.disconnect()
+        elif self._owned:  # a cluster client: closed (it is this store's)
+            await self.client.aclose()
+
     async def aclose(self) -> None:
         if self._owned:
             await self.client.aclose()

@@ -136,6 +136,12 @@ class QueuedRunService(RunService):
                     break
             await asyncio.sleep(0)
 
+    async def release(self) -> None:
+        await super().release()
+        close = getattr(self.submit, "__self__", None)  # the queue ``submit`` belongs to
+        if close is not None and hasattr(close, "aclose"):
+            await close.aclose()
+
     async def recover(self, plan: Callable[[Run], tuple[Execute, ThreadOps] | None]) -> list[Run]:
         """Queue again the runs whose turn came while no one queued them (a server that
         stopped between recording a run and queueing it); workers take up the runs of a

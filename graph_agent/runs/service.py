@@ -357,6 +357,10 @@ class RunService:
         if run.task is not None and not run.task.done():
             run.task.cancel()
 
+    async def release(self) -> None:
+        """Let go of what this service opened on the running event loop (at its end)."""
+        await self.store.release()
+
     async def join(self, run: Run) -> None:
         await run.done.wait()
 

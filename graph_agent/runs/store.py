@@ -69,6 +69,10 @@ class RunStore(abc.ABC):
     async def events(self, run_id: str) -> list[Entry]:
         """The run's kept events, in order."""
 
+    async def release(self) -> None:  # noqa: B027  (a store may hold no connection)
+        """Let go of the connections opened on the running event loop (before it ends);
+        the store opens new ones if it is used again."""
+
     async def aclose(self) -> None:  # noqa: B027  (a store may hold nothing to release)
         """Release what the store holds (a file, a connection)."""
 

@@ -56,7 +56,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await server.recover()
-        yield
+        try:
+            yield
+        finally:
+            await server.runs.release()
 
     app = Starlette(routes=routes, exception_handlers=dict(ERROR_HANDLERS), lifespan=lifespan)
     app.state.server = server

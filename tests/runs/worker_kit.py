@@ -70,11 +70,13 @@ class Fleet:
     url: str
     module: Path
     logs: Path
+    board_url: str  # a single redis-server where the agent's tool writes what the test reads
     servers: list[tuple[subprocess.Popen[bytes], str]] = field(default_factory=list)
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def env(self, **more: str) -> dict[str, str]:
-        return dict(os.environ, PYTHONPATH=str(ROOT), BOARD=self.url, HOME=str(self.logs), **more)
+        home = str(self.logs)
+        return dict(os.environ, PYTHONPATH=str(ROOT), BOARD=self.board_url, HOME=home, **more)
 
     def serve(self) -> str:
         port = free_port()
@@ -116,7 +118,7 @@ class Fleet:
         return self.read(f"worker-{self.workers.index(process)}.log")
 
     def board(self) -> redis.Redis:
-        return redis.Redis.from_url(self.url, decode_responses=True)
+        return redis.Redis.from_url(self.board_url, decode_responses=True)
 
     def stop(self) -> None:
         for process in [*self.workers, *(p for p, _ in self.servers)]:
@@ -133,12 +135,12 @@ class Fleet:
 
 
 @contextmanager
-def fleet(url: str, directory: Path) -> Iterator[Fleet]:
+def fleet(url: str, directory: Path, board_url: str | None = None) -> Iterator[Fleet]:
     module = directory / "recorder.py"
     module.write_text(AGENT)
     logs = directory / "logs"
     logs.mkdir()
-    running = Fleet(url, module, logs)
+    running = Fleet(url, module, logs, board_url or url)
     try:
         yield running
     finally:

@@ -9,8 +9,8 @@ import asyncio
 import json
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
@@ -63,14 +63,29 @@ def two_servers(redis_url: str) -> Iterator[tuple[str, str, threading.Event, thr
         urls = []
         for _ in range(2):
             saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
-            stack.callback(saver.close)
             store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
             app = create_app({"held": held_agent(saver, release, entered)}, runs=store)
+            closing_on_its_loop(app, saver, store)
             urls.append(stack.enter_context(live_server(app)))
         try:
             yield urls[0], urls[1], release, entered
         finally:
             release.set()
+
+
+def closing_on_its_loop(app: Any, *owned: Any) -> None:
+    """Close ``owned`` (their async clients are bound to the server's loop) when ``app``
+    shuts down, on its loop."""
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async with inner(app):
+            yield
+        for thing in owned:
+            await thing.aclose()
+
+    app.router.lifespan_context = lifespan
 
 
 def texts(base: str, thread: str) -> list[str]:
