@@ -22,7 +22,7 @@ from ._run_store import run_store_beside
 from ._saver import check_saver, close_saver, make_saver
 from ._serve_targets import NAME as _NAME
 from ._serve_targets import NamedTarget, gather, parse_named
-from ._worker import queued_runs
+from ._worker import check_queue_url, queued_runs
 
 __all__ = ["DEFAULT_SERVER_SAVER", "ServeOptions", "run_serve", "served_objects"]
 
@@ -187,6 +187,8 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         print(f"graph-agent serve: {ignored}: not used here, ignored", file=out, flush=True)
     for key, value in project.env.items():  # before any graph loads: they may read it
         os.environ.setdefault(key, value)
+    if options.queue:
+        check_queue_url(options.queue)  # before the saver, which defaults to it
     saver = options.saver or (options.queue if options.queue else None)
     served, made, where = served_objects(project.graphs, saver)
     token = options.token or os.environ.get(TOKEN_ENV) or None

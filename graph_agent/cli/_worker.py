@@ -16,7 +16,7 @@ from ._errors import CliError
 from ._failures import mask_url
 from ._serve_targets import gather
 
-__all__ = ["QUEUE_NAME", "WorkerOptions", "queued_runs", "run_worker"]
+__all__ = ["QUEUE_NAME", "WorkerOptions", "check_queue_url", "queued_runs", "run_worker"]
 
 QUEUE_NAME = "graph-agent"  # docket's name for the queue: servers and workers share it
 
@@ -44,11 +44,21 @@ def _needs_extras() -> None:
         ) from None
 
 
+def check_queue_url(url: str) -> None:
+    """``CliError`` unless the queue's Redis answers at ``url``."""
+    _needs_extras()
+    from ..runs.queue import QueueUnavailableError, check_queue
+
+    try:
+        asyncio.run(check_queue(url))
+    except QueueUnavailableError as error:
+        raise CliError(f"--queue: {error}") from None
+
+
 def queued_runs(url: str) -> tuple[Any, Any]:
     """``serve --queue URL``'s runs service (runs recorded in Redis at ``url`` and queued
     for workers) and the queue it submits to (closed by the caller: ``await
-    queue.aclose()``)."""
-    _needs_extras()
+    queue.aclose()``). ``check_queue_url(url)`` first."""
     from ..runs import RedisRunStore
     from ..runs.queue import RunQueue
     from ..runs.queued import QueuedRunService
@@ -60,15 +70,17 @@ def queued_runs(url: str) -> tuple[Any, Any]:
 
 
 def run_worker(options: WorkerOptions, out: TextIO) -> int:
-    _needs_extras()
+    check_queue_url(options.queue)
     try:
-        from ..server import Server
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
     except ImportError:
         raise CliError(
             "workers need the 'server' extra: pip install 'graph-agent[queue,server]'"
         ) from None
     from ..runs import RedisRunStore
     from ..runs.worker import RunWorker
+    from ..server import Server
     from ._saver import close_saver
     from ._serve import served_objects
 

@@ -3,14 +3,16 @@ sent, and the signal that a run stopped for its worker to stop."""
 
 from __future__ import annotations
 
+from ..errors import GraphAgentError
+
 __all__ = ["RunDrained", "ThreadBusyError", "UnknownEventIdError"]
 
 
-class ThreadBusyError(Exception):
+class ThreadBusyError(GraphAgentError):
     """A run was asked for on a thread that runs one, with ``multitask_strategy="reject"``."""
 
 
-class UnknownEventIdError(ValueError):
+class UnknownEventIdError(GraphAgentError, ValueError):
     """A ``Last-Event-ID`` this run never sent."""
 
 

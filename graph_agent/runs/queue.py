@@ -47,7 +47,7 @@ except ImportError as error:
 
 from ..errors import GraphAgentError
 
-__all__ = ["QueueUnavailableError", "RunQueue", "work"]
+__all__ = ["QueueUnavailableError", "RunQueue", "check_queue", "work"]
 
 TASK = "graph_agent_run"  # the one task name on the stream: its key is the run id
 _log = logging.getLogger("graph_agent.runs.queue")
@@ -113,6 +113,12 @@ def _checked(url: str) -> str:
             "rediss://, unix://, redis+cluster:// (a Redis Cluster) or redis+sentinel://"
         )
     return url
+
+
+async def check_queue(url: str) -> None:
+    """Raises ``QueueUnavailableError`` (saying why and what to do) unless the queue's Redis
+    answers at ``url``."""
+    await _check_reachable(_checked(url))
 
 
 async def _check_reachable(url: str) -> None:

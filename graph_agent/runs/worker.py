@@ -66,6 +66,7 @@ class RunWorker(RunService):
         self.max_attempts = max_attempts
         self.requeue = requeue
         self._keepers: dict[str, LeaseKeeper] = {}
+        self._requeues: set[asyncio.Future[None]] = set()
 
     def _stolen(self, error: BaseException) -> bool:
         return isinstance(error, LeaseLostError)
@@ -118,9 +119,8 @@ class RunWorker(RunService):
                 f"the run was taken up {self.max_attempts} times and its worker stopped each "
                 "time (its thread's lease expired); it is not tried again"
             )
-            run.mark("error", why)
-            run.output = {"__error__": self.error_data(RuntimeError(why))}
             self.logger.error("run %s on thread %s: %s", run.run_id, run.thread_id, why)
+            await self._fail(run, why)
             await self._close(run, keeper)
             return
         how = self.driver_of(run, keeper.token)
@@ -220,6 +220,10 @@ class RunWorker(RunService):
                 task.get_loop().call_soon_threadsafe(task.cancel)
 
     def _say_lost(self, run: Run) -> None:
+        if self.requeue is not None:  # whoever holds the thread, or no one: queued again
+            task = asyncio.ensure_future(self.requeue(run.run_id))
+            self._requeues.add(task)
+            task.add_done_callback(self._requeues.discard)
         self.logger.warning(
             "run %s on thread %s: this worker lost the thread's lease (it was paused or cut "
             "off past it); another worker takes the run up, and nothing more of it is "
@@ -247,17 +251,37 @@ class RunWorker(RunService):
         if active and all(r.status == "pending" for r in active):
             await self.requeue(min(active, key=lambda r: r.created_at).run_id)
 
+    async def _fail(self, run: Run, why: str) -> None:
+        """End ``run`` as ``error`` saying ``why``, in its record and in its stream (a
+        client that follows it reads the reason)."""
+        error = RuntimeError(why)
+        run.mark("error", why)
+        run.output = {"__error__": self.error_data(error)}
+        last = await self.redis.last_event(run.run_id)
+        await self.redis.append_events(
+            run.run_id, [Entry(str(last + 1), "error", self.error_data(error))]
+        )
+
     async def _end_unserved(self, run: Run) -> None:
         why = f"assistant {run.assistant_id!r} is not served by the workers that took it"
-        run.mark("error", why)
-        run.output = {"__error__": self.error_data(RuntimeError(why))}
+        await self._fail(run, why)
         await self.store.put_run(run)
         await self.redis.end_events(run.run_id)
         await self._queue_next(run.thread_id)
 
     async def listen_for_cancels(self) -> None:
         """Until cancelled: cancel the runs of this worker that a server is asked to cancel
-        (published on Redis; a run not yet started reads its request when it starts)."""
+        (published on Redis; a run not yet started reads its request when it starts). A
+        lost connection is opened again a second later; a cancel published meanwhile is
+        missed by a run already going (its request is kept: a run taken up reads it)."""
+        while True:
+            try:
+                await self._listen_once()
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
+                self.logger.warning("listening for cancels: %s; again in 1 s", error)
+                await asyncio.sleep(1.0)
+
+    async def _listen_once(self) -> None:
         pubsub = self.redis.client.pubsub()
         await pubsub.subscribe(self.redis.cancels_channel())
         try:
