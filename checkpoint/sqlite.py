@@ -40,6 +40,7 @@ from ._index import (
 )
 from ._lease import check_fence
 from ._sqlite_open import Transaction, connect, hint_for
+from ._sqlite_prune import prune
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
 from .serde import Serializer
@@ -293,7 +294,7 @@ class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
                 (thread, cid, next_list),
             )
             if self.max_retained is not None:
-                self._prune(db, thread, cid, self.max_retained)
+                prune(db, thread, cid, self.max_retained, self.serializer)
         return index
 
     def _index(self, db: sqlite3.Connection, thread: str, checkpoint_id: str) -> Index | None:
@@ -340,51 +341,6 @@ class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
             )
             return next_list, len(items), next_list + 1
         return next_list, 0, next_list + 1
-
-    def _prune(self, db: sqlite3.Connection, thread: str, head: str, keep: int) -> None:
-        """Retention (``_retention``'s rule 4, ``_index``'s sweep): drop all but the newest
-        ``keep`` checkpoints (by ``seq``, the order of the writes; never the head), then every
-        value and list that no kept checkpoint's index refers to."""
-        old = [
-            cid
-            for (cid,) in db.execute(
-                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? "
-                "ORDER BY seq DESC LIMIT -1 OFFSET ?",
-                (thread, keep),
-            )
-            if cid != head
-        ]
-        if not old:
-            return
-        db.executemany(
-            "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
-            [(thread, cid) for cid in old],
-        )
-        kept = [
-            self.serializer.loads(blob)
-            for (blob,) in db.execute("SELECT idx FROM checkpoints WHERE thread_id = ?", (thread,))
-        ]
-        values = {(ref[1], key) for index in kept for key, ref in index.items() if ref[0] == VALUE}
-        lists = {ref[1] for index in kept for ref in index.values() if ref[0] == LIST}
-        stale_values = [
-            (thread, cid, key)
-            for cid, key in db.execute(
-                "SELECT checkpoint_id, key FROM vals WHERE thread_id = ?", (thread,)
-            ).fetchall()
-            if (cid, key) not in values
-        ]
-        db.executemany(
-            "DELETE FROM vals WHERE thread_id = ? AND checkpoint_id = ? AND key = ?", stale_values
-        )
-        stale_lists = [
-            (thread, no)
-            for (no,) in db.execute(
-                "SELECT list_no FROM lists WHERE thread_id = ?", (thread,)
-            ).fetchall()
-            if no not in lists
-        ]
-        db.executemany("DELETE FROM items WHERE thread_id = ? AND list_no = ?", stale_lists)
-        db.executemany("DELETE FROM lists WHERE thread_id = ? AND list_no = ?", stale_lists)
 
     def delete_thread(self, thread_id: str) -> None:
         with (
