@@ -196,3 +196,45 @@ def test_on_a_redis_cluster_a_killed_worker_s_runs_are_finished_by_another(
     for thread in threads:
         assert contents[thread] == expected_messages(notes[thread]), thread
     assert sorted(effects) == sorted(n for t in threads for n in notes[t])
+
+
+def test_a_worker_stopped_with_sigterm_drains_its_run_to_another(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """SIGTERM: the worker takes no new run, its run stops at the end of the step it is in
+    and goes back to the queue; another worker finishes it, each step once."""
+    with fleet(redis_url, tmp_path) as f:
+        base = f.serve()
+        f.worker("--lease-seconds", "2")
+        runs = start_runs(base, ["d"], {"d": ["d:1:hold"]})
+        pid = victim(f, "d:1:hold")  # inside its first model call
+        os.kill(pid, signal.SIGTERM)
+        f.worker("--lease-seconds", "2")
+        f.board().set("go:d:1:hold", "1")  # the step ends; the run goes back to the queue
+        draining = next(p for p in f.workers if p.pid == pid)
+        assert draining.wait(60) == 0  # it drained and ended by itself
+        statuses = finished(base, runs)
+        contents = texts(base, "d")
+        effects = f.board().lrange("effects", 0, -1)
+    assert list(statuses.values()) == ["success"]
+    assert contents == expected_messages(["d:1:hold"])
+    assert effects == ["d:1:hold"]
+
+
+def test_a_run_whose_worker_dies_each_time_ends_as_an_error_after_max_attempts(
+    tmp_path: Path, redis_url: str
+) -> None:
+    with fleet(redis_url, tmp_path) as f:
+        base = f.serve()
+        for _ in range(4):
+            f.worker("--lease-seconds", "1", "--max-attempts", "3", "--concurrency", "1")
+        runs = start_runs(base, ["x"], {"x": ["x:1:die"]})
+        statuses = finished(base, runs)
+        died = f.board().llen("died:x:1:die")
+        thread, run_id = runs[0]
+        events = httpx.get(f"{base}/threads/{thread}/runs/{run_id}/stream", timeout=30).text
+    (status,) = statuses.values()
+    assert status.startswith("error: ")
+    assert "taken up 3 times and its worker stopped each time" in status
+    assert died == 3
+    assert "event: error" in events and "taken up 3 times" in events  # the client reads why

@@ -52,6 +52,13 @@ async def reply(prompt):
         text = str(last.responses[0].response_data)
         return AssistantMessage(f"done {text.removeprefix('recorded ')}")
     note = last.text
+    if note.endswith(":die"):  # its worker dies in it, every time
+        await BOARD.rpush(f"died:{note}", ME)
+        os.kill(os.getpid(), 9)
+    if note.endswith(":hold") and await BOARD.set(f"once:{note}", ME, nx=True):
+        await BOARD.set(f"victim:{note}", ME)  # the test stops this worker, then lets go
+        while not await BOARD.exists(f"go:{note}"):
+            await asyncio.sleep(0.02)
     if note.endswith((":kill", ":stop")) and await BOARD.set(f"once:{note}", ME, nx=True):
         await BOARD.set(f"victim:{note}", ME)  # the test kills or stops this process now
         await asyncio.sleep(3600)
