@@ -15,6 +15,8 @@ from .store import RunStore
 
 __all__ = ["RedisRunStore"]
 
+MAX_CONNECTIONS = 1024  # a server's connections to Redis (redis-py's default is 100)
+
 
 class RedisRunStore(RunStore):
     """Runs and threads in Redis through ``client`` (a ``redis.asyncio.Redis`` or
@@ -36,9 +38,14 @@ class RedisRunStore(RunStore):
         self._owned = False
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> RedisRunStore:
+    def from_url(
+        cls, url: str, *, max_connections: int = MAX_CONNECTIONS, **options: Any
+    ) -> RedisRunStore:
         """A store on the Redis at ``url`` (``redis://``, ``rediss://``, ``unix://``; a
-        cluster for ``redis+cluster://`` or when ``cluster=True`` is given)."""
+        cluster for ``redis+cluster://`` or when ``cluster=True`` is given). Each client
+        that follows a run holds a connection while it waits for the run's next event: past
+        ``max_connections`` (on one node) a request waits for a connection to come free,
+        instead of failing."""
         cluster = options.pop("cluster", False) or "+cluster://" in url
         url = url.replace("+cluster://", "://", 1)
         if cluster:
@@ -48,7 +55,10 @@ class RedisRunStore(RunStore):
         else:
             import redis.asyncio
 
-            client = redis.asyncio.Redis.from_url(url)
+            pool = redis.asyncio.BlockingConnectionPool.from_url(
+                url, max_connections=max_connections, timeout=None
+            )
+            client = redis.asyncio.Redis.from_pool(pool)
         store = cls(client, **options)
         store._owned = True
         return store

@@ -5,6 +5,7 @@ no side effect happens twice; a worker paused past its lease cannot write."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import uuid
@@ -238,3 +239,30 @@ def test_a_run_whose_worker_dies_each_time_ends_as_an_error_after_max_attempts(
     assert "taken up 3 times and its worker stopped each time" in status
     assert died == 3
     assert "event: error" in events and "taken up 3 times" in events  # the client reads why
+
+
+def test_three_hundred_clients_follow_runs_at_once_through_one_server(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Each client that waits for a run holds one of the server's Redis connections while
+    it waits (a blocking read of the run's stream): 300 at once are all answered (redis-py's
+    default pool of 100 made the rest fail with 500)."""
+    threads = [f"j{n}" for n in range(300)]
+    with fleet(redis_url, tmp_path) as f:
+        base = f.serve()
+        f.worker("--concurrency", "32")
+        f.worker("--concurrency", "32")
+        runs = start_runs(base, threads, {t: [f"{t}:1"] for t in threads})
+
+        async def join_all() -> list[int]:
+            limits = httpx.Limits(max_connections=400)
+            async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
+                answers = await asyncio.gather(
+                    *(http.get(f"/threads/{t}/runs/{r}/join") for t, r in runs)
+                )
+            return [a.status_code for a in answers]
+
+        codes = asyncio.run(join_all())
+        statuses = finished(base, runs)
+    assert codes == [200] * len(runs)
+    assert list(statuses.values()) == ["success"] * len(runs)
