@@ -11,7 +11,23 @@ from typing import Any
 
 from .errors import UnknownEventIdError
 
-__all__ = ["Entry", "RunLog"]
+__all__ = ["Entry", "RunLog", "position_after"]
+
+
+def position_after(last_id: str | None, sent: int | None = None) -> int:
+    """Where a reader who last saw ``last_id`` goes on in a run's log: ``None``, or ``"-1"``
+    as ``useStream`` sends it, is from the start. ``UnknownEventIdError`` for an id that is
+    not one, or past the ``sent`` events (when known)."""
+    if not last_id or last_id == "-1":
+        return 0
+    try:
+        seen = int(last_id)
+    except ValueError:
+        raise UnknownEventIdError(f"Last-Event-ID {last_id!r} is not an id of this run") from None
+    if seen < 0 or (sent is not None and seen > sent):
+        said = "" if sent is None else f" (it has sent {sent} events)"
+        raise UnknownEventIdError(f"Last-Event-ID {last_id!r} is not an id of this run{said}")
+    return seen
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -69,22 +85,8 @@ class RunLog:
         await self.flush()
 
     def position_after(self, last_id: str | None) -> int:
-        """Where a reader who last saw ``last_id`` goes on (``None``, or ``"-1"`` as
-        ``useStream`` sends it: from the start)."""
-        if not last_id or last_id == "-1":
-            return 0
-        try:
-            seen = int(last_id)
-        except ValueError:
-            raise UnknownEventIdError(
-                f"Last-Event-ID {last_id!r} is not an id of this run"
-            ) from None
-        if seen < 0 or seen > len(self.entries):
-            raise UnknownEventIdError(
-                f"Last-Event-ID {last_id!r} is not an id of this run (it has sent "
-                f"{len(self.entries)} events)"
-            )
-        return seen
+        """Where a reader who last saw ``last_id`` goes on (see ``position_after``)."""
+        return position_after(last_id, len(self.entries))
 
     async def batches(
         self, last_id: str | None = None, *, idle: float | None = None

@@ -7,8 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ._log import Entry
-from .errors import UnknownEventIdError
+from ._log import Entry, position_after
 
 __all__ = ["RemoteLog"]
 
@@ -24,17 +23,9 @@ class RemoteLog:
         self.run_id = run_id
 
     def position_after(self, last_id: str | None) -> int:
-        if not last_id or last_id == "-1":
-            return 0
-        try:
-            seen = int(last_id)
-        except ValueError:
-            raise UnknownEventIdError(
-                f"Last-Event-ID {last_id!r} is not an id of this run"
-            ) from None
-        if seen < 0:
-            raise UnknownEventIdError(f"Last-Event-ID {last_id!r} is not an id of this run")
-        return seen
+        """Where a reader who last saw ``last_id`` goes on (the worker's count is not known
+        here: an id past it waits for that event)."""
+        return position_after(last_id)
 
     async def batches(
         self, last_id: str | None = None, *, idle: float | None = None

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._redis import RedisRunStore
 from ._remote import RemoteLog
-from .errors import ThreadBusyError
-from .records import ACTIVE, MULTITASK_STRATEGIES, Run
+from .records import ACTIVE, Run, busy_error, check_strategy, next_in_turn
 from .service import Execute, RunService, ThreadOps
 
 __all__ = ["QueuedRunService"]
@@ -66,27 +64,15 @@ class QueuedRunService(RunService):
         *,
         stateless: bool = False,
     ) -> Run:
-        if multitask_strategy not in MULTITASK_STRATEGIES:
-            raise ValueError(
-                f"multitask_strategy {multitask_strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
-            )
+        check_strategy(multitask_strategy)
         ahead = [r for r in await self.store.thread_runs(thread_id) if r.status in ACTIVE]
         if ahead and multitask_strategy == "reject":
-            raise ThreadBusyError(
-                f"thread {thread_id} is busy with run {ahead[-1].run_id}; wait for it, or ask "
-                "with multitask_strategy 'enqueue', 'interrupt' or 'rollback'"
-            )
+            raise busy_error(thread_id, ahead[-1].run_id)
         if ahead and multitask_strategy in ("interrupt", "rollback"):
             for run in ahead:
                 await self.cancel(self._attach(run), rollback=multitask_strategy == "rollback")
-        run = Run(
-            run_id=str(uuid.uuid4()),
-            thread_id=thread_id,
-            assistant_id=assistant_id,
-            multitask_strategy=multitask_strategy,
-            kwargs=kwargs,
-            metadata=metadata,
-            stateless=stateless,
+        run = Run.new(
+            thread_id, assistant_id, kwargs, metadata, multitask_strategy, stateless=stateless
         )
         await self.store.put_run(run)  # recorded before anyone is told of it
         await self.submit_next(thread_id)
@@ -98,9 +84,9 @@ class QueuedRunService(RunService):
         queued behind it (the worker that ends a run queues the thread's next one). Recorded
         first, then read: of a server accepting a run and a worker ending the one before it,
         one at least sees the other's record (a run queued twice runs once)."""
-        active = [r for r in await self.store.thread_runs(thread_id) if r.status in ACTIVE]
-        if active and all(r.status == "pending" for r in active):
-            await self.submit(min(active, key=lambda r: r.created_at).run_id)
+        run_id = next_in_turn(await self.store.thread_runs(thread_id))
+        if run_id is not None:
+            await self.submit(run_id)
 
     async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
         """Ask the worker that runs ``run`` to stop it (a queued run is marked cancelled and

@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+import uuid
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from ._log import RunLog
+from .errors import ThreadBusyError
 
 __all__ = [
     "ACTIVE",
@@ -24,6 +26,31 @@ __all__ = [
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "cancelled", "timeout"]
 ACTIVE = ("pending", "running")  # a run in one of these has not ended
 MULTITASK_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
+
+
+def check_strategy(strategy: str) -> None:
+    """``ValueError`` unless ``strategy`` is one of ``MULTITASK_STRATEGIES``."""
+    if strategy not in MULTITASK_STRATEGIES:
+        raise ValueError(
+            f"multitask_strategy {strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
+        )
+
+
+def busy_error(thread_id: str, run_id: str) -> ThreadBusyError:
+    """What ``multitask_strategy="reject"`` answers on a thread busy with ``run_id``."""
+    return ThreadBusyError(
+        f"thread {thread_id} is busy with run {run_id}; wait for it, or ask with "
+        "multitask_strategy 'enqueue', 'interrupt' or 'rollback'"
+    )
+
+
+def next_in_turn(runs: list[Run]) -> str | None:
+    """Of a thread's runs, the one whose turn has come: the oldest pending one, when none
+    is running (``None`` otherwise)."""
+    active = [r for r in runs if r.status in ACTIVE]
+    if active and all(r.status == "pending" for r in active):
+        return min(active, key=lambda r: r.created_at).run_id
+    return None
 
 
 def now() -> datetime:
@@ -77,6 +104,28 @@ class Run:
         "status", "created_at", "updated_at", "error", "attempt", "started_at_checkpoint",
         "output", "stateless", "rolled_back", "began",
     )  # fmt: skip
+
+    @classmethod
+    def new(
+        cls,
+        thread_id: str,
+        assistant_id: str,
+        kwargs: dict[str, Any],
+        metadata: dict[str, Any],
+        multitask_strategy: str,
+        *,
+        stateless: bool = False,
+    ) -> Run:
+        """A run just accepted: pending, a fresh id."""
+        return cls(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            multitask_strategy=multitask_strategy,
+            kwargs=kwargs,
+            metadata=metadata,
+            stateless=stateless,
+        )
 
     def mark(self, status: RunStatus, error: str | None = None) -> None:
         self.status = status

@@ -35,8 +35,8 @@ from checkpoint import supports_leases
 
 from ._lease import LeaseKeeper
 from ._log import Entry, RunLog
-from .errors import RunDrained, ThreadBusyError
-from .records import MULTITASK_STRATEGIES, Run, RunStatus, ThreadRecord
+from .errors import RunDrained
+from .records import Run, RunStatus, ThreadRecord, busy_error, check_strategy
 from .store import MemoryRunStore, RunStore
 
 __all__ = ["Execute", "RunService", "ThreadOps"]
@@ -151,18 +151,12 @@ class RunService:
     ) -> Run:
         """A new run on ``thread_id``, recorded, then started in the background; returned
         once its input is stored (or once it is queued behind the thread's running one)."""
-        if multitask_strategy not in MULTITASK_STRATEGIES:
-            raise ValueError(
-                f"multitask_strategy {multitask_strategy!r} is not one of {list(MULTITASK_STRATEGIES)}"
-            )
+        check_strategy(multitask_strategy)
         ahead = [r for r in self.live.values() if r.thread_id == thread_id and r.active]
         if ahead:
             if multitask_strategy == "reject":
                 running = next((r for r in ahead if r.status == "running"), ahead[0])
-                raise ThreadBusyError(
-                    f"thread {thread_id} is busy with run {running.run_id}; wait for it, or ask "
-                    "with multitask_strategy 'enqueue', 'interrupt' or 'rollback'"
-                )
+                raise busy_error(thread_id, running.run_id)
             if multitask_strategy in ("interrupt", "rollback"):
                 # the queued ones first, before anything awaits: none of them may start
                 # once the running one stops
@@ -171,14 +165,8 @@ class RunService:
                         self._cancel_pending(run)
                 for run in ahead:
                     await self.cancel(run, rollback=multitask_strategy == "rollback")
-        run = Run(
-            run_id=str(uuid.uuid4()),
-            thread_id=thread_id,
-            assistant_id=assistant_id,
-            multitask_strategy=multitask_strategy,
-            kwargs=kwargs,
-            metadata=metadata,
-            stateless=stateless,
+        run = Run.new(
+            thread_id, assistant_id, kwargs, metadata, multitask_strategy, stateless=stateless
         )
         await self.store.put_run(run)  # recorded before anyone is told of it
         return await self._launch(run, execute, thread)

@@ -29,7 +29,7 @@ from ._lease import LeaseKeeper
 from ._log import Entry, RunLog
 from ._redis import RedisRunStore
 from .errors import RunDrained
-from .records import ACTIVE, Run
+from .records import ACTIVE, Run, next_in_turn
 from .service import Execute, RunService, ThreadOps
 
 __all__ = ["RunWorker"]
@@ -247,9 +247,9 @@ class RunWorker(RunService):
         """Queue the thread's next run, now that its turn has come (see ``submit_next``)."""
         if self.requeue is None:
             return
-        active = [r for r in await self.store.thread_runs(thread_id) if r.status in ACTIVE]
-        if active and all(r.status == "pending" for r in active):
-            await self.requeue(min(active, key=lambda r: r.created_at).run_id)
+        run_id = next_in_turn(await self.store.thread_runs(thread_id))
+        if run_id is not None:
+            await self.requeue(run_id)
 
     async def _fail(self, run: Run, why: str) -> None:
         """End ``run`` as ``error`` saying ``why``, in its record and in its stream (a
