@@ -41,7 +41,8 @@ import datetime as _dt
 import enum
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from decimal import Decimal
 from typing import Any, TypeVar, overload
 from uuid import UUID
@@ -84,12 +85,17 @@ class TypeRegistry:
 
     Only pydantic models, dataclasses and enums can be registered. The name is what is stored,
     so renaming or moving a class needs ``name=`` to keep old checkpoints loadable.
-    Registration is thread-safe; lookups are plain dict reads.
+    Registration is thread-safe; lookups are plain dict reads. A registry with a ``parent``
+    also allows the parent's types, those registered there later too (a library's own
+    types on top of ``default_registry``, where its users register theirs).
     """
 
-    def __init__(self) -> None:
-        self._by_cls: dict[type, _Entry] = {}
-        self._by_name: dict[str, _Entry] = {}
+    def __init__(self, parent: TypeRegistry | None = None) -> None:
+        self._by_cls: MutableMapping[type, _Entry] = {}
+        self._by_name: MutableMapping[str, _Entry] = {}
+        if parent is not None:
+            self._by_cls = ChainMap(self._by_cls, parent._by_cls)
+            self._by_name = ChainMap(self._by_name, parent._by_name)
         self._lock = threading.Lock()
 
     def register(self, cls: type[T], *, name: str | None = None) -> type[T]:

@@ -758,3 +758,24 @@ def test_tuples_of_models_at_every_ext_header_size() -> None:
         value = (Tiny(s="x" * size), Tiny(s="y"))
         assert ser.dumps(value) == _generic_bytes(registry, value)
         assert ser.loads(ser.dumps(value)) == value
+
+
+def test_a_registry_with_a_parent_allows_the_parents_types_registered_later_too() -> None:
+    parent = TypeRegistry()
+    child = TypeRegistry(parent=parent)
+
+    @dataclasses.dataclass
+    class Own:
+        x: int
+
+    @dataclasses.dataclass
+    class Later:
+        y: str
+
+    child.register(Own, name="lib.Own")
+    parent.register(Later, name="app.Later")  # after the child was made
+    serializer = Serializer(child)
+    assert serializer.loads(serializer.dumps([Own(1), Later("a")])) == [Own(1), Later("a")]
+    assert Own not in parent  # the child's own types stay its own
+    with pytest.raises(UnserializableValueError):
+        Serializer(parent).dumps(Own(1))
