@@ -39,7 +39,12 @@ def test_a_queue_no_one_answers_at_is_one_line_and_exit_2(
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--concurrency", "0"), ("--lease-seconds", "soon"), ("--max-attempts", "-1")],
+    [
+        ("--concurrency", "0"),
+        ("--lease-seconds", "soon"),
+        ("--max-attempts", "-1"),
+        ("--run-timeout", "0"),
+    ],
 )
 def test_a_count_that_is_not_one_is_one_line_and_exit_2(
     option: str, value: str, module: Path, tmp_path: Path
@@ -51,4 +56,18 @@ def test_a_count_that_is_not_one_is_one_line_and_exit_2(
     assert (done.returncode, done.stdout) == (2, "")
     assert (
         done.stderr == f"graph-agent worker: error: {option} {value!r} is not a positive number\n"
+    )
+
+
+def test_a_run_timeout_given_to_a_queued_server_is_refused_saying_where_it_belongs(
+    module: Path, tmp_path: Path
+) -> None:
+    done = run_cli(
+        "serve", f"{module}:agent", "--queue", "redis://127.0.0.1:1/0", "--run-timeout", "5",
+        env=cli_env(tmp_path),
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "graph-agent serve: error: --run-timeout: with --queue, the workers run the runs: "
+        "give it to 'graph-agent worker'\n"
     )

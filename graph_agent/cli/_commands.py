@@ -65,6 +65,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allow_origins=args.allow_origins,
         allow_hosts=args.allow_hosts,
         queue=args.queue,
+        run_timeout=_seconds_or_none(args.run_timeout),
     )
     return run_serve(options, sys.stderr)
 
@@ -81,8 +82,13 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         lease_seconds=_positive(args.lease_seconds, "--lease-seconds", float),
         max_attempts=_positive(args.max_attempts, "--max-attempts", int),
         name=args.name,
+        run_timeout=_seconds_or_none(args.run_timeout),
     )
     return run_worker(options, sys.stderr)
+
+
+def _seconds_or_none(text: str | None) -> float | None:
+    return None if text is None else float(_positive(text, "--run-timeout", float))
 
 
 def _positive(text: str, option: str, kind: type[int] | type[float]) -> Any:
@@ -243,6 +249,12 @@ def _parser() -> argparse.ArgumentParser:
         "(default: runs execute in this process); threads are then kept in it too, unless "
         "--saver says where",
     )
+    serve.add_argument(
+        "--run-timeout",
+        metavar="SECONDS",
+        help="stop a run that runs longer than this, as a cancel stops it (what it did is "
+        "kept); it ends as 'timeout' (default: no limit)",
+    )
     serve.set_defaults(handler=_cmd_serve)
     worker = commands.add_parser(
         "worker",
@@ -271,6 +283,12 @@ def _parser() -> argparse.ArgumentParser:
         "--max-attempts",
         default="3",
         help="times a run is taken up before it ends as an error (default: 3)",
+    )
+    worker.add_argument(
+        "--run-timeout",
+        metavar="SECONDS",
+        help="stop a run that runs longer than this, as a cancel stops it (what it did is "
+        "kept); it ends as 'timeout' (default: no limit)",
     )
     worker.add_argument("--name", help="this worker's name in leases and logs")
     worker.set_defaults(handler=_cmd_worker)

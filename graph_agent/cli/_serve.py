@@ -43,6 +43,7 @@ class ServeOptions:
     allow_origins: Sequence[str] = ()
     allow_hosts: Sequence[str] = ()
     queue: str | None = None
+    run_timeout: float | None = None
 
 
 def _name_of(target: str, owner: Any, graph: Any) -> str:
@@ -179,7 +180,8 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
     try:
         import uvicorn  # noqa: F401  (listen_and_serve's; missing, it is said here)
 
-        from ..server import create_app
+        from ..runs import RunService
+        from ..server import Server, create_app
     except ImportError as error:
         raise CliError(_missing_server(error)) from None
     project = gather(options.targets, options.config)
@@ -187,6 +189,10 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         print(f"graph-agent serve: {ignored}: not used here, ignored", file=out, flush=True)
     for key, value in project.env.items():  # before any graph loads: they may read it
         os.environ.setdefault(key, value)
+    if options.queue and options.run_timeout is not None:
+        raise CliError(
+            "--run-timeout: with --queue, the workers run the runs: give it to 'graph-agent worker'"
+        )
     if options.queue:
         check_queue_url(options.queue)  # before the saver, which defaults to it
     saver = options.saver or (options.queue if options.queue else None)
@@ -197,6 +203,8 @@ def run_serve(options: ServeOptions, out: TextIO) -> int:
         runs, queue = queued_runs(options.queue)
     else:
         runs = run_store_beside(served, made, saver or DEFAULT_SERVER_SAVER)
+        if options.run_timeout is not None:
+            runs = RunService(runs, run_timeout=options.run_timeout, **Server.run_options())
     try:
         app = create_app(
             served,

@@ -33,6 +33,7 @@ class WorkerOptions:
     lease_seconds: float = 30.0
     max_attempts: int = 3
     name: str | None = None
+    run_timeout: float | None = None
 
 
 def _needs_extras() -> None:
@@ -106,6 +107,7 @@ def run_worker(options: WorkerOptions, out: TextIO) -> int:
         name=options.name,
         lease_seconds=options.lease_seconds,
         max_attempts=options.max_attempts,
+        run_timeout=options.run_timeout,
         **Server.run_options(),
     )
     server = Server(served, 0, runs=worker)

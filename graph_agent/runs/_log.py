@@ -1,39 +1,36 @@
-"""A run's event log: every event has an id (``"1"``, ``"2"``, ...), unique and ordered within
-the run; a reader who reconnects with ``Last-Event-ID`` gets every later event exactly once,
-while the run goes on or after it ended."""
+"""A run's log: what happened in the run, in order, as the run's own objects (no protocol in
+it: a protocol's adapter encodes it when it reads). Every entry has an id (``"1"``, ``"2"``,
+...), unique and ordered within the run, and a kind:
+
+- ``ATTEMPT``: the run (or its taking up again) begins; data: its attempt number;
+- ``BEFORE``: the thread's state before the run, for a run that goes on from a checkpoint
+  (an answer to an interrupt, a run taken up again); data: a ``StateSnapshot``;
+- ``EVENT``: one of the run's events (``graph_agent.events``);
+- ``STATE``: the thread's state once a step is stored; data: a ``StateSnapshot``;
+- ``FAILURE``: the run failed; data: the error.
+
+A reader reads it from any position, while the run goes on or after it ended."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
-from .errors import UnknownEventIdError
+__all__ = ["ATTEMPT", "BEFORE", "EVENT", "FAILURE", "STATE", "Entry", "RunLog"]
 
-__all__ = ["Entry", "RunLog", "position_after"]
-
-
-def position_after(last_id: str | None, sent: int | None = None) -> int:
-    """Where a reader who last saw ``last_id`` goes on in a run's log: ``None``, or ``"-1"``
-    as ``useStream`` sends it, is from the start. ``UnknownEventIdError`` for an id that is
-    not one, or past the ``sent`` events (when known)."""
-    if not last_id or last_id == "-1":
-        return 0
-    try:
-        seen = int(last_id)
-    except ValueError:
-        raise UnknownEventIdError(f"Last-Event-ID {last_id!r} is not an id of this run") from None
-    if seen < 0 or (sent is not None and seen > sent):
-        said = "" if sent is None else f" (it has sent {sent} events)"
-        raise UnknownEventIdError(f"Last-Event-ID {last_id!r} is not an id of this run{said}")
-    return seen
+ATTEMPT: Final = "attempt"
+BEFORE: Final = "before"
+EVENT: Final = "event"
+STATE: Final = "state"
+FAILURE: Final = "failure"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Entry:
-    """One event of a run's stream: ``id`` (its position, from ``"1"``), the event's name
-    and its JSON-ready data."""
+    """One entry of a run's log: ``id`` (its position, from ``"1"``), its kind (``EVENT``,
+    ``STATE``, ...) and its data."""
 
     id: str
     event: str
@@ -45,7 +42,7 @@ Sink = Callable[[Sequence[Entry]], Awaitable[None]]
 
 
 class RunLog:
-    """A run's events, kept for the run's life and after it (for late joiners). With a
+    """A run's entries, kept for the run's life and after it (for late joiners). With a
     ``sink``, entries are handed to it in batches (every ``batch`` entries, on ``flush`` and
     at ``close``), so a restarted process reads what the run had sent."""
 
@@ -63,8 +60,8 @@ class RunLog:
         wake, self._wake = self._wake, asyncio.Event()
         wake.set()
 
-    async def append(self, event: str, data: Any) -> Entry:
-        entry = Entry(str(len(self.entries) + 1), event, data)
+    async def append(self, kind: str, data: Any) -> Entry:
+        entry = Entry(str(len(self.entries) + 1), kind, data)
         self.entries.append(entry)
         self._changed()
         if self._sink is not None and len(self.entries) - self._kept >= self._batch:
@@ -84,17 +81,13 @@ class RunLog:
         self._changed()
         await self.flush()
 
-    def position_after(self, last_id: str | None) -> int:
-        """Where a reader who last saw ``last_id`` goes on (see ``position_after``)."""
-        return position_after(last_id, len(self.entries))
-
     async def batches(
-        self, last_id: str | None = None, *, idle: float | None = None
+        self, after: int = 0, *, idle: float | None = None
     ) -> AsyncIterator[list[Entry]]:
-        """Every event after ``last_id``, as they come, in lists of those there at once (a
-        reader writes each list in one go), until the run's log closes; with ``idle``, an
-        empty list each ``idle`` seconds without an event."""
-        position = self.position_after(last_id)
+        """Every entry after the first ``after``, as they come, in lists of those there at
+        once (a reader writes each list in one go), until the run's log closes; with
+        ``idle``, an empty list each ``idle`` seconds without an entry."""
+        position = after
         while True:
             if position < len(self.entries):
                 fresh = self.entries[position:]

@@ -1,7 +1,8 @@
-"""``RedisRunStore``: run records, thread records and each run's event log in Redis (one
-node, or a cluster): a record is a JSON string, a run's events are a Redis Stream (trimmed
-to ``max_events``, expiring ``events_ttl`` seconds after the run ended), so any server on
-the same Redis lists every run and streams and rejoins any run."""
+"""``RedisRunStore``: run records, thread records and each run's log in Redis (one node, or
+a cluster): a record is a JSON string, a run's log is a Redis Stream of its entries, packed
+as checkpoints are (``_codec``; trimmed to ``max_events``, expiring ``events_ttl`` seconds
+after the run ended), so any server on the same Redis lists every run and streams and
+rejoins any run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ._codec import dump_data, load_data
 from ._log import Entry
 from .records import ACTIVE, Run, ThreadRecord
 from .store import RunStore
@@ -20,7 +22,8 @@ MAX_CONNECTIONS = 1024  # a server's connections to Redis (redis-py's default is
 
 class RedisRunStore(RunStore):
     """Runs and threads in Redis through ``client`` (a ``redis.asyncio.Redis`` or
-    ``RedisCluster``; the store closes it only if it made it, with ``from_url``). Keys start
+    ``RedisCluster`` that answers bytes, not ``decode_responses``; the store closes it only
+    if it made it, with ``from_url``). Keys start
     with ``prefix``; no command spans two keys, so every key may live on another node."""
 
     def __init__(
@@ -105,7 +108,7 @@ class RedisRunStore(RunStore):
             await self.client.sadd(self._key("active"), run.run_id)
         else:
             await self.client.srem(self._key("active"), run.run_id)
-            await self.client.expire(self._key("events", run.run_id), int(self.events_ttl))
+            await self.client.expire(self._key("log", run.run_id), int(self.events_ttl))
 
     async def get_run(self, run_id: str) -> Run | None:
         data = await self.client.get(self._key("run", run_id))
@@ -133,32 +136,32 @@ class RedisRunStore(RunStore):
             await self.client.zrem(self._key("thread-runs", run.thread_id), run_id)
         await self.client.srem(self._key("active"), run_id)
         await self.client.delete(self._key("run", run_id))
-        await self.client.delete(self._key("events", run_id))
+        await self.client.delete(self._key("log", run_id))
 
     # -- event logs --------------------------------------------------------------------------
 
     async def append_events(self, run_id: str, entries: Sequence[Entry]) -> None:
         # the stream id is the entry's own ("<n>-1"): Redis refuses an id at or below the
         # last one, so no entry is kept twice, and a reader resumes at "<n>-1"
-        key = self._key("events", run_id)
+        key = self._key("log", run_id)
         pipe = self.client.pipeline(transaction=False)
         for entry in entries:
-            fields = {"event": entry.event, "data": json.dumps(entry.data)}
+            fields = {"kind": entry.event, "data": dump_data(entry.data)}
             pipe.xadd(key, fields, id=f"{entry.id}-1", maxlen=self.max_events, approximate=True)
         await pipe.execute()
 
     async def events(self, run_id: str) -> list[Entry]:
-        rows = await self.client.xrange(self._key("events", run_id))
+        rows = await self.client.xrange(self._key("log", run_id))
         return [e for e in (_entry(i, f) for i, f in rows) if e.event != END]
 
     async def end_events(self, run_id: str) -> None:
         """Mark the run's log ended, after its last entry (readers stop there)."""
-        key = self._key("events", run_id)
-        await self.client.xadd(key, {"event": END, "data": "null"})
+        key = self._key("log", run_id)
+        await self.client.xadd(key, {"kind": END})
 
     async def last_event(self, run_id: str) -> int:
         """The number of the run's last kept entry (0: none)."""
-        rows = await self.client.xrevrange(self._key("events", run_id), count=1)
+        rows = await self.client.xrevrange(self._key("log", run_id), count=1)
         return int(_text(rows[0][0]).partition("-")[0]) if rows else 0
 
     async def follow_events(
@@ -166,7 +169,7 @@ class RedisRunStore(RunStore):
     ) -> tuple[list[Entry], bool]:
         """The run's entries after ``after`` (waiting up to ``block`` seconds for one), and
         whether its log has ended."""
-        key = self._key("events", run_id)
+        key = self._key("log", run_id)
         found = await self.client.xread({key: f"{after}-1"}, block=max(1, int(block * 1000)))
         rows = found[0][1] if found else []
         entries = [_entry(i, f) for i, f in rows]
@@ -209,5 +212,7 @@ END = "__end__"  # the event that closes a run's stream (never shown to a client
 
 
 def _entry(stream_id: Any, fields: dict[Any, Any]) -> Entry:
-    got = {_text(k): _text(v) for k, v in fields.items()}
-    return Entry(_text(stream_id).partition("-")[0], got["event"], json.loads(got["data"]))
+    got = {_text(k): v for k, v in fields.items()}
+    kind = _text(got["kind"])
+    data = load_data(got["data"]) if kind != END else None
+    return Entry(_text(stream_id).partition("-")[0], kind, data)

@@ -1,5 +1,5 @@
 """A run's log as a server reads it when another process runs the run (a worker): its
-events come from the store (a Redis Stream) as the worker writes them."""
+entries come from the store (a Redis Stream) as the worker writes them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ._log import Entry, position_after
+from ._log import Entry
 
 __all__ = ["RemoteLog"]
 
@@ -15,24 +15,19 @@ BLOCK_SECONDS = 1.0  # how long one read waits for the worker's next event
 
 
 class RemoteLog:
-    """The events of a run that another process drives, read from ``store`` (a
+    """The entries of a run that another process drives, read from ``store`` (a
     ``RedisRunStore``), with the reading interface of ``RunLog``."""
 
     def __init__(self, store: Any, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
 
-    def position_after(self, last_id: str | None) -> int:
-        """Where a reader who last saw ``last_id`` goes on (the worker's count is not known
-        here: an id past it waits for that event)."""
-        return position_after(last_id)
-
     async def batches(
-        self, last_id: str | None = None, *, idle: float | None = None
+        self, after: int = 0, *, idle: float | None = None
     ) -> AsyncIterator[list[Entry]]:
-        """Every event after ``last_id`` as the worker writes it, until the run's log ends;
-        with ``idle``, an empty list each ``idle`` seconds without an event."""
-        position = self.position_after(last_id)
+        """Every entry after the first ``after`` as the worker writes it, until the run's
+        log ends; with ``idle``, an empty list each ``idle`` seconds without an entry."""
+        position = after
         quiet_since = time.monotonic()
         while True:
             wait = BLOCK_SECONDS if idle is None else min(idle, BLOCK_SECONDS)

@@ -1,4 +1,4 @@
-"""``SqliteRunStore``: run records, event logs and thread records in a SQLite file, by
+"""``SqliteRunStore``: run records, run logs and thread records in a SQLite file, by
 default the one that keeps the threads' checkpoints (tables of their own beside the
 saver's)."""
 
@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ._codec import dump_data, load_data
 from ._log import Entry
 from .records import ACTIVE, Run, ThreadRecord
 from .store import RunStore
@@ -27,11 +28,14 @@ CREATE TABLE IF NOT EXISTS runs (
     thread_id TEXT NOT NULL, status TEXT NOT NULL, data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, seq);
-CREATE TABLE IF NOT EXISTS run_events (
-    run_id TEXT NOT NULL, pos INTEGER NOT NULL, event TEXT NOT NULL, data TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS run_log (
+    run_id TEXT NOT NULL, pos INTEGER NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (run_id, pos)
 ) WITHOUT ROWID;
+DROP TABLE IF EXISTS run_events;
 """
+# ``run_events`` held the logs of an earlier version, in the Agent Protocol's words (no
+# reader of this version can read them).
 
 
 class SqliteRunStore(RunStore):
@@ -93,7 +97,7 @@ class SqliteRunStore(RunStore):
             try:
                 conn.execute("DELETE FROM run_threads WHERE thread_id = ?", (thread_id,))
                 conn.execute(
-                    "DELETE FROM run_events WHERE run_id IN "
+                    "DELETE FROM run_log WHERE run_id IN "
                     "(SELECT run_id FROM runs WHERE thread_id = ?)",
                     (thread_id,),
                 )
@@ -138,7 +142,7 @@ class SqliteRunStore(RunStore):
 
     async def delete_run(self, run_id: str) -> None:
         def delete(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM run_events WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM run_log WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
 
         await self._run(delete)
@@ -146,11 +150,11 @@ class SqliteRunStore(RunStore):
     # -- event logs --------------------------------------------------------------------------
 
     async def append_events(self, run_id: str, entries: Sequence[Entry]) -> None:
-        rows = [(run_id, int(e.id), e.event, json.dumps(e.data)) for e in entries]
+        rows = [(run_id, int(e.id), e.event, dump_data(e.data)) for e in entries]
 
         def write(conn: sqlite3.Connection) -> None:
             conn.executemany(
-                "INSERT OR REPLACE INTO run_events (run_id, pos, event, data) VALUES (?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO run_log (run_id, pos, kind, data) VALUES (?, ?, ?, ?)",
                 rows,
             )
 
@@ -158,12 +162,10 @@ class SqliteRunStore(RunStore):
 
     async def events(self, run_id: str) -> list[Entry]:
         def read(conn: sqlite3.Connection) -> list[Any]:
-            sql = "SELECT pos, event, data FROM run_events WHERE run_id = ? ORDER BY pos"
+            sql = "SELECT pos, kind, data FROM run_log WHERE run_id = ? ORDER BY pos"
             return conn.execute(sql, (run_id,)).fetchall()
 
-        return [
-            Entry(str(pos), event, json.loads(data)) for pos, event, data in await self._run(read)
-        ]
+        return [Entry(str(pos), kind, load_data(data)) for pos, kind, data in await self._run(read)]
 
     async def aclose(self) -> None:
         with self._lock:

@@ -1,11 +1,12 @@
 """What the runs service raises: a run refused on a busy thread, an event id a run never
-sent, and the signal that a run stopped for its worker to stop."""
+sent, the signal that a run stopped for its worker to stop; and an error as a run's log
+keeps it."""
 
 from __future__ import annotations
 
 from ..errors import GraphAgentError
 
-__all__ = ["RunDrained", "ThreadBusyError", "UnknownEventIdError"]
+__all__ = ["RecordedError", "RunDrained", "ThreadBusyError", "UnknownEventIdError"]
 
 
 class ThreadBusyError(GraphAgentError):
@@ -14,6 +15,12 @@ class ThreadBusyError(GraphAgentError):
 
 class UnknownEventIdError(GraphAgentError, ValueError):
     """A ``Last-Event-ID`` this run never sent."""
+
+
+class RecordedError(Exception):
+    """An error a run's log kept, read back (in another process, or after a restart):
+    ``type(error).__name__`` is the class name of the error the run raised (a subclass of
+    this one of that name), its message the one a client may be shown."""
 
 
 class RunDrained(Exception):

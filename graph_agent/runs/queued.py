@@ -95,7 +95,7 @@ class QueuedRunService(RunService):
             return
         await self.redis.request_cancel(run.run_id, rollback=rollback)
         if run.status == "pending":  # no worker has it: it never starts (a worker that
-            run.mark("interrupted")  # takes it up reads the request first)
+            run.mark("cancelled")  # takes it up reads the request first)
             await self.store.put_run(run)
             await self.redis.end_events(run.run_id)
             await self.submit_next(run.thread_id)

@@ -5,12 +5,14 @@ that runs it, its metadata, its times), as plain data a store can keep anywhere.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import time
 import uuid
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from ._codec import dump_data, load_data
 from ._log import RunLog
 from .errors import ThreadBusyError
 
@@ -23,7 +25,7 @@ __all__ = [
     "now",
 ]
 
-RunStatus = Literal["pending", "running", "success", "error", "interrupted", "cancelled", "timeout"]
+RunStatus = Literal["pending", "running", "success", "error", "cancelled", "timeout"]
 ACTIVE = ("pending", "running")  # a run in one of these has not ended
 MULTITASK_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 
@@ -64,7 +66,8 @@ class Run:
     ``kwargs`` is what its client asked (enough to run it again after a restart);
     ``started_at_checkpoint`` where its thread stood when it started (``rollback`` starts
     the thread again there); ``attempt`` counts the times it was taken up; ``output`` is what
-    it answers once it ended (the thread's values, or ``{"__error__": ...}``)."""
+    it answers once it ended, in no protocol's words: the thread's state after it (a
+    ``StateSnapshot``, ``None`` if the thread has none), or the error it failed with."""
 
     run_id: str
     thread_id: str
@@ -78,24 +81,23 @@ class Run:
     error: str | None = None
     attempt: int = 1
     started_at_checkpoint: str | None = None
-    output: dict[str, Any] | None = None
+    output: Any = None
     # run on a thread of its own (``POST /runs/...``), deleted when it ends
     stateless: bool = False
     rolled_back: bool = False
     # it started once already (then, taken up again, it goes on from where its thread is)
     began: bool = False
     # -- not kept: this process's handles on the run --
-    failure: BaseException | None = None  # what it failed with
     log: RunLog = dataclasses.field(default_factory=RunLog)
     started: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    # the execute wrote the failure into the log itself (in its protocol's words)
-    error_reported: bool = False
     # its process is stopping: the run stops at its next step boundary (``RunDrained``)
     draining: bool = False
     # this drive of it takes it up again (it ``began`` before)
     resumed: bool = False
+    # this drive of it was stopped because it ran past the service's ``run_timeout``
+    timed_out: bool = False
     # the token of its thread's lease, while this process holds it (checkpoint writes fenced)
     lease: str | None = None
 
@@ -137,12 +139,20 @@ class Run:
         return self.status in ACTIVE
 
     def to_dict(self) -> dict[str, Any]:
-        """The kept fields, JSON-ready."""
-        return {name: getattr(self, name) for name in self.KEPT}
+        """The kept fields, JSON-ready (``output`` packed as the run's log is, in base64)."""
+        data = {name: getattr(self, name) for name in self.KEPT}
+        if self.output is not None:
+            data["output"] = base64.b64encode(dump_data(self.output)).decode("ascii")
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Run:
-        return cls(**{name: data[name] for name in cls.KEPT if name in data})
+        run = cls(**{name: data[name] for name in cls.KEPT if name in data})
+        if isinstance(run.output, str):
+            run.output = load_data(base64.b64decode(run.output))
+        elif run.output is not None:  # an earlier version's, in the Agent Protocol's words
+            run.output = None
+        return run
 
 
 @dataclasses.dataclass

@@ -1,8 +1,10 @@
 """``RunService``: the life of the runs of one process, apart from any protocol.
 
 A protocol adapter (the Agent Protocol's routes, later A2A or AG-UI) hands each run an
-``Execute``, a coroutine that drives the graph and writes the run's events into its log in
-the protocol's words; the service keeps what every protocol promises around it:
+``Execute``, a coroutine that drives the graph and writes what happens into the run's log,
+in no protocol's words (``_log``: the run's events, its thread's state at each stored step,
+its failure); the adapter encodes the log in its protocol when a client reads it. The
+service keeps what every protocol promises around it:
 
 - every accepted run is recorded (``RunStore``) before ``start`` returns, so a client is
   never answered for a run that a crash could lose; a restarted process lists it and takes
@@ -12,11 +14,12 @@ the protocol's words; the service keeps what every protocol promises around it:
   (``interrupt``; ``rollback`` also removes what the cancelled run wrote: the thread is
   back where that run began, its first run rolled back leaves it empty);
 - a run is ``pending`` until its thread is free, ``running``, then ``success`` (also when it
-  paused for a human), ``error``, or ``interrupted`` (cancelled), as LangGraph's server
-  spells them;
+  paused for a human), ``error``, ``cancelled`` or ``timeout`` (it ran past
+  ``run_timeout``); a protocol spells them its own way (the Agent Protocol has no
+  ``cancelled``: LangGraph's server says ``interrupted``);
 - a run is answered as accepted only once its input is stored (``started``: its first
   checkpoint), or once it is queued;
-- every event of a run's log has an id, and the log is kept with the run (``RunLog``).
+- every entry of a run's log has an id, and the log is kept with the run (``RunLog``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 from checkpoint import supports_leases
 
 from ._lease import LeaseKeeper
-from ._log import Entry, RunLog
+from ._log import FAILURE, Entry, RunLog
 from .errors import RunDrained
 from .records import Run, RunStatus, ThreadRecord, busy_error, check_strategy
 from .store import MemoryRunStore, RunStore
@@ -44,7 +47,7 @@ __all__ = ["Execute", "RunService", "ThreadOps"]
 _log = logging.getLogger("graph_agent.runs")
 LEASE_POLL_SECONDS = 0.05  # how often a run waiting for another process's thread looks again
 
-# What drives a run: it writes the run's events with ``run.log.append``, sets
+# What drives a run: it writes the run's log with ``run.log.append``, sets
 # ``run.started`` once the run's input is stored, and returns the final status ("success",
 # paused for a human or not).
 Execute = Callable[[Run], Awaitable[RunStatus]]
@@ -63,31 +66,29 @@ class ThreadOps:
     saver: Any = None
 
 
-def _error_data(error: BaseException) -> Any:
-    return {"error": type(error).__name__, "message": str(error)}
-
-
 def _no_mistake(error: BaseException) -> bool:
     return False
 
 
 class RunService:
     """Every run of a process, one runner per thread at a time, kept in ``store``. A run
-    that fails is logged on ``graph_agent.runs``... by the adapter's ``report`` rules:
-    ``error_data(error)`` is what its log's ``error`` event says (the protocol decides what
-    a client may see), and ``client_mistake(error)`` tells a failure on what the client
-    sent (one line at WARNING) from a fault (ERROR with its traceback)."""
+    that fails is logged on ``logger`` by the adapter's rule: ``client_mistake(error)`` tells
+    a failure on what the client sent (one line at WARNING) from a fault (ERROR with its
+    traceback). With ``run_timeout``, a run that runs longer (seconds, each time it is
+    taken up) is stopped as a cancel stops it and ends as ``timeout``."""
 
     def __init__(
         self,
         store: RunStore | None = None,
         *,
-        error_data: Callable[[BaseException], Any] = _error_data,
         client_mistake: Callable[[BaseException], bool] = _no_mistake,
         logger: logging.Logger = _log,
+        run_timeout: float | None = None,
     ) -> None:
+        if run_timeout is not None and not run_timeout > 0:
+            raise ValueError(f"run_timeout is seconds, more than 0, or None; got {run_timeout!r}")
+        self.run_timeout = run_timeout
         self.store = store if store is not None else MemoryRunStore()
-        self.error_data = error_data
         self.client_mistake = client_mistake
         self.logger = logger
         self.name = f"{socket.gethostname()}:{os.getpid()}"  # in the leases it holds
@@ -235,17 +236,21 @@ class RunService:
     async def _run_once(self, run: Run, execute: Execute, thread: ThreadOps) -> None:
         """Run ``run`` while its thread is this process's (a lock, or a worker's lease):
         ``running``, then the status it ended in; a failure is logged and written into its
-        log (``error_data``); a cancelled run rolled back puts its thread back first."""
+        log; a cancelled run rolled back puts its thread back first."""
         run.resumed = run.began
         if not run.began:  # taken up again, it keeps where it first began
             run.started_at_checkpoint = await thread.head()
             run.began = True
         run.mark("running")
         await self.store.put_run(run)
+        timer = self._timer(run)
         try:
             status = await execute(run)
         except asyncio.CancelledError:
-            run.mark("interrupted")
+            if run.timed_out:  # its time ran out (``run_timeout``): stopped as by a cancel
+                await self._timed_out(run)
+                return
+            run.mark("cancelled")
             if run.rolled_back:
                 await asyncio.shield(thread.restore(run.started_at_checkpoint))
             raise
@@ -255,13 +260,43 @@ class RunService:
             if self._stolen(error):
                 raise
             run.mark("error", f"{type(error).__name__}: {error}")
-            run.failure = error
-            run.output = {"__error__": self.error_data(error)}
+            run.output = error
             self._log_failure(run, error)
-            if not run.error_reported:
-                await run.log.append("error", self.error_data(error))
+            await run.log.append(FAILURE, error)
         else:
             run.mark(status)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _timer(self, run: Run) -> asyncio.TimerHandle | None:
+        """With a ``run_timeout``, what cancels this drive of ``run`` once it is up."""
+        if self.run_timeout is None:
+            return None
+        task = asyncio.current_task()
+        assert task is not None
+
+        def time_out() -> None:
+            if not task.done():
+                run.timed_out = True
+                task.cancel()
+
+        return asyncio.get_running_loop().call_later(self.run_timeout, time_out)
+
+    async def _timed_out(self, run: Run) -> None:
+        """``run`` ends as ``timeout``: what it did is kept as for a cancel (the part of an
+        answer streamed, the tool calls answered), and its log says why it stopped."""
+        uncancel = getattr(asyncio.current_task(), "uncancel", None)
+        if uncancel is not None:  # Python 3.11+: the cancel was ours, and it is handled
+            uncancel()
+        why = (
+            f"the run took longer than {self.run_timeout:g} s, the most a run may take here "
+            "(run_timeout); what it did until then is kept"
+        )
+        run.mark("timeout", why)
+        run.output = TimeoutError(why)
+        self.logger.warning("run %s on thread %s: %s", run.run_id, run.thread_id, why)
+        await run.log.append(FAILURE, run.output)
 
     def _stolen(self, error: BaseException) -> bool:
         """Whether ``error`` says the run's thread is no longer this process's (a worker's
@@ -306,7 +341,7 @@ class RunService:
             how = plan(run)
             if how is None:
                 run.mark("error", "its assistant is no longer served; it cannot be taken up")
-                run.output = {"__error__": self.error_data(RuntimeError(run.error))}
+                run.output = RuntimeError(run.error)
                 await self.store.put_run(run)
                 continue
             if run.status == "running":
@@ -319,7 +354,7 @@ class RunService:
     # -- cancel ------------------------------------------------------------------------------
 
     async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
-        """Stop ``run`` (``interrupted``); with ``rollback`` its thread is put back where the
+        """Stop ``run`` (``cancelled``); with ``rollback`` its thread is put back where the
         run began (what it wrote is removed) before the thread's next run starts."""
         if not run.active:
             return
@@ -340,8 +375,8 @@ class RunService:
                     await task
 
     def _cancel_pending(self, run: Run) -> None:
-        """A queued run never starts: ``interrupted`` (kept when its task ends)."""
-        run.mark("interrupted")
+        """A queued run never starts: ``cancelled`` (kept when its task ends)."""
+        run.mark("cancelled")
         if run.task is not None and not run.task.done():
             run.task.cancel()
 

@@ -26,7 +26,7 @@ import redis
 from checkpoint import LeaseLostError
 
 from ._lease import LeaseKeeper
-from ._log import Entry, RunLog
+from ._log import FAILURE, Entry, RunLog
 from ._redis import RedisRunStore
 from .errors import RunDrained
 from .records import ACTIVE, Run, next_in_turn
@@ -109,7 +109,7 @@ class RunWorker(RunService):
             return
         said = await self.redis.cancel_requested(run_id)
         if said is not None:
-            run.mark("interrupted")
+            run.mark("cancelled")
             await self._close(run, keeper)
             return
         if run.status == "running":  # its worker stopped: taken up again
@@ -154,7 +154,7 @@ class RunWorker(RunService):
             if keeper.lost.is_set():
                 self._say_lost(run)
                 return
-            await self._close(run, keeper)  # a cancel asked by a client: interrupted
+            await self._close(run, keeper)  # a cancel asked by a client: cancelled
             return
         except LeaseLostError:
             self._say_lost(run)
@@ -256,11 +256,9 @@ class RunWorker(RunService):
         client that follows it reads the reason)."""
         error = RuntimeError(why)
         run.mark("error", why)
-        run.output = {"__error__": self.error_data(error)}
+        run.output = error
         last = await self.redis.last_event(run.run_id)
-        await self.redis.append_events(
-            run.run_id, [Entry(str(last + 1), "error", self.error_data(error))]
-        )
+        await self.redis.append_events(run.run_id, [Entry(str(last + 1), FAILURE, error)])
 
     async def _end_unserved(self, run: Run) -> None:
         why = f"assistant {run.assistant_id!r} is not served by the workers that took it"

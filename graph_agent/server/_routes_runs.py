@@ -12,12 +12,12 @@ from starlette.responses import JSONResponse, Response
 from ..runs import Run
 from ._http import HTTPProblem, json_when_ready, route
 from ._request import MAX_LIMIT, query_int
-from ._server import Server, read_body, server_of
+from ._server import Server, read_body, server_of, wire_status
 
 __all__ = ["RUN_ROUTES"]
 
 
-RUN_STATUSES = ("pending", "running", "success", "error", "interrupted")
+RUN_STATUSES = ("pending", "running", "success", "error", "timeout", "interrupted")
 
 
 def _thread_id(request: Request) -> str | None:
@@ -83,7 +83,7 @@ async def runs_list(request: Request) -> Response:
     runs = [
         r
         for r in await server.runs.thread_runs(request.path_params["thread_id"])
-        if status in (None, r.status)
+        if status in (None, wire_status(r.status))
     ]
     return JSONResponse([server.run_wire(r) for r in runs[offset : offset + limit]])
 

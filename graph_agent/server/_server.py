@@ -20,8 +20,11 @@ from checkpoint.errors import CheckpointNotFoundError
 from ..events import CheckpointEvent, RunEnd
 from ..graph import Command, CompiledGraph, RunnableConfig, StateSnapshot
 from ..runs import (
+    ATTEMPT,
+    BEFORE,
+    EVENT,
     MULTITASK_STRATEGIES,
-    Entry,
+    STATE,
     Execute,
     Run,
     RunDrained,
@@ -36,8 +39,9 @@ from ..runs import (
 from ._http import HEARTBEAT_SECONDS, HTTPProblem, sse_response
 from ._mistakes import client_mistake
 from ._request import Fields, json_body, run_config_fields
-from ._wire_encoder import RunStreamEncoder
+from ._wire_encoder import snapshots_needed
 from ._wire_messages import error_to_wire
+from ._wire_read import WireEntry, check_last_event_id, wire_batches
 from ._wire_state import (
     assistant_id_for,
     command_from_wire,
@@ -52,7 +56,7 @@ from ._wire_state import (
 )
 from ._wire_stream import parse_stream_modes
 
-__all__ = ["Served", "Server", "ThreadRecord", "now", "read_body", "server_of"]
+__all__ = ["Served", "Server", "ThreadRecord", "now", "read_body", "server_of", "wire_status"]
 
 T = TypeVar("T")
 
@@ -134,10 +138,9 @@ class Server:
 
     @staticmethod
     def run_options() -> dict[str, Any]:
-        """How a runs service reports this server's runs: errors in the Agent Protocol's
-        words, a client's mistakes told from faults, on the server's logger."""
+        """How a runs service reports this server's runs: a client's mistakes told from
+        faults, on the server's logger."""
         return {
-            "error_data": error_to_wire,
             "client_mistake": client_mistake,
             "logger": logging.getLogger("graph_agent.server"),
         }
@@ -254,7 +257,7 @@ class Server:
             assistant_id=run.assistant_id,
             created_at=datetime.fromtimestamp(run.created_at, timezone.utc),
             updated_at=datetime.fromtimestamp(run.updated_at, timezone.utc),
-            status=run.status,
+            status=wire_status(run.status),
             metadata=run.metadata,
             kwargs=run.kwargs,
             multitask_strategy=run.multitask_strategy,
@@ -365,7 +368,7 @@ class Server:
                 head = snapshot.checkpoint_id if snapshot is not None else None
                 if snapshot is not None and head != run.started_at_checkpoint:
                     if not snapshot.next or snapshot.interrupts:  # it had ended (or paused)
-                        run.output = await self.final_values(run)
+                        run.output = snapshot
                         return "success"
                     value = None
             config = plan.config if run.lease is None else plan.config.replace(lease=run.lease)
@@ -425,19 +428,18 @@ class Server:
         modes: list[str],
         subgraphs: bool,
     ) -> RunStatus:
-        encoder = RunStreamEncoder(
-            modes=modes, thread_id=run.thread_id, run_id=run.run_id, subgraphs=subgraphs
-        )
+        """Drive ``run`` and write its log (no protocol in it: a reader encodes it, see
+        ``_wire_read``): its events, and the thread's state before it and at each stored step
+        when the modes it streams show the state."""
         log = run.log
+        with_states = snapshots_needed(modes)
         record = await self.find_thread(run.thread_id)
         children = len(record.children)
-        for part in encoder.start():
-            await log.append(*part)
+        await log.append(ATTEMPT, run.attempt)
         if value is None or isinstance(value, Command):
             snapshot = await served.graph.aget_state(config)
             if snapshot is not None:
-                for part in encoder.resume(snapshot):
-                    await log.append(*part)
+                await log.append(BEFORE, snapshot)
             run.started.set()  # nothing new to store: the thread has it
         stored: str | None = None  # the last checkpoint of the root graph the log shows
         try:
@@ -445,19 +447,17 @@ class Server:
             events = served.events(value, config)
             try:
                 async for event in events:
-                    for part in encoder.event(event):
-                        await log.append(*part)
+                    await log.append(EVENT, event)
                     if isinstance(event, CheckpointEvent) and event.namespace:
                         record.children.add("|".join((run.thread_id, *event.namespace)))
                     if isinstance(event, CheckpointEvent) and not event.namespace:
                         run.started.set()  # the input (then each step) is stored
                         stored = event.checkpoint_id
-                        if encoder.needs_snapshots:
+                        if with_states:
                             at = RunnableConfig(thread_id=run.thread_id, checkpoint_id=stored)
                             snapshot = await served.graph.aget_state(at)
                             if snapshot is not None:
-                                for part in encoder.checkpoint(snapshot):
-                                    await log.append(*part)
+                                await log.append(STATE, snapshot)
                         await log.flush()  # kept with the step: a restart reads them
                     if isinstance(event, RunEnd) and not event.namespace:
                         record.updated_at = now()
@@ -470,35 +470,29 @@ class Server:
         except asyncio.CancelledError:
             # a cancelled run ends its step and stores it (nothing it streamed is lost):
             # the stream ends on what was stored
-            if encoder.needs_snapshots:
+            if with_states:
                 snapshot = await served.graph.aget_state(RunnableConfig(thread_id=run.thread_id))
                 if snapshot is not None and snapshot.checkpoint_id != stored:
-                    for part in encoder.checkpoint(snapshot):
-                        await log.append(*part)
+                    await log.append(STATE, snapshot)
             raise
-        except (KeyboardInterrupt, RunDrained):
-            raise
-        except Exception as error:
-            for part in encoder.error(error):
-                await log.append(*part)
-            run.error_reported = True
-            raise
-        run.output = await self.final_values(run)  # kept: a stateless run's thread goes
+        run.output = await self.snapshot(record)  # kept: a stateless run's thread goes
         return "success"
 
     async def final_values(self, run: Run) -> dict[str, Any]:
         """What ``runs.wait`` and ``join`` answer: the thread's values after the run (with
         ``__interrupt__`` when it paused), or ``__error__`` when it failed."""
-        if run.status == "error" and run.failure is not None:
-            return {"__error__": error_to_wire(run.failure)}
-        if run.output is not None:
-            return run.output
-        record = self.threads.get(run.thread_id) or await self.runs.store.get_thread(run.thread_id)
-        snapshot = await self.snapshot(record) if record is not None else None
-        if snapshot is None:
+        output = run.output
+        if isinstance(output, BaseException):
+            return {"__error__": error_to_wire(output)}
+        if output is None:
+            record = self.threads.get(run.thread_id) or await self.runs.store.get_thread(
+                run.thread_id
+            )
+            output = await self.snapshot(record) if record is not None else None
+        if not isinstance(output, StateSnapshot):
             return {}
-        waiting = [i for i in snapshot.interrupts if i.when == "during"]
-        return values_to_wire(snapshot.values, thread_id=run.thread_id, interrupts=waiting)
+        waiting = [i for i in output.interrupts if i.when == "during"]
+        return values_to_wire(output.values, thread_id=run.thread_id, interrupts=waiting)
 
     def stream(
         self, run: Run, last_event_id: str | None, *, cancel_on_disconnect: bool = False
@@ -506,16 +500,15 @@ class Server:
         """The run's events as SSE, from after ``last_event_id`` (none: from the start), with
         heartbeats while it is quiet; with ``cancel_on_disconnect``, a client that goes away
         before the run ends cancels it."""
-        log = run.log
         try:
-            log.position_after(last_event_id)
+            seen = check_last_event_id(run, last_event_id)
         except ValueError as error:
             raise HTTPProblem(400, str(error)) from None
 
-        async def batches() -> AsyncIterator[list[Entry]]:
+        async def batches() -> AsyncIterator[list[WireEntry]]:
             finished = False
             try:
-                async for batch in log.batches(last_event_id, idle=self.heartbeat):
+                async for batch in wire_batches(run, seen, idle=self.heartbeat):
                     yield batch
                 finished = True
             finally:
@@ -548,6 +541,12 @@ class Server:
         task = asyncio.create_task(work)
         self._cleanups.add(task)
         task.add_done_callback(self._cleanups.discard)
+
+
+def wire_status(status: str) -> str:
+    """A run's status in the Agent Protocol's words: it has no ``cancelled``; LangGraph's
+    server says ``interrupted`` (a record of an earlier version says it already)."""
+    return "interrupted" if status == "cancelled" else status
 
 
 # What a run request may ask for that this server does not do: refused, not ignored.

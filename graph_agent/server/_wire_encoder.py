@@ -47,10 +47,21 @@ from ._wire_state import (
 )
 from ._wire_stream import event_name, run_event_to_wire, stream_message_id
 
-__all__ = ["Chunk", "RunStreamEncoder"]
+__all__ = ["Chunk", "RunStreamEncoder", "snapshots_needed"]
 
 Chunk = tuple[str, Any]
 """One stream part: the SSE ``event:`` name and its ``data`` (JSON-able)."""
+
+
+_STATE_MODES = frozenset(
+    {"values", "updates", "messages", "messages-tuple", "checkpoints", "debug"}
+)
+
+
+def snapshots_needed(modes: Iterable[str]) -> bool:
+    """Whether a stream of ``modes`` needs the thread's state at each checkpoint (see
+    ``RunStreamEncoder.needs_snapshots``)."""
+    return not _STATE_MODES.isdisjoint(modes)
 
 
 def _messages_in(value: Any) -> TypeGuard[Sequence[Message]]:
@@ -140,9 +151,7 @@ class RunStreamEncoder:
         """Whether ``checkpoint()`` must be called after each ``CheckpointEvent``: for the
         modes that show the state, and for those that show messages (an appended message's
         id counts the messages already in the state)."""
-        return bool(
-            self.modes & {"values", "updates", "messages", "messages-tuple", "checkpoints", "debug"}
-        )
+        return snapshots_needed(self.modes)
 
     # -- parts ---------------------------------------------------------------------------
 

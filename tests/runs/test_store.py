@@ -12,7 +12,15 @@ from typing import Any, TypeVar
 
 import pytest
 
+from graph_agent import AssistantMessage, UserMessage
+from graph_agent import events as ev
+from graph_agent.graph import Interrupt, StateSnapshot
 from graph_agent.runs import (
+    ATTEMPT,
+    BEFORE,
+    EVENT,
+    FAILURE,
+    STATE,
     Entry,
     MemoryRunStore,
     RedisRunStore,
@@ -114,13 +122,16 @@ def test_runs_read_back_newest_first_and_active_ones_oldest_first(
         second.started_at_checkpoint = "cp-1"
         await store.put_run(second)
         first.mark("success")
-        first.output = {"messages": [{"type": "ai", "content": "hello"}]}
+        first.output = a_state(AssistantMessage("hello"))
         await store.put_run(first)
         runs = await store.thread_runs("t1")
         assert [r.run_id for r in runs] == [second.run_id, first.run_id]
         back = await store.get_run(second.run_id)
-        assert back is not None and back.to_dict() == second.to_dict()
-        assert (await store.get_run(first.run_id)).output == first.output  # type: ignore[union-attr]
+        assert back is not None and back.started_at_checkpoint == "cp-1"
+        assert back.status == "running"
+        assert back.output is None  # kept before it ended
+        answered = await store.get_run(first.run_id)
+        assert answered is not None and answered.output == first.output
         active = await store.active_runs()
         assert [r.run_id for r in active] == [second.run_id, other.run_id]
         assert await store.get_run("absent") is None
@@ -128,14 +139,46 @@ def test_runs_read_back_newest_first_and_active_ones_oldest_first(
     on_store(kind, request, work)
 
 
-def test_an_event_log_reads_back_in_order(kind: str, request: pytest.FixtureRequest) -> None:
+def a_state(*messages: Any) -> StateSnapshot:
+    return StateSnapshot(
+        values={"messages": [UserMessage("hi é"), *messages]},
+        next=(),
+        checkpoint_id="cp-2",
+        parent_id="cp-1",
+        created_at=now(),
+        metadata={"step": 1},
+        interrupts=(Interrupt(id="i-1", node="ask", when="during", value={"q": "sure?"}),),
+        thread_id="t1",
+        step=1,
+    )
+
+
+def test_a_run_log_reads_back_in_order_as_the_runs_own_objects(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """What a restarted or another server reads of a run is what the run wrote, no
+    protocol's words: its events, the thread's state, its failure (an error by its class
+    name and message)."""
+
     async def work(store: RunStore) -> None:
         run = a_run("t1")
         await store.put_run(run)
-        entries = [Entry(str(n), "values", {"n": n, "text": "é"}) for n in range(1, 6)]
+        ids = {"run_id": run.run_id, "thread_id": "t1", "node": "model", "task_id": "k1"}
+        entries = [
+            Entry("1", ATTEMPT, 1),
+            Entry("2", BEFORE, a_state()),
+            Entry("3", EVENT, ev.ModelDelta(**ids, model="m", text="hel")),
+            Entry("4", EVENT, ev.ModelEnd(**ids, model="m", message=AssistantMessage("hello"))),
+            Entry("5", STATE, a_state(AssistantMessage("hello"))),
+        ]
         await store.append_events(run.run_id, entries[:2])
         await store.append_events(run.run_id, entries[2:])
-        assert await store.events(run.run_id) == entries
+        failed = Entry("6", FAILURE, ValueError("no such city"))
+        await store.append_events(run.run_id, [failed])
+        back = await store.events(run.run_id)
+        assert back[:5] == entries
+        assert [e.id for e in back] == ["1", "2", "3", "4", "5", "6"]
+        assert (type(back[5].data).__name__, str(back[5].data)) == ("ValueError", "no such city")
         assert await store.events("absent") == []
 
     on_store(kind, request, work)
@@ -151,7 +194,7 @@ def test_deleting_a_thread_forgets_its_runs_and_their_events(
         gone, kept = a_run("t1"), a_run("t2")
         for run in (gone, kept):
             await store.put_run(run)
-            await store.append_events(run.run_id, [Entry("1", "metadata", {"run_id": run.run_id})])
+            await store.append_events(run.run_id, [Entry("1", ATTEMPT, 1)])
         await store.delete_thread("t1")
         assert await store.get_thread("t1") is None
         assert await store.get_run(gone.run_id) is None

@@ -241,6 +241,23 @@ def test_a_run_whose_worker_dies_each_time_ends_as_an_error_after_max_attempts(
     assert "event: error" in events and "taken up 3 times" in events  # the client reads why
 
 
+def test_a_run_past_the_workers_run_timeout_ends_as_timeout_saying_why(
+    tmp_path: Path, redis_url: str
+) -> None:
+    with fleet(redis_url, tmp_path) as f:
+        base = f.serve()
+        f.worker("--run-timeout", "1")
+        runs = start_runs(base, ["o"], {"o": ["o:1:stop"]})  # its model call never ends
+        statuses = finished(base, runs)
+        thread, run_id = runs[0]
+        events = httpx.get(f"{base}/threads/{thread}/runs/{run_id}/stream", timeout=30).text
+        contents = texts(base, thread)
+    (status,) = statuses.values()
+    assert status.startswith("timeout: ") and "TimeoutError" in status
+    assert "event: error" in events and "longer than 1 s" in events  # the client reads why
+    assert contents == ["o:1:stop"]  # the thread holds the input, nothing half-done
+
+
 def test_three_hundred_clients_follow_runs_at_once_through_one_server(
     tmp_path: Path, redis_url: str
 ) -> None:

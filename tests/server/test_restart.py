@@ -164,3 +164,79 @@ def test_runs_accepted_by_a_killed_server_are_taken_up_and_finished_by_the_next(
         "n1", "", "archived n1", "Done: archived n1.",
         "n2", "", "archived n2", "Done: archived n2.",
     ]  # fmt: skip
+
+
+def test_a_runs_log_holds_the_runs_own_objects_for_any_protocol_to_read(tmp_path: Path) -> None:
+    """The log kept beside the threads is in no protocol's words: the run's events and
+    states, which another reader (here, ten lines) turns into its own; the Agent Protocol's
+    stream is made of it when a client reads it, the same from a restarted server."""
+    import asyncio
+
+    from graph_agent import events as ev
+    from graph_agent.runs import ATTEMPT, EVENT, STATE
+
+    db = tmp_path / "threads.sqlite"
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        thread = client.threads.create()["thread_id"]
+        streamed = list(client.runs.stream(thread, "weather", input=said("fog?")))
+        run_id = client.runs.list(thread)[0]["run_id"]
+
+    async def read() -> list[Any]:
+        store = SqliteRunStore(db)
+        try:
+            return await store.events(run_id)
+        finally:
+            await store.aclose()
+
+    entries = asyncio.run(read())
+    assert entries[0].event == ATTEMPT and entries[0].data == 1
+    assert {e.event for e in entries} == {ATTEMPT, EVENT, STATE}
+    events = [e.data for e in entries if e.event == EVENT]
+    assert all(isinstance(e, ev.RunEvent) for e in events)
+    answers = [e.message.text for e in events if isinstance(e, ev.ModelEnd)]
+    assert answers == ["weather says: fog?"]
+    assert [p.event for p in streamed][:2] == ["metadata", "values"]
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        replayed = list(client.runs.join_stream(thread, run_id))
+    assert [(p.event, p.data) for p in replayed] == [(p.event, p.data) for p in streamed]
+
+
+FAILING = """
+from graph_agent import FunctionChatModel, ReactAgent
+
+class VendorError(Exception):
+    pass
+
+def reply(prompt):
+    raise VendorError("key sk-secret-1 refused")
+
+agent = ReactAgent(name="flaky", model=FunctionChatModel(reply))
+"""
+
+
+def test_a_failed_runs_error_reads_back_the_same_and_hides_a_third_partys_message(
+    tmp_path: Path,
+) -> None:
+    module, db = tmp_path / "served.py", tmp_path / "threads.sqlite"
+    module.write_text(FAILING)
+    port = free_port()
+    first = serve_process(module, db, port)
+    try:
+        with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
+            thread = client.threads.create()["thread_id"]
+            live = list(client.runs.stream(thread, "flaky", input=said("hi")))
+            run_id = client.runs.list(thread)[0]["run_id"]
+            answer = client.runs.join(thread, run_id)
+    finally:
+        stop_process(first)
+    second = serve_process(module, db, port)
+    try:
+        with get_sync_client(url=f"http://127.0.0.1:{port}") as client:
+            replayed = list(client.runs.join_stream(thread, run_id))
+            again = client.runs.join(thread, run_id)
+    finally:
+        stop_process(second)
+    error = {"error": "VendorError", "message": "An internal error occurred"}
+    assert (live[-1].event, live[-1].data) == ("error", error)
+    assert [(p.event, p.data) for p in replayed] == [(p.event, p.data) for p in live]
+    assert answer == again == {"__error__": error}
