@@ -83,6 +83,10 @@ for _cls in (*_EVENT_TYPES, StateSnapshot, Interrupt, Usage, _ErrorNote, _Comman
 _serializer = Serializer(_registry)
 _OURS = frozenset((*_EVENT_TYPES, StateSnapshot))
 
+_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _OURS}
+# what holds nothing to note: returned as it is, without a look inside (messages are models)
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
+
 _RECORDED: dict[str, type[RecordedError]] = {}
 _MAX_RECORDED_CLASSES = 256
 
@@ -101,13 +105,15 @@ def _portable(value: Any) -> Any:
     """``value`` with what the serializer cannot take as it is replaced by a note of it:
     errors, commands, sends, mappings that are not dicts (a state's values)."""
     cls = type(value)
+    if cls in _PLAIN or isinstance(value, BaseModel):
+        return value
     if cls in _OURS:
         changes = {}
-        for field in dataclasses.fields(value):
-            item = getattr(value, field.name)
+        for name in _FIELDS[cls]:
+            item = getattr(value, name)
             moved = _portable(item)
             if moved is not item:
-                changes[field.name] = moved
+                changes[name] = moved
         return dataclasses.replace(value, **changes) if changes else value
     if isinstance(value, BaseException):
         return _ErrorNote(cls.__name__, error_text(value))
@@ -135,13 +141,15 @@ def _portable(value: Any) -> Any:
 def _restored(value: Any) -> Any:
     """``_portable`` undone: each note is what it noted again (an error a ``RecordedError``)."""
     cls = type(value)
+    if cls in _PLAIN or isinstance(value, BaseModel):
+        return value
     if cls in _OURS:
         changes = {}
-        for field in dataclasses.fields(value):
-            item = getattr(value, field.name)
+        for name in _FIELDS[cls]:
+            item = getattr(value, name)
             back = _restored(item)
             if back is not item:
-                changes[field.name] = back
+                changes[name] = back
         return dataclasses.replace(value, **changes) if changes else value
     if cls is _ErrorNote:
         return _recorded(value)

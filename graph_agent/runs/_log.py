@@ -44,16 +44,26 @@ Sink = Callable[[Sequence[Entry]], Awaitable[None]]
 class RunLog:
     """A run's entries, kept for the run's life and after it (for late joiners). With a
     ``sink``, entries are handed to it in batches (every ``batch`` entries, on ``flush`` and
-    at ``close``), so a restarted process reads what the run had sent."""
+    at ``close``), so a restarted process reads what the run had sent. With ``background``,
+    each entry is handed on as it comes, without the run waiting for it: those appended
+    while the sink is busy go together next (a remote sink's round trips do not slow the
+    run); a failure of the sink is raised by the next ``append``, ``flush`` or ``close``."""
 
     def __init__(
-        self, entries: Sequence[Entry] = (), *, sink: Sink | None = None, batch: int = 64
+        self,
+        entries: Sequence[Entry] = (),
+        *,
+        sink: Sink | None = None,
+        batch: int = 64,
+        background: bool = False,
     ) -> None:
         self.entries: list[Entry] = list(entries)
         self.closed = False
         self._kept = len(self.entries)  # how many the sink has
         self._sink = sink
         self._batch = batch
+        self._background = background
+        self._handing: asyncio.Task[None] | None = None  # the background hand-off
         self._wake = asyncio.Event()  # set (and replaced) at each change
 
     def _changed(self) -> None:
@@ -64,13 +74,46 @@ class RunLog:
         entry = Entry(str(len(self.entries) + 1), kind, data)
         self.entries.append(entry)
         self._changed()
-        if self._sink is not None and len(self.entries) - self._kept >= self._batch:
+        if self._sink is None:
+            return entry
+        if self._background:
+            self._hand_on()
+        elif len(self.entries) - self._kept >= self._batch:
             await self.flush()
         return entry
 
+    def _hand_on(self) -> None:
+        """Start handing the new entries to the sink, unless that is under way (it hands
+        on what came meanwhile when it is done); a hand-off that failed is raised here."""
+        handing = self._handing
+        if handing is not None and handing.done():
+            self._handing = None
+            handing.result()  # its failure, once
+        if self._handing is None:
+            self._handing = asyncio.ensure_future(self._hand_all())
+
+    async def _hand_all(self) -> None:
+        assert self._sink is not None
+        while self._kept < len(self.entries):
+            fresh = self.entries[self._kept :]
+            self._kept = len(self.entries)
+            await self._sink(fresh)
+
     async def flush(self) -> None:
-        """Hand the entries the sink does not have yet to it."""
-        if self._sink is None or self._kept == len(self.entries):
+        """Hand the entries the sink does not have yet to it (and wait until it has them)."""
+        if self._sink is None:
+            return
+        if self._background:
+            self._hand_on()
+            handing = self._handing
+            if handing is not None:  # one hand-off at a time: entries stay in order
+                try:
+                    await asyncio.shield(handing)  # a cancelled run still hands them on
+                finally:
+                    if handing.done() and self._handing is handing:
+                        self._handing = None
+            return
+        if self._kept == len(self.entries):
             return
         fresh = self.entries[self._kept :]
         self._kept = len(self.entries)

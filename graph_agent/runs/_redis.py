@@ -100,7 +100,7 @@ class RedisRunStore(RunStore):
     # -- runs --------------------------------------------------------------------------------
 
     async def put_run(self, run: Run) -> None:
-        await self.client.set(self._key("run", run.run_id), json.dumps(run.to_dict()))
+        await self.client.set(self._key("run", run.run_id), run.to_json())
         await self.client.zadd(
             self._key("thread-runs", run.thread_id), {run.run_id: run.created_at}, nx=True
         )
@@ -112,7 +112,7 @@ class RedisRunStore(RunStore):
 
     async def get_run(self, run_id: str) -> Run | None:
         data = await self.client.get(self._key("run", run_id))
-        return Run.from_dict(json.loads(data)) if data is not None else None
+        return Run.from_json(data) if data is not None else None
 
     async def _runs(self, ids: Sequence[Any]) -> list[Run]:
         found: list[Run] = []
@@ -175,6 +175,16 @@ class RedisRunStore(RunStore):
         entries = [_entry(i, f) for i, f in rows]
         ended = any(e.event == END for e in entries)
         return [e for e in entries if e.event != END], ended
+
+    async def follow_end(self, run_id: str, after: str, block: float) -> tuple[str, bool]:
+        """Whether the run's log has ended, waiting up to ``block`` seconds for an entry
+        after the stream id ``after`` (``"0-0"``: from the start); and the id of the last
+        entry read, to go on from. The entries are not decoded (a ``join`` needs none)."""
+        key = self._key("log", run_id)
+        found = await self.client.xread({key: after}, block=max(1, int(block * 1000)))
+        rows = found[0][1] if found else []
+        ended = any(_text(f.get(b"kind", f.get("kind", b""))) == END for _, f in rows)
+        return (_text(rows[-1][0]) if rows else after), ended
 
     # -- cancel across processes -------------------------------------------------------------
 

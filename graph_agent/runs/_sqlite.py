@@ -118,7 +118,7 @@ class SqliteRunStore(RunStore):
             run.run_id,
             run.thread_id,
             run.status,
-            json.dumps(run.to_dict()),
+            run.to_json(),
         )
 
     async def _runs(self, where: str, *params: Any, newest_first: bool = False) -> list[Run]:
@@ -128,7 +128,7 @@ class SqliteRunStore(RunStore):
             sql = f"SELECT data FROM runs WHERE {where} ORDER BY seq {order}"
             return conn.execute(sql, params).fetchall()
 
-        return [Run.from_dict(json.loads(row[0])) for row in await self._run(read)]
+        return [Run.from_json(row[0]) for row in await self._run(read)]
 
     async def get_run(self, run_id: str) -> Run | None:
         found = await self._runs("run_id = ?", run_id)

@@ -6,8 +6,6 @@ runs the run (published on Redis)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -107,6 +105,7 @@ class QueuedRunService(RunService):
 
     async def join(self, run: Run) -> None:
         """Until the run ended (its record is no longer pending or running)."""
+        position = "0-0"
         while True:
             fresh = await self.store.get_run(run.run_id)
             if fresh is None or fresh.status not in ACTIVE:
@@ -115,12 +114,9 @@ class QueuedRunService(RunService):
                     run.updated_at = fresh.updated_at
                 run.done.set()
                 return
-            log = RemoteLog(self.redis, run.run_id)
-            deadline = time.monotonic() + 1.0
-            async for _ in log.batches(idle=1.0):
-                if time.monotonic() >= deadline:
-                    break
-            await asyncio.sleep(0)
+            # the log's end is written after the record: read the record again then (or
+            # after a second, for a run whose log a worker could not end)
+            position, _ = await self.redis.follow_end(run.run_id, position, 1.0)
 
     async def release(self) -> None:
         await super().release()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import json
 import time
 import uuid
 from datetime import datetime, timezone
@@ -139,20 +140,27 @@ class Run:
         return self.status in ACTIVE
 
     def to_dict(self) -> dict[str, Any]:
-        """The kept fields, JSON-ready (``output`` packed as the run's log is, in base64)."""
-        data = {name: getattr(self, name) for name in self.KEPT}
-        if self.output is not None:
-            data["output"] = base64.b64encode(dump_data(self.output)).decode("ascii")
-        return data
+        """The kept fields (``output`` as it is; ``to_json`` packs it)."""
+        return {name: getattr(self, name) for name in self.KEPT}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Run:
-        run = cls(**{name: data[name] for name in cls.KEPT if name in data})
-        if isinstance(run.output, str):
-            run.output = load_data(base64.b64decode(run.output))
-        elif run.output is not None:  # an earlier version's, in the Agent Protocol's words
-            run.output = None
-        return run
+        return cls(**{name: data[name] for name in cls.KEPT if name in data})
+
+    def to_json(self) -> str:
+        """The kept fields as JSON, ``output`` packed as the run's log is (in base64)."""
+        data = self.to_dict()
+        if self.output is not None:
+            data["output"] = base64.b64encode(dump_data(self.output)).decode("ascii")
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Run:
+        data = json.loads(text)
+        output = data.get("output")
+        # a string is ours; anything else, an earlier version's (in the Agent Protocol's words)
+        data["output"] = load_data(base64.b64decode(output)) if isinstance(output, str) else None
+        return cls.from_dict(data)
 
 
 @dataclasses.dataclass

@@ -83,6 +83,7 @@ class MemoryRunStore(RunStore):
     def __init__(self) -> None:
         self._threads: dict[str, dict[str, Any]] = {}
         self._runs: dict[str, dict[str, Any]] = {}
+        self._outputs: dict[str, Any] = {}  # as they are: a run's answer is not changed
         self._events: dict[str, list[Entry]] = {}
 
     async def put_thread(self, record: ThreadRecord) -> None:
@@ -101,23 +102,27 @@ class MemoryRunStore(RunStore):
             await self.delete_run(run_id)
 
     async def put_run(self, run: Run) -> None:
-        self._runs[run.run_id] = _copy(run.to_dict())
+        data = run.to_dict()
+        self._outputs[run.run_id] = data.pop("output")
+        self._runs[run.run_id] = _copy(data)
+
+    def _read(self, data: dict[str, Any]) -> Run:
+        return Run.from_dict({**_copy(data), "output": self._outputs.get(data["run_id"])})
 
     async def get_run(self, run_id: str) -> Run | None:
         data = self._runs.get(run_id)
-        return Run.from_dict(_copy(data)) if data is not None else None
+        return self._read(data) if data is not None else None
 
     async def thread_runs(self, thread_id: str) -> list[Run]:
-        found = [
-            Run.from_dict(_copy(d)) for d in self._runs.values() if d["thread_id"] == thread_id
-        ]
+        found = [self._read(d) for d in self._runs.values() if d["thread_id"] == thread_id]
         return found[::-1]  # dicts keep insertion order: oldest first
 
     async def active_runs(self) -> list[Run]:
-        return [Run.from_dict(_copy(d)) for d in self._runs.values() if d["status"] in ACTIVE]
+        return [self._read(d) for d in self._runs.values() if d["status"] in ACTIVE]
 
     async def delete_run(self, run_id: str) -> None:
         self._runs.pop(run_id, None)
+        self._outputs.pop(run_id, None)
         self._events.pop(run_id, None)
 
     async def append_events(self, run_id: str, entries: Sequence[Entry]) -> None:

@@ -129,7 +129,7 @@ class RunWorker(RunService):
             return
         execute, thread = how
         kept = await self.store.events(run_id)
-        run.log = RunLog(kept, sink=self._fenced_sink(run, keeper), batch=1)
+        run.log = RunLog(kept, sink=self._fenced_sink(run, keeper), background=True)
         inner = asyncio.create_task(self._run_once(run, execute, thread))
         run.task = inner
         self.live[run_id] = run

@@ -43,7 +43,7 @@ def create_app(
     host is refused (403): on a loopback address, what keeps a page of another site out
     that reaches the server through DNS rebinding. Every error is JSON, ``{"detail": ...}``.
 
-    ``runs`` keeps the run records, their event logs and the thread records (default: in
+    ``runs`` keeps the run records, their logs and the thread records (default: in
     this process's memory); with a durable store (``SqliteRunStore``), a restarted app lists
     the earlier runs and threads, and takes up, when it starts, the runs it had accepted but
     not finished. A ``RunService`` given instead runs them its way (a ``QueuedRunService``:
