@@ -23,6 +23,7 @@ from typing import Any
 
 import _common
 import _serving
+from serving_agents import K, make_agent
 
 __all__ = ["w15_serving"]
 
@@ -31,8 +32,6 @@ ROOT = HERE.parent
 
 
 def _inprocess(sizes: dict[str, Any], saver: Any) -> dict[str, Any]:
-    from serving_agents import K, make_agent
-
     from graph_agent import UserMessage
 
     agent = make_agent(saver=saver)

@@ -3,7 +3,7 @@
     graph-agent serve serving_agents:agent serving_agents:agent_hold --saver memory
 
 (with ``benchmarks/`` on ``PYTHONPATH``). Both are W2's agent: a ``ReactAgent`` with W2's
-scripted model (benchmarks/workloads.py, no LLM) and the ``echo`` tool.
+scripted model (benchmarks/_react.py, no LLM) and the ``echo`` tool.
 
 - ``agent`` ("bench"): ``K = 2`` tool calls, then the answer (5 steps: model, tool, model, tool,
   model), W2's synchronous ``echo``. The per-run measurements.
@@ -21,7 +21,7 @@ import asyncio
 import os
 from typing import Any
 
-from workloads import ScriptedModel, echo
+from _react import ScriptedModel, echo
 
 from graph_agent import ReactAgent, tool
 
