@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -101,6 +101,18 @@ def _recorded(note: _ErrorNote) -> RecordedError:
     return cls(note.message)
 
 
+def _each_field(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """``value`` (an event or a snapshot) with ``convert`` applied to each field (itself
+    when nothing changed)."""
+    changes = {}
+    for name in _FIELDS[type(value)]:
+        item = getattr(value, name)
+        converted = convert(item)
+        if converted is not item:
+            changes[name] = converted
+    return dataclasses.replace(value, **changes) if changes else value
+
+
 def _portable(value: Any) -> Any:
     """``value`` with what the serializer cannot take as it is replaced by a note of it:
     errors, commands, sends, mappings that are not dicts (a state's values)."""
@@ -108,13 +120,7 @@ def _portable(value: Any) -> Any:
     if cls in _PLAIN or isinstance(value, BaseModel):
         return value
     if cls in _OURS:
-        changes = {}
-        for name in _FIELDS[cls]:
-            item = getattr(value, name)
-            moved = _portable(item)
-            if moved is not item:
-                changes[name] = moved
-        return dataclasses.replace(value, **changes) if changes else value
+        return _each_field(value, _portable)
     if isinstance(value, BaseException):
         return _ErrorNote(cls.__name__, error_text(value))
     if isinstance(value, Command):
@@ -144,13 +150,7 @@ def _restored(value: Any) -> Any:
     if cls in _PLAIN or isinstance(value, BaseModel):
         return value
     if cls in _OURS:
-        changes = {}
-        for name in _FIELDS[cls]:
-            item = getattr(value, name)
-            back = _restored(item)
-            if back is not item:
-                changes[name] = back
-        return dataclasses.replace(value, **changes) if changes else value
+        return _each_field(value, _restored)
     if cls is _ErrorNote:
         return _recorded(value)
     if cls is _CommandNote:

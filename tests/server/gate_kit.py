@@ -18,6 +18,7 @@ import httpx
 from checkpoint import MemorySaver
 from graph_agent import (
     AssistantMessage,
+    ChatResponse,
     FunctionChatModel,
     Prompt,
     ReactAgent,
@@ -31,6 +32,22 @@ from graph_agent.server import create_app
 from .conftest import live_server
 
 TIMEOUT = 20.0  # seconds any wait of these tests gives up after
+
+
+class StreamingOnlyModel:
+    """A model a served run calls as the server does (``astream``); its other calls fail
+    the test. Subclasses write ``astream``."""
+
+    provider_name = "held"
+
+    def call(self, prompt: Prompt) -> ChatResponse:
+        raise AssertionError("a served run is async")
+
+    def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
+        raise AssertionError("a served run is async")
+
+    async def acall(self, prompt: Prompt) -> ChatResponse:
+        raise AssertionError("a served run streams its model")
 
 
 class Gate:

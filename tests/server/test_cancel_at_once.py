@@ -6,33 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 from checkpoint import MemorySaver
 from graph_agent import AssistantMessage, ChatResponse, Prompt, ReactAgent
 
-from .gate_kit import served
+from .gate_kit import StreamingOnlyModel, served
 
 WAIT = 10.0  # seconds: a cancel that waits for the model call fails here
 
 
-class HeldModel:
+class HeldModel(StreamingOnlyModel):
     """Streams the start of its answer, then holds the rest until its call is cancelled."""
-
-    provider_name = "held"
 
     def __init__(self) -> None:
         self.streamed = threading.Event()
         self.cancelled = threading.Event()
-
-    def call(self, prompt: Prompt) -> ChatResponse:
-        raise AssertionError("a served run is async")
-
-    def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
-        raise AssertionError("a served run is async")
-
-    async def acall(self, prompt: Prompt) -> ChatResponse:
-        raise AssertionError("a served run streams its model")
 
     async def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         yield ChatResponse.of(AssistantMessage("The answer starts"))

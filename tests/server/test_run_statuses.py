@@ -10,7 +10,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -22,29 +22,19 @@ from graph_agent.runs import MemoryRunStore, RunService
 from graph_agent.server import Server, create_app
 
 from .conftest import live_server
+from .gate_kit import StreamingOnlyModel
 
 LONG = 60.0  # seconds: what the held model or tool would take; a run stopped then failed
 WAIT = 30.0
 
 
-class HeldModel:
+class HeldModel(StreamingOnlyModel):
     """Streams the start of an answer, then holds (until cancelled); with ``call_tool``, it
     first calls the held tool, and answers once the tool answered."""
-
-    provider_name = "held"
 
     def __init__(self, call_tool: bool = False) -> None:
         self.call_tool = call_tool
         self.cancelled = threading.Event()
-
-    def call(self, prompt: Prompt) -> ChatResponse:
-        raise AssertionError("a served run is async")
-
-    def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
-        raise AssertionError("a served run is async")
-
-    async def acall(self, prompt: Prompt) -> ChatResponse:
-        raise AssertionError("a served run streams its model")
 
     async def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         if self.call_tool and len(prompt.messages) == 1:
