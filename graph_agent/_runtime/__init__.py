@@ -7,8 +7,9 @@
 - ``interrupts``: ``NodeInterrupt``, which stops a task to pause its run;
 - ``pool``: the thread pool of parallel steps and tool calls (``run_all``);
 - ``workers``: the worker threads of an async run's sync calls (``in_thread``);
-- ``run_loop``: the event loop a sync run keeps for the coroutines it meets.
+- ``run_loop``: the event loop a sync run keeps for the coroutines it meets;
+- ``bus``: the event bus, what hands a run's events to its listeners (the events themselves,
+  and ``emit``, are ``graph_agent.events``, the layer above).
 
-These modules import nothing else of the package when they load, so every layer may use
-them. (The event bus lives beside the events, in ``graph_agent.events``.)
+These modules import nothing else of the package, so every layer may use them.
 """

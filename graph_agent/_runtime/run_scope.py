@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..events.bus import EventBus
+    from .bus import EventBus
 
 __all__ = ["HasId", "RunScope", "TaskRef"]
 

@@ -22,9 +22,9 @@ import types
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
+from .._runtime.bus import Listener
 from .._runtime.task_scope import current_task
 from ._detached import detached
-from .bus import Listener
 from .listeners import install_listener, installed_listeners, uninstall_listener
 
 __all__ = [

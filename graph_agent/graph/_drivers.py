@@ -23,11 +23,11 @@ from typing import Any
 from checkpoint import BaseCheckpointSaver
 from checkpoint.effects import aperform, perform
 
+from .._runtime.bus import paced
 from .._runtime.pool import Countdown, run_all
 from .._runtime.run_scope import RunScope
 from .._runtime.workers import SIBLING_FAILED, StepCancelled
 from ..errors import GraphUsageError
-from ..events.bus import paced
 from ._effects import Effect, EmitEffect, ExecuteEffect
 from ._progress import DurableStep, stores_progress
 from ._task_run import run_once, task_steps

@@ -24,8 +24,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator
 from typing import Any
 
+from .._runtime.bus import EventBus
 from ..errors import RunStopped
-from ..events.bus import EventBus
 from ..events.listeners import run_listeners
 
 __all__ = ["EVENTS_AHEAD", "async_event_stream", "sync_event_stream"]

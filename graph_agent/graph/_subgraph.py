@@ -24,13 +24,13 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._runtime.bus import EventBus
 from .._runtime.ids import derive_id
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import TaskScope, current_task
 from .._runtime.workers import NodeCut
 from ..errors import GraphUsageError
-from ..events.bus import EventBus
 from ._core import GraphRun
 from ._drivers import adrive, drive
 from ._effects import Effect, ParentCommand, SubgraphEntry

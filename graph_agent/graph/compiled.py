@@ -12,12 +12,12 @@ import networkx as nx
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError, new_run_id
 from checkpoint.effects import aperform, perform
 
+from .._runtime.bus import EventBus
 from .._runtime.run_loop import RunLoopScope
 from .._runtime.run_scope import RunScope
 from .._runtime.task_scope import current_task
 from ..errors import GraphUsageError
 from ..events import RunEvent
-from ..events.bus import EventBus
 from ..events.listeners import run_listeners
 from ._core import GraphRun
 from ._drivers import adrive, drive

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._runtime.bus import paced
 from .._runtime.interrupts import NodeInterrupt
 from .._runtime.pool import Countdown
 from .._runtime.task_scope import current_task
-from ..events.bus import paced
 from ..messages import ToolCall
 from ._execute import CallSettings, Outcome, arun_one, arun_stored
 
