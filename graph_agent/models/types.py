@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from checkpoint.slots import slot_setters
 
@@ -18,14 +18,12 @@ from ..messages import (
     UserMessage,
 )
 
-if TYPE_CHECKING:
-    from ..tools.callback import ToolCallback
-
 __all__ = [
     "ChatOptions",
     "ChatResponse",
     "ChatResponseMetadata",
     "Generation",
+    "OfferedTool",
     "Prompt",
     "ToolCallingChatOptions",
     "Usage",
@@ -152,6 +150,22 @@ def _check_response_format(value: Any) -> None:
         _refuse("response_format", value, "a json_schema whose strict is True, False or None")
 
 
+class OfferedTool(Protocol):
+    """A tool a call offers the model: what the options carry of a ``tools.ToolCallback``
+    (the tools sit above the models, so this names its shape without importing it; every
+    ``ToolCallback`` is one, and each is a ``ToolCallback``)."""
+
+    @property
+    def tool_definition(self) -> Any: ...  # a ToolDefinition: name, description, input_schema
+
+    @property
+    def tool_metadata(self) -> Any: ...  # a ToolMetadata
+
+    def call(self, tool_input: str, tool_context: Any = None) -> str: ...
+
+    async def acall(self, tool_input: str, tool_context: Any = None) -> str: ...
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolCallingChatOptions(ChatOptions):
     """Options for a call that may use tools.
@@ -161,7 +175,7 @@ class ToolCallingChatOptions(ChatOptions):
     ``internal_tool_execution_enabled=False`` the caller, not the framework, runs the tools.
     """
 
-    tool_callbacks: tuple[ToolCallback, ...] = ()
+    tool_callbacks: tuple[OfferedTool, ...] = ()
     tool_names: tuple[str, ...] = ()
     tool_context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     internal_tool_execution_enabled: bool = True
