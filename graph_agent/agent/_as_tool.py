@@ -11,19 +11,17 @@ run, it runs on a fresh thread of its own.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._runtime.task_scope import current_task
 from ..errors import GraphRecursionError, ToolArgumentsError
 from ..graph import OverAllState, RunnableConfig, RunOutcome
 from ..messages import UserMessage
 from ..tools import ToolContext, ToolDefinition, ToolMetadata
-from ._parts import MESSAGES
+from ._agent_ref import AgentRef
+from ._keys import MESSAGES
 from ._subagent import NAME, Shape, SubAgentNode, final_answer, with_task
 from ._usage import SUBAGENT_USAGE
-
-if TYPE_CHECKING:
-    from .base import BaseAgent
 
 __all__ = ["AgentTool"]
 
@@ -45,7 +43,7 @@ class AgentTool:
 
     def __init__(
         self,
-        agent: BaseAgent,
+        agent: AgentRef,
         name: str | None = None,
         description: str | None = None,
         history: bool = False,

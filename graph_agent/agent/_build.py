@@ -18,8 +18,7 @@ from ..tools import (
     as_tool_callbacks,
 )
 from ._handoff import HandoffTool, check_handoffs, handoff_targets, tool_name_for
-from ._output import output_spec
-from ._parts import (
+from ._keys import (
     JUMP_TO,
     MESSAGES,
     OFFERED,
@@ -27,8 +26,9 @@ from ._parts import (
     OUTPUT_FAILURE,
     REJECTED,
     STRUCTURED,
-    AgentParts,
 )
+from ._output import output_spec
+from ._parts import AgentParts
 from ._prompt import system_prompt as make_system_prompt
 from ._toolset import RejectedToolCalls
 

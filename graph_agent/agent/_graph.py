@@ -19,7 +19,8 @@ from ..graph import (
 )
 from ..messages import AssistantMessage
 from . import _nodes
-from ._parts import JUMP_TO, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, PRIVATE_KEYS, AgentParts
+from ._keys import JUMP_TO, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, PRIVATE_KEYS
+from ._parts import AgentParts
 from ._toolset import AgentTools
 from ._unanswered import answer_unfinished_calls
 

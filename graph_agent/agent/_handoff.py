@@ -22,7 +22,7 @@ from ..errors import GraphUsageError
 from ..graph import END, START, Command, CompiledGraph, KeyStrategy, OverAllState, StateGraph
 from ..messages import ToolResponse, ToolResponseMessage
 from ..tools import ToolDefinition, ToolMetadata
-from ._parts import MESSAGES
+from ._keys import MESSAGES
 from ._subagent import ACTIVE_AGENT, NAME, STRUCTURED, Shape, SubAgentNode
 from ._unanswered import answer_unfinished_calls
 

@@ -28,7 +28,7 @@ from ..models import ChatModel, ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
 from ..tools import ToolCallback, ToolCallingManager, ToolContext
 from ._handoff import handoff_command, to_parent
-from ._parts import JUMP_TO, MESSAGES, OFFERED, REJECTED, STRUCTURED
+from ._keys import JUMP_TO, MESSAGES, OFFERED, REJECTED, STRUCTURED
 from ._prompt import PromptTemplate
 from ._toolset import AgentTools
 from ._unanswered import cancelled_responses

@@ -44,8 +44,8 @@ from ..messages import (
     UserMessage,
 )
 from ..tools import ToolContext, ToolDefinition, ToolMetadata
+from ._keys import MESSAGES, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, STRUCTURED
 from ._output_types import register_classes, snake_case, supported, type_name, variants_of
-from ._parts import MESSAGES, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, STRUCTURED
 from ._strict import strict_schema
 
 __all__ = ["STRATEGIES", "OutputSpec", "output_spec"]

@@ -1,5 +1,5 @@
-"""What an agent is made of, as plain data: its state keys and its parts (model, tools,
-prompt, interceptors, state strategies). ``_build`` assembles the parts, ``_graph`` hands each
+"""What an agent is made of, as plain data: its parts (model, tools, prompt, interceptors,
+state strategies; its state keys are ``_keys``). ``_build`` assembles the parts, ``_graph`` hands each
 node the pieces it needs; nothing here runs."""
 
 from __future__ import annotations
@@ -17,16 +17,6 @@ if TYPE_CHECKING:
 
     from ._output import OutputSpec
     from ._prompt import PromptTemplate
-
-MESSAGES = "messages"
-JUMP_TO = "jump_to"
-REJECTED = "rejected_tool_calls"
-OFFERED = "offered_tools"  # state key: the tools the model was offered for its tool calls
-STRUCTURED = "structured_response"  # state key: the validated answer (with an output_type)
-OUTPUT_ATTEMPTS = "output_attempts"  # state key: this run's rejected structured answers
-OUTPUT_FAILURE = "output_failure"  # state key: why the run ends in OutputValidationError
-# the agent's bookkeeping, kept from callers
-PRIVATE_KEYS = (JUMP_TO, OFFERED, REJECTED, OUTPUT_ATTEMPTS, OUTPUT_FAILURE)
 
 
 @dataclasses.dataclass(frozen=True)

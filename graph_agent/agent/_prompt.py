@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import GraphUsageError
 from ..messages import SystemMessage, UserMessage
-from ._parts import MESSAGES, PRIVATE_KEYS
+from ._keys import MESSAGES, PRIVATE_KEYS
 
 __all__ = ["PromptTemplate", "system_prompt"]
 

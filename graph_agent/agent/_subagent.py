@@ -22,16 +22,14 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import GraphRecursionError
 from ..graph import Command, CompiledGraph, OverAllState, RunnableConfig, SubgraphNode
 from ..messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
-from ._parts import MESSAGES
+from ._agent_ref import AgentRef
+from ._keys import MESSAGES
 from ._usage import add_usage, run_usage
-
-if TYPE_CHECKING:
-    from .base import BaseAgent
 
 # What OpenAI accepts as a tool name; an agent's name becomes one (as_tool, handoffs).
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -102,7 +100,7 @@ class SubAgentNode(SubgraphNode):
 
     def __init__(
         self,
-        agent: BaseAgent,
+        agent: AgentRef,
         shape: Shape,
         node: str | None = None,
         hidden: Iterable[str] = (),

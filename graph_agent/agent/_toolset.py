@@ -22,7 +22,7 @@ from ..tools import (
 )
 from ..tools.context import STATE
 from ..tools.request import answered
-from ._parts import OFFERED, REJECTED
+from ._keys import OFFERED, REJECTED
 
 _NONE_SEEN: Mapping[str, ToolCallback] = {}
 

@@ -21,7 +21,7 @@ from typing import Any
 from .._runtime.task_scope import NOTHING_KEPT, current_task
 from ..graph.state import Overwrite
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage
-from ._parts import MESSAGES
+from ._keys import MESSAGES
 
 UNANSWERED_TEXT = (
     "No result: the run stopped (an error, a cancellation or a crash) before this tool call's "

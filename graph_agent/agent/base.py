@@ -5,8 +5,8 @@ twins) and reading or editing the thread, over the one graph the agent compiles 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, NoReturn
 
 from checkpoint import BaseCheckpointSaver, new_run_id
 
@@ -22,22 +22,18 @@ from ..graph import (
     RunOutcome,
     StateSnapshot,
 )
-from ..messages import AssistantMessage, Message
+from ..messages import AssistantMessage
+from ._agent_ref import AgentInput, ConfigLike
+from ._as_tool import AgentTool
+from ._keys import MESSAGES
 from ._output import rejected
-from ._parts import MESSAGES
 from ._usage import run_usage
 
-if TYPE_CHECKING:
-    from ._as_tool import AgentTool
-
-__all__ = ["WITHDRAWN", "AgentInput", "BaseAgent", "ConfigLike"]
+__all__ = ["WITHDRAWN", "BaseAgent"]
 
 WITHDRAWN = "\n[the model call failed; the text above is withdrawn]\n"
 """What ``stream_messages`` yields after the text of a model call that then failed (a retry
 interceptor may call the model again): the text before it is not part of the answer."""
-
-ConfigLike = RunnableConfig | Mapping[str, Any] | None
-AgentInput = str | Message | Sequence[Message] | Mapping[str, Any] | Command | None
 
 
 class BaseAgent:
@@ -86,8 +82,6 @@ class BaseAgent:
         caller, which resumes it in place. ``name`` defaults to the agent's name,
         ``description`` to its description; with ``history=True`` it also sees the caller's
         conversation (without tool traffic) before the request."""
-        from ._as_tool import AgentTool
-
         return AgentTool(self, name, description, history)
 
     # -- input and output --------------------------------------------------------------------

@@ -12,10 +12,12 @@ from ..graph import CompiledGraph, KeyStrategyLike, RunnableConfig
 from ..models import ChatModel
 from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
+from ._agent_ref import AgentInput, ConfigLike
+from ._as_tool import AgentTool
 from ._build import AgentSettings, assemble
+from ._keys import JUMP_TO
 from ._output import OutputSpec, structured_answer, structured_run
-from ._parts import JUMP_TO
-from .base import WITHDRAWN, AgentInput, BaseAgent, ConfigLike
+from .base import WITHDRAWN, BaseAgent
 from .builder import ReactAgentBuilder
 
 if TYPE_CHECKING:
@@ -141,10 +143,10 @@ class ReactAgent(BaseAgent):
         return self._swarm
 
     def _agents(self) -> Mapping[str, BaseAgent]:
-        from ._as_tool import AgentTool
-
         agents: dict[str, BaseAgent] = {
-            t.tool_definition.name: t.agent for t in self.tools if isinstance(t, AgentTool)
+            t.tool_definition.name: t.agent
+            for t in self.tools
+            if isinstance(t, AgentTool) and isinstance(t.agent, BaseAgent)
         }
         if self.handoffs:
             from ._handoff import members

@@ -20,7 +20,7 @@ from ...graph import (
 )
 from ...messages import AssistantMessage
 from ...models import ChatModel
-from .._parts import MESSAGES
+from .._keys import MESSAGES
 from .._subagent import ACTIVE_AGENTS, NAME, RESULTS, Shape, SubAgentNode, with_usage
 from .._unanswered import answer_unfinished_calls
 from ..base import BaseAgent

@@ -13,8 +13,8 @@ from ...errors import AgentRoutingError
 from ...graph import END, START, OverAllState, RunnableConfig, Send, StateGraph
 from ...messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ...models import ToolCallingChatOptions
+from .._keys import MESSAGES
 from .._nodes import ModelChain, _CallModel, both
-from .._parts import MESSAGES
 from .._subagent import RESULTS, Shape, conversation, with_task
 from .._usage import add_usage, usage_dict
 from ..base import BaseAgent

@@ -6,7 +6,7 @@ from typing import Any, NoReturn
 
 from ...errors import GraphRecursionError
 from ...graph import CompiledGraph
-from ..base import ConfigLike
+from .._agent_ref import ConfigLike
 from ..react import ReactAgent
 from ._base import FlowAgent, FlowAgentBuilder
 
