@@ -18,11 +18,11 @@ from ._errors import CliError
 from ._failures import mask_url
 from ._listen import listen_and_serve
 from ._load import load_target
+from ._queue import check_queue_url, queued_runs
 from ._run_store import run_store_beside
 from ._saver import check_saver, close_saver, make_saver
 from ._serve_targets import NAME as _NAME
 from ._serve_targets import NamedTarget, gather, parse_named
-from ._worker import check_queue_url, queued_runs
 
 __all__ = ["DEFAULT_SERVER_SAVER", "ServeOptions", "run_serve", "served_objects"]
 

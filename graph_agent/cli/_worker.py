@@ -1,6 +1,5 @@
 """``graph-agent worker TARGET... --queue redis://...``: a process that runs the runs a
-``graph-agent serve ... --queue`` accepted (``graph_agent.runs.worker``), and ``serve``'s side
-of the queue: its runs recorded in Redis and handed to workers."""
+``graph-agent serve ... --queue`` accepted (``graph_agent.runs.worker``)."""
 
 from __future__ import annotations
 
@@ -14,11 +13,11 @@ from typing import Any, TextIO
 
 from ._errors import CliError
 from ._failures import mask_url
+from ._queue import QUEUE_NAME, check_queue_url
+from ._serve import served_objects
 from ._serve_targets import gather
 
-__all__ = ["QUEUE_NAME", "WorkerOptions", "check_queue_url", "queued_runs", "run_worker"]
-
-QUEUE_NAME = "graph-agent"  # docket's name for the queue: servers and workers share it
+__all__ = ["WorkerOptions", "run_worker"]
 
 
 @dataclass(frozen=True)
@@ -36,40 +35,6 @@ class WorkerOptions:
     run_timeout: float | None = None
 
 
-def _needs_extras() -> None:
-    try:
-        import docket  # noqa: F401
-    except ImportError:
-        raise CliError(
-            "workers need the 'queue' extra (docket): pip install 'graph-agent[queue,server]'"
-        ) from None
-
-
-def check_queue_url(url: str) -> None:
-    """``CliError`` unless the queue's Redis answers at ``url``."""
-    _needs_extras()
-    from ..runs.queue import QueueUnavailableError, check_queue
-
-    try:
-        asyncio.run(check_queue(url))
-    except QueueUnavailableError as error:
-        raise CliError(f"--queue: {error}") from None
-
-
-def queued_runs(url: str) -> tuple[Any, Any]:
-    """``serve --queue URL``'s runs service (runs recorded in Redis at ``url`` and queued
-    for workers) and the queue it submits to (closed by the caller: ``await
-    queue.aclose()``). ``check_queue_url(url)`` first."""
-    from ..runs import RedisRunStore
-    from ..runs.queue import RunQueue
-    from ..runs.queued import QueuedRunService
-    from ..server import Server
-
-    store = RedisRunStore.from_url(url)
-    queue = RunQueue(url, QUEUE_NAME)
-    return QueuedRunService(store, queue.enqueue, **Server.run_options()), queue
-
-
 def run_worker(options: WorkerOptions, out: TextIO) -> int:
     check_queue_url(options.queue)
     try:
@@ -83,7 +48,6 @@ def run_worker(options: WorkerOptions, out: TextIO) -> int:
     from ..runs.worker import RunWorker
     from ..server import Server
     from ._saver import close_saver
-    from ._serve import served_objects
 
     project = gather(options.targets, options.config)
     for key, value in project.env.items():
