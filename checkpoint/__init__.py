@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from ._ids import created_at_of, new_checkpoint_id, new_run_id
+from ._savers.ids import created_at_of, new_checkpoint_id, new_run_id
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta, supports_leases
 from .errors import (
     CheckpointAuthError,

@@ -1,8 +1,8 @@
 """An in-process saver: the embedded default, for tests and one-process apps.
 
-It follows ``checkpoint/_retention.py``'s rules (write order, head, retention), here in
-Python: its retention is ``_retention.dropped``, and a record whose parent is not held is a
-full base.
+It follows ``checkpoint/_savers/retention.py``'s rules (write order, head, retention), here
+in Python: its retention is ``_savers.retention.dropped``, and a record whose parent is not
+held is a full base.
 """
 
 from __future__ import annotations
@@ -15,12 +15,21 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from ._delta import apply_deltas
-from ._frozen import hand_out, how_to_hand_out
-from ._head import HeadValues, Kinds, private_delta
-from ._index import encode_put, engine_record_list, header_of
-from ._lease import ACQUIRE, RELEASE, RENEW, Op, allowed, check_args, check_fence, check_thread
-from ._retention import dropped
+from ._savers.delta import apply_deltas
+from ._savers.frozen import hand_out, how_to_hand_out
+from ._savers.head import HeadValues, Kinds, private_delta
+from ._savers.index import encode_put, engine_record_list, header_of
+from ._savers.leases import (
+    ACQUIRE,
+    RELEASE,
+    RENEW,
+    Op,
+    allowed,
+    check_args,
+    check_fence,
+    check_thread,
+)
+from ._savers.retention import dropped
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import (
     CheckpointConflictError,
@@ -85,7 +94,7 @@ class MemorySaver(BaseCheckpointSaver):
     changes what is stored (unchangeable values are shared, the rest is copied).
 
     ``max_threads`` keeps only the most recently used threads (a read or a write is a use);
-    ``max_retained`` keeps only the newest writes of each thread (``_retention``'s rules: a
+    ``max_retained`` keeps only the newest writes of each thread (``_savers.retention``'s rules: a
     kept child of a dropped checkpoint is rebuilt as a full base). ``copy=True`` hands out a
     full msgpack round trip of every value on every read, frozen ones included, as a durable
     saver's read would.
@@ -209,9 +218,9 @@ class MemorySaver(BaseCheckpointSaver):
             thread.head_values.advance(private, kinds)
 
     def _prune(self, thread: _Thread, keep: int) -> None:
-        """Retention (``_retention``'s rule 4): drop all but the newest ``keep`` writes, oldest
-        first; the head, the last write, always stays. A child of a dropped checkpoint that
-        stays becomes a full base, rebuilt while its parent is still there."""
+        """Retention (``_savers.retention``'s rule 4): drop all but the newest ``keep``
+        writes, oldest first; the head, the last write, always stays. A child of a dropped
+        checkpoint that stays becomes a full base, rebuilt while its parent is still there."""
         for oldest_id in dropped(thread.records, keep):
             for child_id in thread.children.pop(oldest_id, ()):
                 child = thread.records.get(child_id)

@@ -50,8 +50,13 @@ from uuid import UUID
 import msgpack
 from pydantic import BaseModel, RootModel
 
-from checkpoint._serde_path import MAX_DEPTH, find_problem, qualified_name, unserializable_error
-from checkpoint._serde_time import offset_us, tz_of, zone_of
+from checkpoint._serde.unpackable import (
+    MAX_DEPTH,
+    find_problem,
+    qualified_name,
+    unserializable_error,
+)
+from checkpoint._serde.zones import offset_us, tz_of, zone_of
 from checkpoint.errors import SerializationError, UnserializableValueError
 
 __all__ = ["Serializer", "TypeRegistry", "default_registry", "default_serializer", "register_type"]

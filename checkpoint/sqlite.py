@@ -1,8 +1,8 @@
 """A saver in one SQLite file (stdlib ``sqlite3``): threads survive restarts.
 
-It follows ``checkpoint/_retention.py``'s rules (write order, head, retention) and stores
-checkpoints as ``checkpoint/_index.py`` describes, here in SQL: the ``seq`` column is the write
-order, ``_write`` the ``put``, ``_prune`` the retention.
+It follows ``checkpoint/_savers/retention.py``'s rules (write order, head, retention) and
+stores checkpoints as ``checkpoint/_savers/index.py`` describes, here in SQL: the ``seq``
+column is the write order, ``_write`` the ``put``, ``_savers/sqlite/prune.py`` the retention.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _sqlite_lease
-from ._head import CachedHead, HeadCache
-from ._head_read import (
+from ._savers.head import CachedHead, HeadCache
+from ._savers.head_read import (
     HeadRead,
     HeldHeadChangedError,
     MissingValuesError,
@@ -26,8 +25,8 @@ from ._head_read import (
     head_checkpoint,
     remember_write,
 )
-from ._history import Decoded
-from ._index import (
+from ._savers.history import Decoded
+from ._savers.index import (
     LIST,
     VALUE,
     EncodedPut,
@@ -38,9 +37,10 @@ from ._index import (
     list_ref,
     value_ref,
 )
-from ._lease import check_fence
-from ._sqlite_open import Transaction, connect, hint_for
-from ._sqlite_prune import prune
+from ._savers.leases import check_fence
+from ._savers.sqlite import leases as sqlite_leases
+from ._savers.sqlite.open import Transaction, connect, hint_for
+from ._savers.sqlite.prune import prune
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
 from .serde import Serializer
@@ -60,7 +60,7 @@ class _Blobs:
         self.lists: dict[int, list[bytes]] = {}  # list number -> its items, as far as needed
 
 
-class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
+class SqliteSaver(sqlite_leases.SqliteLeases, BaseCheckpointSaver):
     """Checkpoints in a SQLite file (WAL mode), written incrementally: a step is one
     transaction that stores its delta (new list items, changed values) and a small index,
     and moves the thread's head only if it is still the writer's parent
@@ -73,7 +73,7 @@ class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
     written to their thread (a number each write takes in its transaction), never the clock
     in their ids. ``max_retained`` keeps only the newest writes of each thread (the
     conversation itself is kept: list items are shared by every checkpoint that reaches them).
-    ``_retention`` states these rules for every saver.
+    ``_savers.retention`` states these rules for every saver.
 
     Leases (``BaseCheckpointSaver``) are kept in a table of their own in the same file and
     expire by the wall clock (the processes sharing the file are on one machine); a fenced
@@ -209,7 +209,7 @@ class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
         with self._using(f"writing pending writes of checkpoint {cid!r} of thread {thread!r}"):
             with self._lock, Transaction(self._conn) as db:
                 if fence is not None:
-                    _sqlite_lease.check_fence(db, thread, fence)
+                    sqlite_leases.check_fence(db, thread, fence)
                 row = db.execute(
                     "SELECT head FROM threads WHERE thread_id = ?", (thread,)
                 ).fetchone()
@@ -227,14 +227,14 @@ class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
     def _write(
         self, checkpoint: Checkpoint, encoded: EncodedPut, check_head: bool, fence: str | None
     ) -> Index:
-        """One transaction that writes the checkpoint (``_retention``'s ``put``; the index as
-        ``_index`` builds it); returns its index."""
+        """One transaction that writes the checkpoint (``_savers.retention``'s ``put``; the index as
+        ``_savers.index`` builds it); returns its index."""
         s = self.serializer
         replaced, appended = encoded.replaced, encoded.appended
         thread, cid = checkpoint.thread_id, checkpoint.id
         with Transaction(self._conn) as db:
             if fence is not None:
-                _sqlite_lease.check_fence(db, thread, fence)
+                sqlite_leases.check_fence(db, thread, fence)
             row = db.execute(
                 "SELECT head, next_list FROM threads WHERE thread_id = ?", (thread,)
             ).fetchone()
@@ -467,7 +467,7 @@ class SqliteSaver(_sqlite_lease.SqliteLeases, BaseCheckpointSaver):
         hold (pruned, or never written) gives nothing. All of it is read in one transaction
         (only the rows ``limit`` and ``before`` select, and each list's items once, up to the
         longest prefix they hold); each checkpoint is built as it is yielded, from values
-        and items decoded once for the whole listing (see ``_history.Decoded``)."""
+        and items decoded once for the whole listing (see ``_savers.history.Decoded``)."""
         with self._read(f"listing thread {thread_id!r}"):
             db = self._conn
             top: int | None = None

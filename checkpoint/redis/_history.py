@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .._head import index_from_json
-from .._history import Decoded
-from .._index import checkpoint_from
+from .._savers.head import index_from_json
+from .._savers.history import Decoded
+from .._savers.index import checkpoint_from
 from ..base import Checkpoint
 from ..errors import SerializationError
 from ..serde import Serializer

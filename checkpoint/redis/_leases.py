@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._lease import ACQUIRE, RELEASE, RENEW, Op, check_args, check_thread, milliseconds
+from .._savers.leases import ACQUIRE, RELEASE, RENEW, Op, check_args, check_thread, milliseconds
 from ..effects import Steps, aperform, perform
 from ..errors import CheckpointError
 from ._io import Command, ScriptCall, attempts

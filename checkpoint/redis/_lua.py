@@ -1,8 +1,8 @@
 """The Lua scripts that make a RedisSaver write atomic, a read one round trip, and a history
 read one round trip per page.
 
-They follow ``checkpoint/_retention.py``'s rules (write order, head, retention) and store
-checkpoints as ``checkpoint/_index.py`` describes, here in Lua: the ``ids`` scores are the
+They follow ``checkpoint/_savers/retention.py``'s rules (write order, head, retention) and store
+checkpoints as ``checkpoint/_savers/index.py`` describes, here in Lua: the ``ids`` scores are the
 write order, ``WRITE`` is ``put`` (head check, index, newest write, head, then retention when
 ``keep > 0``), ``WRITES`` is ``put_writes``, ``READ`` is ``get`` and ``HISTORY`` one page of
 ``list``.
@@ -92,7 +92,8 @@ for _ = 1, n_lists do
   ops[#ops + 1] = {key, mode, count, i + 3}
   i = i + 3 + count
 end
--- Every check is done: from here on the script only writes (the index as _index.py builds it).
+-- Every check is done: from here on the script only writes (the index as _savers/index.py
+-- builds it).
 for from = 0, n_values - 1, 500 do  -- HSETs of 500 fields: unpack() has a limit
   local pairs_ = {}
   for v = from, math.min(from + 499, n_values - 1) do
@@ -151,7 +152,8 @@ local written = cjson.encode(idx)
 redis.call('HSET', KEYS[4], id, written)
 redis.call('ZADD', KEYS[7], score, id)
 redis.call('SET', KEYS[1], id)
--- retention, _retention.py's rule 4: all but the newest `keep` writes go, then _index.py's sweep
+-- retention, _savers/retention.py's rule 4: all but the newest `keep` writes go, then
+-- _savers/index.py's sweep
 if keep > 0 then
   local total = redis.call('ZCARD', KEYS[7])
   if total > keep then
@@ -222,7 +224,7 @@ return {1}
 """
 
 # KEYS[1] the thread's lease. ARGV: op ("a"cquire, "r"enew, "x" release), token, ttl (ms).
-# ``_lease.allowed`` in Lua: acquire when there is no live lease or it is the token's, renew
+# ``_savers.leases.allowed`` in Lua: acquire when there is no live lease or it is the token's, renew
 # and release only the token's. Returns 1 done, 0 refused (another's, or none to renew).
 LEASE = r"""
 local holder, op, token = redis.call('GET', KEYS[1]), ARGV[1], ARGV[2]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._head import CachedHead, HeadCache, index_from_json
-from .._head_read import (
+from .._savers.head import CachedHead, HeadCache, index_from_json
+from .._savers.head_read import (
     HeadRead,
     HeldHeadChangedError,
     HeldWrite,

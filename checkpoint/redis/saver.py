@@ -1,7 +1,7 @@
 """A saver in Redis (plain Redis 7 or Valkey, no modules; single node or cluster).
 
-It follows ``checkpoint/_retention.py``'s rules (write order, head, retention) and stores
-checkpoints as ``checkpoint/_index.py`` describes, here in Lua: ``_lua.WRITE`` is the ``put``
+It follows ``checkpoint/_savers/retention.py``'s rules (write order, head, retention) and stores
+checkpoints as ``checkpoint/_savers/index.py`` describes, here in Lua: ``_lua.WRITE`` is the ``put``
 and its retention, ``_lua.READ`` the ``get``, ``_lua.HISTORY`` the ``list``.
 """
 
@@ -14,10 +14,10 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from .._head import CachedHead, HeadCache
-from .._head_read import HeldWrite
-from .._index import header_of
-from .._lease import check_fence
+from .._savers.head import CachedHead, HeadCache
+from .._savers.head_read import HeldWrite
+from .._savers.index import header_of
+from .._savers.leases import check_fence
 from ..base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from ..effects import Steps, aperform, perform
 from ..errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
@@ -61,7 +61,7 @@ class RedisSaver(RedisLeases, BaseCheckpointSaver):
     All keys of a thread share the hash tag ``{<thread_id>}`` (eight keys per thread, see
     docs/redis.md), so the saver works on Redis Cluster. ``ttl`` (seconds) is applied to
     every key of the thread on each write (and on each read with ``refresh_on_read``);
-    ``max_retained`` keeps only the newest writes of each thread (``_retention``'s rules
+    ``max_retained`` keeps only the newest writes of each thread (``_savers.retention``'s rules
     for every saver). Values are msgpack through the type registry, never pickle.
 
     ``client`` is a ``redis.Redis`` / ``redis.RedisCluster`` (sync methods; async ones run

@@ -2,7 +2,7 @@
 checkpoints were written (the checkpoint chain), never the time in their ids. Two writers
 whose clocks disagree (two processes, one of them an hour behind) cannot lose a head.
 
-The clocks are faked in ``checkpoint._ids``: each "process" has its own clock and its own
+The clocks are faked in ``checkpoint._savers.ids``: each "process" has its own clock and its own
 guard that keeps its ids increasing, as separate processes do."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from types import SimpleNamespace
 import fakeredis
 import pytest
 
-from checkpoint import BaseCheckpointSaver, MemorySaver, RedisSaver, SqliteSaver, _ids
+from checkpoint import BaseCheckpointSaver, MemorySaver, RedisSaver, SqliteSaver
+from checkpoint._savers import ids as _ids
 from graph_agent import RunnableConfig
 
 from ._graphs import chat_graph

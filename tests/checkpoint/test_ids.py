@@ -1,4 +1,4 @@
-"""Checkpoint and run ids (checkpoint/_ids.py): unique within and across processes."""
+"""Checkpoint and run ids (checkpoint/_savers/ids.py): unique within and across processes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from checkpoint._ids import new_checkpoint_id, new_run_id
+from checkpoint import new_checkpoint_id, new_run_id
 
 
 def test_checkpoint_ids_made_in_one_process_increase_and_differ() -> None:

@@ -15,9 +15,10 @@ from checkpoint import (
     MemorySaver,
     SqliteSaver,
     UnserializableValueError,
+    created_at_of,
+    new_checkpoint_id,
     register_type,
 )
-from checkpoint._ids import created_at_of, new_checkpoint_id
 from graph_agent import END, START, KeyStrategy, StateGraph
 
 from ._graphs import chat_graph

@@ -97,8 +97,7 @@ def test_a_retried_write_that_had_landed_is_not_a_conflict(fake):
 
 
 def test_a_fork_onto_a_pruned_parent_is_stored_whole(fake):
-    from checkpoint import Checkpoint
-    from checkpoint._ids import created_at_of, new_checkpoint_id
+    from checkpoint import Checkpoint, created_at_of, new_checkpoint_id
 
     saver = RedisSaver(fake, max_retained=1)
     app = chat_graph(saver)

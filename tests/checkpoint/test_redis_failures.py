@@ -32,8 +32,9 @@ from checkpoint import (
     EvictionPolicyWarning,
     RedisSaver,
     RedisStore,
+    created_at_of,
+    new_checkpoint_id,
 )
-from checkpoint._ids import created_at_of, new_checkpoint_id
 from checkpoint.redis._eviction import evicting_policy
 
 from ..redis_servers import free_port, redis_server

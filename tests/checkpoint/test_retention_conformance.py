@@ -1,4 +1,4 @@
-"""Every saver against the rules of ``checkpoint/_retention.py``.
+"""Every saver against the rules of ``checkpoint/_savers/retention.py``.
 
 ``Model`` is those rules, from their text, over a list of writes that each hold full values:
 no saver's code is used to predict anything. Each scenario drives a saver and the model with
@@ -27,8 +27,9 @@ from checkpoint import (
     MemorySaver,
     RedisSaver,
     SqliteSaver,
+    created_at_of,
+    new_checkpoint_id,
 )
-from checkpoint._ids import created_at_of, new_checkpoint_id
 
 NAMES = ["memory", "memory-copy", "sqlite", "redis-fake", "redis-real"]
 

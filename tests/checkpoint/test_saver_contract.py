@@ -15,8 +15,9 @@ from checkpoint import (
     CheckpointConflictError,
     CheckpointDelta,
     RedisSaver,
+    created_at_of,
+    new_checkpoint_id,
 )
-from checkpoint._ids import created_at_of, new_checkpoint_id
 
 from .conftest import SAVERS
 

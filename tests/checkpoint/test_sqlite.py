@@ -137,8 +137,7 @@ def test_two_savers_on_one_file_cannot_both_extend_the_same_head(tmp_path, open_
     app1.invoke({"messages": ["one"]}, {"thread_id": "s"})
     stale = second.get("s")
     app1.invoke({"messages": ["two"]}, {"thread_id": "s"})
-    from checkpoint import Checkpoint
-    from checkpoint._ids import created_at_of, new_checkpoint_id
+    from checkpoint import Checkpoint, created_at_of, new_checkpoint_id
 
     cid = new_checkpoint_id()
     late = Checkpoint(cid, "s", stale.id, stale.step + 1, (), {"messages": []}, created_at_of(cid))

@@ -7,7 +7,7 @@ import os
 import sqlite3
 from urllib.parse import parse_qs, unquote
 
-from .errors import CheckpointError, CheckpointPathError
+from ...errors import CheckpointError, CheckpointPathError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (

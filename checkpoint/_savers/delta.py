@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .base import CheckpointDelta
+from ..base import CheckpointDelta
 
 
 def apply_deltas(deltas: Iterable[CheckpointDelta]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """A SqliteSaver's leases: a table of their own in the saver's file (``leases``: the thread,
 the token, and when it expires, in seconds of the wall clock, which the processes sharing
-the file on one machine agree on). ``_lease.allowed`` decides; each operation is one
+the file on one machine agree on). ``_savers.leases.allowed`` decides; each operation is one
 transaction, and a fenced write checks the lease in the write's own transaction."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ._lease import ACQUIRE, RELEASE, RENEW, Op, allowed, check_args, check_thread
-from ._sqlite_open import Transaction
-from .errors import LeaseLostError
+from ...errors import LeaseLostError
+from ..leases import ACQUIRE, RELEASE, RENEW, Op, allowed, check_args, check_thread
+from .open import Transaction
 
 __all__ = ["SqliteLeases", "change", "check_fence", "holder"]
 

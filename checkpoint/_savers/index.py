@@ -1,6 +1,6 @@
 """The per-checkpoint index durable savers keep: where each state key's value lives.
 
-What a thread holds, what ``put`` adds and what retention drops are ``_retention``'s rules,
+What a thread holds, what ``put`` adds and what retention drops are ``retention``'s rules,
 for every saver. This is how the durable savers store it, the same way: ``SqliteSaver`` in
 SQL, ``RedisSaver`` in Lua (``redis/_lua.py``). (``MemorySaver`` keeps deltas instead.)
 
@@ -40,9 +40,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from ._ids import created_at_of
-from .base import Checkpoint, CheckpointDelta
-from .serde import Serializer
+from ..base import Checkpoint, CheckpointDelta
+from ..serde import Serializer
+from .ids import created_at_of
 
 Index = dict[str, list[Any]]
 

@@ -3,13 +3,13 @@
 The rules every saver follows, written once: ``MemorySaver`` in Python (``dropped`` below is
 its retention), ``SqliteSaver`` in SQL, ``RedisSaver`` in Lua (``redis/_lua.py``, ``WRITE``).
 They are what a saver's callers observe; how a durable saver stores a checkpoint's values (its
-index of stored values and list prefixes) is ``_index.py``. ``tests/checkpoint/
+index of stored values and list prefixes) is ``index.py``. ``tests/checkpoint/
 test_retention_conformance.py`` runs every saver against a model made from this text.
 
 What a thread holds
     Its checkpoints, in the order they were written to it (the *write order*), and its *head*:
     the checkpoint the last ``put`` wrote, so always the newest write. The order is that of
-    the writes, never that of the ids, the steps or the clocks in the ids (``_ids``): a fork
+    the writes, never that of the ids, the steps or the clocks in the ids (``ids``): a fork
     from an older checkpoint is the newest write like any other. Every checkpoint held has
     its full values, those rule 2 gave it, whatever was dropped since. A thread that holds
     nothing does not exist: ``get`` gives ``None``, ``list`` nothing.
@@ -65,7 +65,7 @@ How each saver keeps the rules
     never needs a dropped one.
     ``SqliteSaver``: a ``seq`` column numbers a thread's writes (the largest plus one);
     retention deletes the rows after the newest ``N`` by ``seq``, then the values and lists
-    no kept index refers to (``_index``).
+    no kept index refers to (``index``).
     ``RedisSaver``: a sorted set scores a thread's ids by write order (the head's score plus
     one); retention removes all but the ``N`` highest, then sweeps values and lists as
     SQLite does, in the write's script.

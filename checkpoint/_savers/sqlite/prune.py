@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from ._index import LIST, VALUE
-from .serde import Serializer
+from ...serde import Serializer
+from ..index import LIST, VALUE
 
 __all__ = ["prune"]
 
@@ -14,7 +14,7 @@ __all__ = ["prune"]
 def prune(
     db: sqlite3.Connection, thread: str, head: str, keep: int, serializer: Serializer
 ) -> None:
-    """Retention (``_retention``'s rule 4, ``_index``'s sweep): drop all but the newest
+    """Retention (``retention``'s rule 4, ``index``'s sweep): drop all but the newest
     ``keep`` checkpoints (by ``seq``, the order of the writes; never the head), then every
     value and list that no kept checkpoint's index refers to."""
     old = [

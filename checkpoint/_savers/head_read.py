@@ -16,12 +16,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ._frozen import how_to_hand_out
-from ._head import CachedHead, HeadCache, HeadValues, Kinds, appended_how, private_delta
-from ._index import LIST, VALUE, Index, checkpoint_from
-from .base import Checkpoint, CheckpointDelta
-from .errors import SerializationError
-from .serde import Serializer
+from ..base import Checkpoint, CheckpointDelta
+from ..errors import SerializationError
+from ..serde import Serializer
+from .frozen import how_to_hand_out
+from .head import CachedHead, HeadCache, HeadValues, Kinds, appended_how, private_delta
+from .index import LIST, VALUE, Index, checkpoint_from
 
 __all__ = [
     "HeadRead",

@@ -3,7 +3,7 @@
 Consecutive checkpoints of a thread share almost everything (a list prefix, the values the
 last steps did not change), so a durable saver's ``list`` decodes each stored value and list
 item once and builds every checkpoint from the decoded objects. What cannot change (see
-``_frozen``) is shared between the checkpoints it builds; anything else is decoded again for
+``frozen``) is shared between the checkpoints it builds; anything else is decoded again for
 each checkpoint after the first, and every checkpoint gets lists of its own. So what a
 caller does to one yielded checkpoint's values changes neither another one nor storage.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ._frozen import COPY, IMMUTABLE, LIST, SHARE, how_to_hand_out, is_frozen
+from .frozen import COPY, IMMUTABLE, LIST, SHARE, how_to_hand_out, is_frozen
 
 __all__ = ["Decoded"]
 

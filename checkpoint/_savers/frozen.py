@@ -23,7 +23,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from .serde import Serializer
+from ..serde import Serializer
 
 #: Exact types whose instances never change.
 IMMUTABLE: frozenset[type] = frozenset(

@@ -14,9 +14,9 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from ._frozen import COPY, IMMUTABLE, LIST, SHARE, all_frozen, hand_out, how_to_hand_out, is_frozen
-from .base import CheckpointDelta
-from .serde import Serializer
+from ..base import CheckpointDelta
+from ..serde import Serializer
+from .frozen import COPY, IMMUTABLE, LIST, SHARE, all_frozen, hand_out, how_to_hand_out, is_frozen
 
 __all__ = ["CachedHead", "HeadCache", "HeadValues", "Kinds", "index_from_json", "private_delta"]
 
