@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from typing import Any
 
 import httpx
 
+from checkpoint.effects import Effect, Steps
+
+from .._runtime.streams import END, Pull
 from ..errors import ModelError
 
 __all__ = [
@@ -31,9 +35,10 @@ __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
     "PLACEHOLDER_KEYS",
+    "Close",
     "KeyAuth",
     "Secrets",
-    "aread_text",
+    "body_of",
     "checked_key",
     "read_text",
     "searchable",
@@ -162,34 +167,41 @@ def url_passwords(base_url: str) -> list[str]:
     return [password for password in (url.password, written) if password]
 
 
-def _decode(raw: bytes, response: httpx.Response) -> str:
-    return raw.decode(response.encoding or "utf-8", "replace")
+class Close(Effect):
+    """Close a response (``close`` / ``aclose``); closing it again does nothing."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+
+    def run(self, context: Any) -> None:
+        self.response.close()
+
+    def arun(self, context: Any) -> Awaitable[None]:
+        return self.response.aclose()
 
 
-def read_text(response: httpx.Response, redact: Callable[[str], str]) -> str:
+def body_of(response: httpx.Response) -> Pull[bytes]:
+    """The body of an unread response, piece by piece (``iter_bytes`` / ``aiter_bytes``:
+    httpx keeps no copy of what they read)."""
+    return Pull(response.iter_bytes, response.aiter_bytes)
+
+
+def read_text(response: httpx.Response, redact: Callable[[str], str]) -> Steps[str]:
     """The whole body of an unread response as text; the response is closed. A failed
-    answer's text is redacted as it is read (httpx keeps no copy: ``iter_bytes`` does not
-    store the body on the response), a successful one's is kept as the server sent it. A
-    failed answer whose body breaks off gives ``""``: its status says what happened."""
+    answer's text is redacted as it is read (httpx keeps no copy, see ``body_of``), a
+    successful one's is kept as the server sent it. A failed answer whose body breaks off
+    gives ``""``: its status says what happened."""
+    read, pieces = body_of(response), []
     try:
-        text = _decode(b"".join(response.iter_bytes()), response)
+        while (piece := (yield read)) is not END:
+            pieces.append(piece)
+        text = b"".join(pieces).decode(response.encoding or "utf-8", "replace")
         return text if response.is_success else redact(text)
     except httpx.HTTPError:
         if response.is_success:
             raise
         return ""
     finally:
-        response.close()
-
-
-async def aread_text(response: httpx.Response, redact: Callable[[str], str]) -> str:
-    """The async twin of ``read_text``."""
-    try:
-        text = _decode(b"".join([piece async for piece in response.aiter_bytes()]), response)
-        return text if response.is_success else redact(text)
-    except httpx.HTTPError:
-        if response.is_success:
-            raise
-        return ""
-    finally:
-        await response.aclose()
+        yield Close(response)

@@ -5,9 +5,11 @@
 ``str.splitlines`` knows, such as U+2028, which may appear unescaped inside JSON), ignores
 comments (``:``) and fields other than ``data``, and joins multi-line data with ``\\n``.
 
-``iter_chunks`` / ``aiter_chunks`` turn the events into ``ChatResponse`` chunks, stop at
-``data: [DONE]``, and raise ``ModelError`` for an event that is not JSON, an error event, or a
-stream that ends before ``[DONE]`` (after yielding every chunk that did arrive).
+``sse_chunks`` turns the events into ``ChatResponse`` chunks, stops at ``data: [DONE]``, and
+raises ``ModelError`` for an event that is not JSON, an error event, or a stream that ends
+before ``[DONE]`` (after yielding every chunk that did arrive). It is written once, as logic
+that asks for the stream's bytes piece by piece (a ``Pull``); ``iter_chunks`` runs it over
+bytes at hand.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .._runtime.streams import END, Pull, Streamed, stream
 from ..errors import ModelError
 from ._openai_wire import chunk_from_event, error_detail, truncate
 from .types import ChatResponse
 
-__all__ = ["SSEDecoder", "aiter_chunks", "iter_chunks"]
+__all__ = ["SSEDecoder", "iter_chunks", "sse_chunks"]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 _DONE = "[DONE]"
@@ -104,7 +107,7 @@ def _as_error_event(text: str) -> str:
 
 
 class _Chunks:
-    """Turns event data into chunks; shared by the sync and the async iterator."""
+    """Turns event data into chunks, counting them."""
 
     def __init__(self, status: int | None, redact: Callable[[str], str]) -> None:
         self.status = status
@@ -176,23 +179,26 @@ class _Chunks:
 _HEAD = 65536  # bytes kept to explain a stream that has no events
 
 
-def iter_chunks(
-    data: Iterable[bytes],
+def sse_chunks(
+    read: Pull[bytes],
     *,
     status: int | None = None,
     redact: Callable[[str], str] = str,
     idle: float | None = None,
-) -> Iterator[ChatResponse]:
-    """The ``ChatResponse`` chunks of a chat-completions event stream given as raw bytes.
+) -> Streamed[ChatResponse, None]:
+    """The ``ChatResponse`` chunks of a chat-completions event stream whose raw bytes come
+    from ``read`` (the logic, once: ``stream``/``astream`` run it, see
+    ``graph_agent._runtime.streams``).
 
     ``status`` goes into any ``ModelError``; ``redact`` is applied to every text an error
     carries (the model passes one that masks its API key). With ``idle``, bytes that bring
     no event for ``idle`` seconds (a server sending only keep-alive comments) are a
-    ``ModelError``. The events themselves are never rewritten.
+    ``ModelError``; time the reader of the chunks spends does not count. The events
+    themselves are never rewritten.
     """
     decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
     waited, mark = 0.0, time.monotonic()
-    for raw in data:
+    while (raw := (yield read)) is not END:
         if not chunks.events and len(head) < _HEAD:
             head += raw
         waited += time.monotonic() - mark
@@ -206,26 +212,13 @@ def iter_chunks(
     yield from chunks.unfinished(decoder.close(), bytes(head))
 
 
-async def aiter_chunks(
-    data: AsyncIterable[bytes],
+def iter_chunks(
+    data: Iterable[bytes],
     *,
     status: int | None = None,
     redact: Callable[[str], str] = str,
     idle: float | None = None,
-) -> AsyncIterator[ChatResponse]:
-    """The async twin of ``iter_chunks``."""
-    decoder, chunks, head = SSEDecoder(), _Chunks(status, redact), bytearray()
-    waited, mark = 0.0, time.monotonic()
-    async for raw in data:
-        if not chunks.events and len(head) < _HEAD:
-            head += raw
-        waited += time.monotonic() - mark
-        chunks.check_idle(idle, waited)
-        for event in decoder.feed(raw):
-            if event.strip() == _DONE:
-                return
-            waited = 0.0
-            yield chunks.parse(event)
-        mark = time.monotonic()
-    for chunk in chunks.unfinished(decoder.close(), bytes(head)):
-        yield chunk
+) -> Iterator[ChatResponse]:
+    """The chunks of an event stream given as an iterable of raw bytes (``sse_chunks`` run
+    by the sync driver)."""
+    return stream(sse_chunks(Pull.of(data), status=status, redact=redact, idle=idle))

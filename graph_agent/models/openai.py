@@ -14,27 +14,29 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 import httpx
 
 from checkpoint.effects import Effect, Steps, aperform, perform
 from checkpoint.retry import Backoff, retried
 
+from .._runtime.streams import Pull, Streamed, astream, stream
 from ..errors import ModelError
 from ._openai_wire import build_body, error_detail, parse_completion, retry_after, truncate
 from ._secrets import (
     HEADER_NAME,
+    Close,
     KeyAuth,
     Secrets,
-    aread_text,
+    body_of,
     checked_key,
     read_text,
     shown_url,
     unframed,
     url_passwords,
 )
-from ._sse import aiter_chunks, iter_chunks
+from ._sse import sse_chunks
 from .types import ChatOptions, ChatResponse, Prompt
 
 __all__ = ["OpenAIChatModel"]
@@ -311,29 +313,30 @@ class OpenAIChatModel:
 
     def call(self, prompt: Prompt) -> ChatResponse:
         """One completion; ``ModelError`` when it fails (after the retries)."""
-        return self._parse(*self._send(self.http_client, self.request_body(prompt), stream=False))
+        return self._parse(*perform(self._exchanges(self.request_body(prompt), stream=False)))
 
     def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
         """The completion as chunks (``ChatResponse.merge`` folds them). The request is made
         on the first ``next()``; a stream cut short raises ``ModelError`` after its chunks."""
-        return self._stream(self.request_body(prompt, stream=True))
+        return stream(self._streamed(self.request_body(prompt, stream=True)))
 
     async def acall(self, prompt: Prompt) -> ChatResponse:
         """The async twin of ``call``."""
-        client = self.async_http_client
-        return self._parse(*await self._asend(client, self.request_body(prompt), stream=False))
+        body = self.request_body(prompt)
+        return self._parse(*await aperform(self._exchanges(body, stream=False)))
 
     def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """The async twin of ``stream``."""
-        return self._astream(self.request_body(prompt, stream=True))
+        return astream(self._streamed(self.request_body(prompt, stream=True)))
 
     # --- internals ------------------------------------------------------------------------
     #
-    # The text of a failed answer is masked as ``read_text`` / ``aread_text`` read it; a
-    # successful answer is kept as it came, and an error found in it (an error event, a body
-    # that is no completion) carries masked text and is raised again ``unframed``, from a
-    # frame holding none of that text. The decisions (retry or raise, which error) are shared
-    # methods; the sync and async drivers only do the I/O.
+    # The logic is written once, as generators of effects (``checkpoint.effects``; a stream's
+    # reads are ``Pull``s, see ``graph_agent._runtime.streams``): the drivers only do the I/O.
+    # The text of a failed answer is masked as ``read_text`` reads it; a successful answer is
+    # kept as it came, and an error found in it (an error event, a body that is no
+    # completion) carries masked text and is raised again ``unframed``, from a frame holding
+    # none of that text.
 
     def _parse(self, response: httpx.Response, text: str) -> ChatResponse:
         status = response.status_code
@@ -350,61 +353,34 @@ class OpenAIChatModel:
         del text  # a traceback shows the locals of this frame
         raise failure
 
-    def _whole_body_chunks(self, response: httpx.Response, text: str) -> Iterator[ChatResponse]:
-        """The chunks of a stream request answered with one JSON body: the completion, or
-        the events when the body is an event stream after all."""
-        if _looks_like_sse(text):
-            status = response.status_code
-            yield from iter_chunks([text.encode()], status=status, redact=self._redact)
-        else:
-            yield self._parse(response, text)
-
-    def _stream(self, body: dict[str, Any]) -> Iterator[ChatResponse]:
-        client = self.http_client
-        response, _ = self._send(client, body, stream=True)
+    def _streamed(self, body: dict[str, Any]) -> Streamed[ChatResponse, None]:
+        """The chunks of a stream request: its events, or the one JSON answer a server gave
+        instead (the events, when that body is an event stream after all)."""
+        response, _ = yield from self._exchanges(body, stream=True)
+        status = response.status_code
         try:
             if _is_json(response):
-                yield from self._whole_body_chunks(response, read_text(response, self._redact))
+                text = yield from read_text(response, self._redact)
+                if _looks_like_sse(text):
+                    pieces = Pull.of([text.encode()])  # the body, read as the stream it is
+                    yield from sse_chunks(pieces, status=status, redact=self._redact)
+                else:
+                    yield self._parse(response, text)
                 return
-            yield from iter_chunks(
-                response.iter_bytes(),
-                status=response.status_code,
+            yield from sse_chunks(
+                body_of(response),
+                status=status,
                 redact=self._redact,
                 idle=self.stream_idle_timeout,
             )
             return
         except httpx.HTTPError as error:
-            raise self._interrupted(error, self._timeout_for(client, True).read) from error
-        except ModelError as error:
-            failure = unframed(error)  # the frames it left held the answer's text
-        finally:
-            response.close()
-        raise failure
-
-    async def _astream(self, body: dict[str, Any]) -> AsyncIterator[ChatResponse]:
-        client = self.async_http_client
-        response, _ = await self._asend(client, body, stream=True)
-        try:
-            if _is_json(response):
-                text = await aread_text(response, self._redact)
-                for chunk in self._whole_body_chunks(response, text):
-                    yield chunk
-                return
-            async for chunk in aiter_chunks(
-                response.aiter_bytes(),
-                status=response.status_code,
-                redact=self._redact,
-                idle=self.stream_idle_timeout,
-            ):
-                yield chunk
-            return
-        except httpx.HTTPError as error:
-            raise self._interrupted(error, self._timeout_for(client, True).read) from error
+            raise self._interrupted(error, _read_timeout(response)) from error
         except ModelError as error:
             failure = unframed(error)  # the frames it left held the answer's text
             text = ""  # and so did this one
         finally:
-            await response.aclose()
+            yield Close(response)
         raise failure
 
     def _request(
@@ -418,32 +394,21 @@ class OpenAIChatModel:
             timeout=self._timeout_for(client, stream),
         )
 
-    def _send(
-        self, client: httpx.Client, body: dict[str, Any], *, stream: bool
-    ) -> tuple[httpx.Response, str]:
-        """``_exchanges`` run with plain calls."""
-        return perform(self._exchanges(client, body, stream))
-
-    async def _asend(
-        self, client: httpx.AsyncClient, body: dict[str, Any], *, stream: bool
-    ) -> tuple[httpx.Response, str]:
-        """``_exchanges`` run in the event loop."""
-        return await aperform(self._exchanges(client, body, stream))
-
-    def _exchanges(
-        self, client: httpx.Client | httpx.AsyncClient, body: dict[str, Any], stream: bool
-    ) -> Steps[tuple[httpx.Response, str]]:
+    def _exchanges(self, body: dict[str, Any], stream: bool) -> Steps[tuple[httpx.Response, str]]:
         """POST ``body``, retrying what a retry can change (``checkpoint.retry.retried``,
-        each POST an ``_Exchange``): the successful response and its text, redacted (a
-        stream's response is left unread, with text ``""``); ``ModelError`` when it fails."""
+        each POST a ``_Post``): the successful response and its text, redacted (a stream's
+        response is left unread, with text ``""``); ``ModelError`` when it fails."""
         logger.debug("POST %s (model=%s, stream=%s)", self._shown_url, body["model"], stream)
-        exchange = _Exchange(self, client, body, stream)
+        post = _Post(self, body, stream)
         attempts = 0
 
         def attempt(n: int) -> Steps[tuple[httpx.Response, str]]:
             nonlocal attempts
             attempts = n
-            response, text = yield exchange
+            response: httpx.Response = yield post
+            if stream and response.is_success:
+                return response, ""  # read by the stream
+            text = yield from read_text(response, self._redact)
             if not response.is_success:
                 raise _Refused(response, text)
             return response, text
@@ -526,38 +491,26 @@ class OpenAIChatModel:
         return ModelError(self._redact(message), status=200)
 
 
-class _Exchange(Effect):
-    """One POST of a request: the response and its text, read and redacted unless the
-    response is a successful stream's (left unread, text ``""``). ``run`` sends it with the
-    sync httpx client, ``arun`` with the async one."""
+class _Post(Effect):
+    """One POST of a request, its response left unread: ``run`` sends it with the model's
+    sync httpx client, ``arun`` with its async one."""
 
-    __slots__ = ("body", "client", "model", "stream")
+    __slots__ = ("body", "model", "stream")
 
-    def __init__(
-        self,
-        model: OpenAIChatModel,
-        client: httpx.Client | httpx.AsyncClient,
-        body: dict[str, Any],
-        stream: bool,
-    ) -> None:
-        self.model, self.client, self.body, self.stream = model, client, body, stream
+    def __init__(self, model: OpenAIChatModel, body: dict[str, Any], stream: bool) -> None:
+        self.model, self.body, self.stream = model, body, stream
 
-    def run(self, context: Any) -> tuple[httpx.Response, str]:
-        model, client = self.model, cast(httpx.Client, self.client)
+    def run(self, context: Any) -> httpx.Response:
+        model = self.model
+        client = model.http_client
         request = model._request(client, self.body, self.stream)
-        response = client.send(request, stream=True, auth=model._auth)
-        unread = self.stream and response.is_success
-        return response, "" if unread else read_text(response, model._redact)
+        return client.send(request, stream=True, auth=model._auth)
 
-    def arun(self, context: Any) -> Awaitable[tuple[httpx.Response, str]]:
-        return self._arun()
-
-    async def _arun(self) -> tuple[httpx.Response, str]:
-        model, client = self.model, cast(httpx.AsyncClient, self.client)
+    def arun(self, context: Any) -> Awaitable[httpx.Response]:
+        model = self.model
+        client = model.async_http_client
         request = model._request(client, self.body, self.stream)
-        response = await client.send(request, stream=True, auth=model._auth)
-        unread = self.stream and response.is_success
-        return response, "" if unread else await aread_text(response, model._redact)
+        return client.send(request, stream=True, auth=model._auth)
 
 
 class _Refused(Exception):
@@ -573,6 +526,13 @@ class _Refused(Exception):
 def _describe(error: BaseException) -> str:
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _read_timeout(response: httpx.Response) -> float | None:
+    """The read timeout the request of ``response`` was sent with."""
+    timeout = response.request.extensions.get("timeout", {})
+    read = timeout.get("read") if isinstance(timeout, dict) else None
+    return read if isinstance(read, (int, float)) else None
 
 
 def _looks_like_sse(text: str) -> bool:
