@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from checkpoint.effects import Effect, Steps, aperform, perform
 
+from ._runtime import streams
 from ._runtime.run_loop import RunLoopScope
+from ._runtime.streams import END, Pull, Streamed
 from .errors import ToolCallLoopError
 from .messages import (
     AssistantMessage,
@@ -335,17 +337,17 @@ class ChatClientRequest:
 
     # -- running ----------------------------------------------------------------------------
 
-    def _exchange(self) -> Steps[ChatClientResponse]:
-        """The tool loop, without I/O: it yields each model call (``_CallModel``) and each
-        batch of tool calls (``_RunTools``) as an effect for a driver to perform (``perform``,
-        ``aperform``, or the streaming loops, which stream the model calls) and is sent the
-        result."""
+    def _exchange(self, streamed: bool) -> Streamed[str, ChatClientResponse]:
+        """The tool loop, without I/O: it yields each model call (``_answer``) and each batch
+        of tool calls (``_RunTools``) as effects for a driver to perform (``perform``,
+        ``aperform``; ``stream``, ``astream`` when ``streamed``) and is sent the results.
+        Streamed, it yields the answer's text as it comes, and a direct tool result's."""
         client = self._client
         model, manager = client.model, client.tool_calling_manager
         prompt, exchange, options = self._start()
         records: list[ToolExecutionRecord] = []
         rounds = 0
-        response: ChatResponse = yield _CallModel(model, prompt)
+        response = yield from _answer(model, prompt, streamed)
         while client.eligibility(options, response):
             self._check_round(rounds)
             result: ToolExecutionResult = yield _RunTools(manager, prompt, response)
@@ -357,71 +359,53 @@ class ChatClientRequest:
                 break
             prompt = self._prompt(result.conversation_history)
             options = prompt.tool_options or options
-            response = yield _CallModel(model, prompt)
+            response = yield from _answer(model, prompt, streamed)
         exchange.append(response.result.output)
         self._remember(exchange)
-        return ChatClientResponse(response, exchange, records)
+        reply = ChatClientResponse(response, exchange, records)
+        if streamed and _is_direct(reply):
+            yield reply.content()
+        return reply
 
     def call(self) -> ChatClientResponse:
         """Call the model, running tool calls until it answers (unless tool execution is
         left to the caller)."""
-        steps = self._exchange()
+        steps = cast("Steps[ChatClientResponse]", self._exchange(streamed=False))  # no text
         with RunLoopScope():  # async-only tools of the exchange share one event loop
             return perform(steps)
 
     async def acall(self) -> ChatClientResponse:
         """Async ``call``."""
-        return await aperform(self._exchange())
+        return await aperform(cast("Steps[ChatClientResponse]", self._exchange(streamed=False)))
 
     def stream(self) -> Iterator[str]:
         """The answer's text as the model streams it; tool rounds run in between."""
-        steps = self._exchange()
-        sent: Any = None
+        steps = self._exchange(streamed=True)
         with RunLoopScope():
-            while True:
-                try:
-                    effect = steps.send(sent)
-                except StopIteration as done:
-                    reply: ChatClientResponse = done.value
-                    break
-                if isinstance(effect, _CallModel):  # streamed here, chunk by chunk
-                    chunks = []
-                    for chunk in effect.model.stream(effect.prompt):
-                        chunks.append(chunk)
-                        if chunk.text:
-                            yield chunk.text
-                    sent = ChatResponse.merge(chunks)
-                else:
-                    sent = effect.run(None)
-        if _is_direct(reply):
-            yield reply.content()
+            yield from streams.stream(steps)
 
-    async def astream(self) -> AsyncIterator[str]:
+    def astream(self) -> AsyncIterator[str]:
         """Async ``stream``."""
-        steps = self._exchange()
-        sent: Any = None
-        while True:
-            try:
-                effect = steps.send(sent)
-            except StopIteration as done:
-                reply: ChatClientResponse = done.value
-                break
-            if isinstance(effect, _CallModel):
-                chunks = []
-                async for chunk in effect.model.astream(effect.prompt):
-                    chunks.append(chunk)
-                    if chunk.text:
-                        yield chunk.text
-                sent = ChatResponse.merge(chunks)
-            else:
-                sent = await effect.arun(None)
-        if _is_direct(reply):
-            yield reply.content()
+        return streams.astream(self._exchange(streamed=True))
+
+
+def _answer(model: ChatModel, prompt: Prompt, streamed: bool) -> Streamed[str, ChatResponse]:
+    """The model's answer to ``prompt``: one call (``_CallModel``), or, ``streamed``, its
+    chunks pulled one by one, their text yielded as it comes, then merged."""
+    if not streamed:
+        response: ChatResponse = yield _CallModel(model, prompt)
+        return response
+    read = Pull(lambda: model.stream(prompt), lambda: model.astream(prompt))
+    chunks: list[ChatResponse] = []
+    while (chunk := (yield read)) is not END:
+        chunks.append(chunk)
+        if chunk.text:
+            yield chunk.text
+    return ChatResponse.merge(chunks)
 
 
 class _CallModel(Effect):
-    """One model call of a ``ChatClient`` exchange: ``call_model``/``acall_model`` (the
-    streaming loops stream it instead)."""
+    """One model call of a ``ChatClient`` exchange: ``call_model``/``acall_model``."""
 
     __slots__ = ("model", "prompt")
 

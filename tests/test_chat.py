@@ -213,6 +213,30 @@ def test_tool_providers_offer_tools_per_model_call():
     assert reply.tool_records[0].result == "booking B7: 2 nights"
 
 
+def test_a_streamed_exchange_is_remembered_as_a_called_one_sync_and_async():
+    def remembered(how: str) -> list[str]:
+        model = ScriptedChatModel([_call("weather", city="Oslo"), "Cold in Oslo."])
+        memory = MessageWindowChatMemory()
+        request = ChatClient.create(model, memory=memory).prompt("Oslo?").tools(_weather())
+        if how == "call":
+            text = request.call().content()
+        elif how == "stream":
+            text = "".join(request.stream())
+        else:
+
+            async def read() -> str:
+                return "".join([c async for c in request.astream()])
+
+            text = asyncio.run(read())
+        assert text == "Cold in Oslo."
+        return [f"{m.message_type}: {m.text}" for m in memory.get("default")]
+
+    called = remembered("call")
+    assert called[-1] == "assistant: Cold in Oslo." and len(called) == 4
+    assert remembered("stream") == called
+    assert remembered("astream") == called
+
+
 def test_return_direct_when_streaming_yields_the_tool_result():
     direct = FnTool("lookup", lambda ctx: "order 42: shipped", return_direct=True)
     model = ScriptedChatModel([_call("lookup"), _call("lookup")])
