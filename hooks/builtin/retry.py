@@ -11,7 +11,8 @@ from checkpoint.effects import Effect, Steps, aperform, perform
 from checkpoint.retry import Backoff as _Backoff
 from checkpoint.retry import retried
 from graph_agent.errors import ModelError, ToolArgumentsError, ToolExecutionException
-from graph_agent.models import ChatModel, ChatResponse
+from graph_agent.models import ChatModel, ChatResponse, Prompt
+from graph_agent.models.base import acall_model, call_model
 
 from ..interceptors import (
     ModelCallHandler,
@@ -276,30 +277,46 @@ class ModelFallbackInterceptor(ModelInterceptor):
             _note(last, f"{who} failed first: {type(error).__name__}: {error}")
         return last
 
-    def intercept_model(self, request: ModelRequest, handler: ModelCallHandler) -> ChatResponse:
+    def _steps(self, first: _Handle, prompt: Prompt) -> Steps[ChatResponse]:
+        """The fallback loop, once: ``first`` (the call to the next handler), then each
+        fallback model (``_Fallback``) until one answers."""
         errors: list[BaseException] = []
+        answer: ChatResponse
         try:
-            return handler(request)
+            answer = yield first
+            return answer
         except self.fallback_on as error:
             errors.append(error)
         for model in self.fallback_models:
             try:
-                return model.call(request.prompt)
+                answer = yield _Fallback(model, prompt)
+                return answer
             except self.fallback_on as error:
                 errors.append(error)
         raise self._failed(errors)
 
+    def intercept_model(self, request: ModelRequest, handler: ModelCallHandler) -> ChatResponse:
+        return perform(self._steps(_Handle(handler, request), request.prompt))
+
     async def aintercept_model(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ChatResponse]]
     ) -> ChatResponse:
-        errors: list[BaseException] = []
-        try:
-            return await handler(request)
-        except self.fallback_on as error:
-            errors.append(error)
-        for model in self.fallback_models:
-            try:
-                return await model.acall(request.prompt)
-            except self.fallback_on as error:
-                errors.append(error)
-        raise self._failed(errors)
+        return await aperform(self._steps(_Handle(handler, request), request.prompt))
+
+
+class _Fallback(Effect):
+    """A fallback model's answer: ``call`` in a sync run, ``acall`` in an async one (a
+    ``StopIteration`` escaping the model, which the loop's generator cannot carry, becomes
+    a ``ModelError``: ``call_model``)."""
+
+    __slots__ = ("model", "prompt")
+
+    def __init__(self, model: ChatModel, prompt: Prompt) -> None:
+        self.model = model
+        self.prompt = prompt
+
+    def run(self, context: Any) -> ChatResponse:
+        return call_model(self.model, self.prompt)
+
+    def arun(self, context: Any) -> Awaitable[ChatResponse]:
+        return acall_model(self.model, self.prompt)

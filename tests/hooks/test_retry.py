@@ -225,6 +225,31 @@ def test_fallback_only_on_the_listed_errors(mode: str) -> None:
     assert backup.prompts == []
 
 
+class Exhausted:
+    """A model whose answers ran out the way an iterator's do: ``StopIteration``."""
+
+    def call(self, prompt: Prompt) -> ChatResponse:
+        raise StopIteration
+
+    async def acall(self, prompt: Prompt) -> ChatResponse:
+        raise StopIteration
+
+    def stream(self, prompt: Prompt) -> Any:
+        raise StopIteration
+
+    def astream(self, prompt: Prompt) -> Any:
+        raise StopIteration
+
+
+def test_a_fallback_that_raises_stop_iteration_is_a_model_error_saying_so(mode: str) -> None:
+    primary = ScriptedChatModel([ModelError("primary down")])
+    agent = ReactAgent(
+        name="f", model=primary, interceptors=[ModelFallbackInterceptor(Exhausted())]
+    )
+    with pytest.raises(ModelError, match=r"Exhausted\.call raised StopIteration"):
+        call(agent, "hi", mode)
+
+
 def test_fallback_needs_chat_models() -> None:
     with pytest.raises(ValueError, match="at least one fallback model"):
         ModelFallbackInterceptor()
