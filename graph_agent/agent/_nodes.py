@@ -16,8 +16,9 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from checkpoint.effects import Effect, aperform, perform
+from checkpoint.effects import Effect, Steps, aperform, perform
 
+from .._runtime.streams import END
 from .._runtime.task_scope import TaskScope, current_task
 from .._runtime.workers import NodeCut, run_cancelled, to_worker
 from ..errors import GraphUsageError
@@ -26,6 +27,7 @@ from ..graph import OverAllState, RunnableConfig, Updates
 from ..messages import AssistantMessage, Message, SystemMessage
 from ..models import ChatModel, ChatResponse, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
+from ..models.effects import Answer, chunks
 from ..tools import ToolCallback, ToolCallingManager, ToolContext
 from ._handoff import handoff_command, to_parent
 from ._keys import JUMP_TO, MESSAGES, OFFERED, REJECTED, STRUCTURED
@@ -206,40 +208,52 @@ class _ModelCall:
                 ModelEnd, task, model=self.name, error=error, duration=time.perf_counter() - started
             )
 
-    def __call__(self, request: ModelRequest) -> ChatResponse:
-        task, streaming = self._start(request)
+    def _announced(
+        self, task: TaskScope, streaming: bool, request: ModelRequest
+    ) -> Steps[ChatResponse]:
+        """The call that somebody listens to, once (``__call__`` performs it with plain
+        calls, ``acall`` awaits it): streamed when its deltas are read, ``model_end`` after
+        it, or after its failure."""
         started = time.perf_counter()
         try:
-            if task is not None and streaming:
-                stream = self.model.stream(request.prompt)
-                response = ChatResponse.merge(self._delta(task, chunk) for chunk in stream)
+            if streaming:
+                response = yield from self._streamed(task, request)
             else:
-                response = call_model(self.model, request.prompt)
+                response = yield Answer(self.model, request.prompt)
         except BaseException as error:
             self._failed(task, error, started)
             raise
         return self._end(task, response, started)
 
+    def _streamed(self, task: TaskScope, request: ModelRequest) -> Steps[ChatResponse]:
+        """The answer pulled chunk by chunk, a ``model_delta`` each; a run cancelled after
+        part of it was seen keeps that part (``_ModelCut``)."""
+        read = chunks(self.model, request.prompt)
+        seen: list[ChatResponse] = []
+        try:
+            while (chunk := (yield read)) is not END:
+                seen.append(self._delta(task, chunk))
+        except asyncio.CancelledError as stop:
+            if seen and run_cancelled(stop):  # part of the answer was seen
+                raise _ModelCut(ChatResponse.merge(seen)) from None
+            raise
+        return ChatResponse.merge(seen)
+
+    # The drivers. Nobody listening (no events to send), the call is the model's answer
+    # and nothing else: asked at once, without a generator around it (a ReAct round makes
+    # two such calls).
+
+    def __call__(self, request: ModelRequest) -> ChatResponse:
+        task, streaming = self._start(request)
+        if task is None:
+            return call_model(self.model, request.prompt)
+        return perform(self._announced(task, streaming, request))
+
     async def acall(self, request: ModelRequest) -> ChatResponse:
         task, streaming = self._start(request)
-        started = time.perf_counter()
-        try:
-            if task is not None and streaming:
-                chunks: list[ChatResponse] = []
-                try:
-                    async for chunk in self.model.astream(request.prompt):
-                        chunks.append(self._delta(task, chunk))
-                except asyncio.CancelledError as stop:
-                    if chunks and run_cancelled(stop):  # part of the answer was seen
-                        raise _ModelCut(ChatResponse.merge(chunks)) from None
-                    raise
-                response = ChatResponse.merge(chunks)
-            else:
-                response = await acall_model(self.model, request.prompt)
-        except BaseException as error:
-            self._failed(task, error, started)
-            raise
-        return self._end(task, response, started)
+        if task is None:
+            return await acall_model(self.model, request.prompt)
+        return await aperform(self._announced(task, streaming, request))
 
 
 class _ModelCut(asyncio.CancelledError):
