@@ -11,7 +11,7 @@ from checkpoint.effects import Effect, Steps, aperform, perform
 
 from ._runtime import streams
 from ._runtime.run_loop import RunLoopScope
-from ._runtime.streams import END, Pull, Streamed
+from ._runtime.streams import END, Streamed
 from .errors import ToolCallLoopError
 from .messages import (
     AssistantMessage,
@@ -20,7 +20,8 @@ from .messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from .models.base import ChatModel, acall_model, call_model
+from .models.base import ChatModel
+from .models.effects import Answer, chunks
 from .models.types import ChatOptions, ChatResponse, Prompt, ToolCallingChatOptions
 from .tools.manager import (
     DefaultToolExecutionEligibilityPredicate,
@@ -390,34 +391,18 @@ class ChatClientRequest:
 
 
 def _answer(model: ChatModel, prompt: Prompt, streamed: bool) -> Streamed[str, ChatResponse]:
-    """The model's answer to ``prompt``: one call (``_CallModel``), or, ``streamed``, its
+    """The model's answer to ``prompt``: asked whole (``Answer``), or, ``streamed``, its
     chunks pulled one by one, their text yielded as it comes, then merged."""
     if not streamed:
-        response: ChatResponse = yield _CallModel(model, prompt)
+        response: ChatResponse = yield Answer(model, prompt)
         return response
-    read = Pull(lambda: model.stream(prompt), lambda: model.astream(prompt))
-    chunks: list[ChatResponse] = []
+    read = chunks(model, prompt)
+    seen: list[ChatResponse] = []
     while (chunk := (yield read)) is not END:
-        chunks.append(chunk)
+        seen.append(chunk)
         if chunk.text:
             yield chunk.text
-    return ChatResponse.merge(chunks)
-
-
-class _CallModel(Effect):
-    """One model call of a ``ChatClient`` exchange: ``call_model``/``acall_model``."""
-
-    __slots__ = ("model", "prompt")
-
-    def __init__(self, model: ChatModel, prompt: Prompt) -> None:
-        self.model = model
-        self.prompt = prompt
-
-    def run(self, context: Any) -> ChatResponse:
-        return call_model(self.model, self.prompt)
-
-    def arun(self, context: Any) -> Awaitable[ChatResponse]:
-        return acall_model(self.model, self.prompt)
+    return ChatResponse.merge(seen)
 
 
 class _RunTools(Effect):

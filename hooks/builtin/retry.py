@@ -12,7 +12,7 @@ from checkpoint.retry import Backoff as _Backoff
 from checkpoint.retry import retried
 from graph_agent.errors import ModelError, ToolArgumentsError, ToolExecutionException
 from graph_agent.models import ChatModel, ChatResponse, Prompt
-from graph_agent.models.base import acall_model, call_model
+from graph_agent.models.effects import Answer
 
 from ..interceptors import (
     ModelCallHandler,
@@ -279,7 +279,8 @@ class ModelFallbackInterceptor(ModelInterceptor):
 
     def _steps(self, first: _Handle, prompt: Prompt) -> Steps[ChatResponse]:
         """The fallback loop, once: ``first`` (the call to the next handler), then each
-        fallback model (``_Fallback``) until one answers."""
+        fallback model (``Answer``: a ``StopIteration`` escaping one is a ``ModelError``)
+        until one answers."""
         errors: list[BaseException] = []
         answer: ChatResponse
         try:
@@ -289,7 +290,7 @@ class ModelFallbackInterceptor(ModelInterceptor):
             errors.append(error)
         for model in self.fallback_models:
             try:
-                answer = yield _Fallback(model, prompt)
+                answer = yield Answer(model, prompt)
                 return answer
             except self.fallback_on as error:
                 errors.append(error)
@@ -302,21 +303,3 @@ class ModelFallbackInterceptor(ModelInterceptor):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ChatResponse]]
     ) -> ChatResponse:
         return await aperform(self._steps(_Handle(handler, request), request.prompt))
-
-
-class _Fallback(Effect):
-    """A fallback model's answer: ``call`` in a sync run, ``acall`` in an async one (a
-    ``StopIteration`` escaping the model, which the loop's generator cannot carry, becomes
-    a ``ModelError``: ``call_model``)."""
-
-    __slots__ = ("model", "prompt")
-
-    def __init__(self, model: ChatModel, prompt: Prompt) -> None:
-        self.model = model
-        self.prompt = prompt
-
-    def run(self, context: Any) -> ChatResponse:
-        return call_model(self.model, self.prompt)
-
-    def arun(self, context: Any) -> Awaitable[ChatResponse]:
-        return acall_model(self.model, self.prompt)
