@@ -85,6 +85,19 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+class Merging:
+    """One ``merge_updates`` under way: the state it makes (``merged``), what changed
+    (``tracker``), and the APPEND lists it made (``fresh``: while ``merged`` holds one, later
+    writers extend it in place; copying it for each of a fan-out's writers is O(width^2))."""
+
+    __slots__ = ("fresh", "merged", "tracker")
+
+    def __init__(self, merged: dict[str, Any], tracker: DeltaTracker) -> None:
+        self.merged = merged
+        self.tracker = tracker
+        self.fresh: dict[str, list[Any]] = {}
+
+
 class KeyRule:
     """What a key strategy means, in the three places the engine needs it: ``merge`` a
     write into the state, ``combine`` two writes of one node (what it is shown to have
@@ -94,20 +107,11 @@ class KeyRule:
 
     __slots__ = ()
 
-    def merge(
-        self,
-        merged: dict[str, Any],
-        key: str,
-        value: Any,
-        writer: str,
-        tracker: DeltaTracker,
-        fresh: dict[str, list[Any]],
-    ) -> None:
-        """Merge ``value`` into ``merged[key]`` (``fresh``: the APPEND lists this merge
-        made, which later writers extend in place). ``_merge_one`` does REPLACE's inline:
-        the hot path of every node write."""
-        merged[key] = value
-        tracker.replace(key)
+    def merge(self, into: Merging, key: str, value: Any, writer: str) -> None:
+        """Merge ``value``, written by ``writer``, into ``into.merged[key]``. ``_merge_one``
+        does REPLACE's inline: the hot path of every node write."""
+        into.merged[key] = value
+        into.tracker.replace(key)
 
     def combine(self, old: Any, value: Any) -> Any:
         """``old`` and then ``value`` written by one node, as one write."""
@@ -139,15 +143,8 @@ class _Append(KeyRule):
 
     __slots__ = ()
 
-    def merge(
-        self,
-        merged: dict[str, Any],
-        key: str,
-        value: Any,
-        writer: str,
-        tracker: DeltaTracker,
-        fresh: dict[str, list[Any]],
-    ) -> None:
+    def merge(self, into: Merging, key: str, value: Any, writer: str) -> None:
+        merged, fresh = into.merged, into.fresh
         items = value if isinstance(value, (list, tuple)) else (value,)
         old = merged.get(key)
         made = fresh.get(key)
@@ -164,7 +161,7 @@ class _Append(KeyRule):
                 node=writer,
                 key=key,
             )
-        tracker.append(key, items)
+        into.tracker.append(key, items)
 
     def combine(self, old: Any, value: Any) -> Any:
         return [*_items(old), *_items(value)]
@@ -184,15 +181,7 @@ class _Merge(_Merged):
 
     __slots__ = ()
 
-    def merge(
-        self,
-        merged: dict[str, Any],
-        key: str,
-        value: Any,
-        writer: str,
-        tracker: DeltaTracker,
-        fresh: dict[str, list[Any]],
-    ) -> None:
+    def merge(self, into: Merging, key: str, value: Any, writer: str) -> None:
         if not isinstance(value, Mapping):
             raise InvalidUpdateError(
                 f"{_who(writer)} wrote a {_describe(value)} to MERGE key {key!r}; a MERGE "
@@ -200,6 +189,7 @@ class _Merge(_Merged):
                 node=writer,
                 key=key,
             )
+        merged = into.merged
         old = merged.get(key)
         if old is not None and not isinstance(old, Mapping):
             raise InvalidUpdateError(
@@ -209,7 +199,7 @@ class _Merge(_Merged):
                 key=key,
             )
         merged[key] = {**old, **value} if old else dict(value)
-        tracker.replace(key)
+        into.tracker.replace(key)
 
     def combine(self, old: Any, value: Any) -> Any:
         return {**old, **value}
@@ -223,15 +213,8 @@ class _Fold(_Merged):
     def __init__(self, fn: Callable[[Any, Any], Any]) -> None:
         self.fn = fn
 
-    def merge(
-        self,
-        merged: dict[str, Any],
-        key: str,
-        value: Any,
-        writer: str,
-        tracker: DeltaTracker,
-        fresh: dict[str, list[Any]],
-    ) -> None:
+    def merge(self, into: Merging, key: str, value: Any, writer: str) -> None:
+        merged = into.merged
         try:
             merged[key] = self.fn(merged.get(key), value)
         except Exception as exc:
@@ -241,7 +224,7 @@ class _Fold(_Merged):
                 node=writer,
                 key=key,
             ) from exc
-        tracker.replace(key)
+        into.tracker.replace(key)
 
     def combine(self, old: Any, value: Any) -> Any:
         try:
@@ -315,9 +298,7 @@ def merge_updates(
     # ``Updates`` are one writer's, in order.
     replacing: dict[str, tuple[str, bool, int]] = {}  # key -> (writer, Overwrite?, writer no.)
     merging: dict[str, tuple[str, int]] = {}
-    # APPEND key -> the list this merge made for it: while ``merged`` holds that list, later
-    # writers extend it in place (copying it for each of a fan-out's writers is O(width^2))
-    fresh: dict[str, list[Any]] = {}
+    into = Merging(merged, tracker)
     for number, (writer, given) in enumerate(updates):
         parts = given.parts if type(given) is Updates else (given,)
         for update in parts:
@@ -329,21 +310,20 @@ def merge_updates(
                     "dict (e.g. {'key': value}) or None",
                     node=writer,
                 )
-            _merge_one(merged, writer, number, update, rules, tracker, replacing, merging, fresh)
+            _merge_one(into, writer, number, update, rules, replacing, merging)
     return merged
 
 
 def _merge_one(
-    merged: dict[str, Any],
+    into: Merging,
     writer: str,
     number: int,
     update: Mapping[str, Any],
     rules: Mapping[str, KeyRule],
-    tracker: DeltaTracker,
     replacing: dict[str, tuple[str, bool, int]],
     merging: dict[str, tuple[str, int]],
-    fresh: dict[str, list[Any]],
 ) -> None:
+    merged, tracker = into.merged, into.tracker
     for key, value in update.items():
         if not isinstance(key, str):
             raise InvalidUpdateError(
@@ -369,4 +349,4 @@ def _merge_one(
         if first is not None and first[2] != number:
             raise _conflict(first[0], writer, key, first[1])
         merging.setdefault(key, (writer, number))
-        rule.merge(merged, key, value, writer, tracker, fresh)
+        rule.merge(into, key, value, writer)
