@@ -111,59 +111,68 @@ class Pull(Effect, Generic[T]):
         return "Pull()"  # never the stream's pieces
 
 
+class _Logic:
+    """What both drivers keep of the logic they run: the generator, and what goes into it
+    next (the value of the last effect, or the error to throw in)."""
+
+    __slots__ = ("error", "steps", "value")
+
+    def __init__(self, steps: Streamed[Any, Any]) -> None:
+        self.steps = steps
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def next(self) -> Any:
+        """The logic's next item, or ``_RETURNED``; what the logic raises propagates, from
+        frames that hold nothing of the stream (a traceback shows their locals)."""
+        value, error = self.value, self.error
+        self.value = self.error = None
+        try:
+            return self.steps.send(value) if error is None else self.steps.throw(error)
+        except StopIteration:
+            return _RETURNED
+        except BaseException:
+            value = error = None
+            raise
+
+
+_RETURNED: Final = object()
+
+
 def stream(steps: Streamed[T, Any], context: Any = None) -> Iterator[T]:
     """Run ``steps``, performing its effects with plain calls (``effect.run(context)``) and
     yielding everything else it yields; its return value is dropped. An effect's exception,
     and whatever ends the reading early (``GeneratorExit`` from ``close()``), is thrown into
     the logic at its ``yield``."""
-    value: Any = None
-    error: BaseException | None = None
-    item: Any = None
-    while True:
-        try:
-            item = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration:
-            return
-        except BaseException:
-            value = error = item = None  # a traceback shows this frame's locals
-            raise
+    logic = _Logic(steps)
+    while (item := logic.next()) is not _RETURNED:
         if isinstance(item, Effect):
             try:
-                value, error = item.run(context), None
+                logic.value = item.run(context)
             except BaseException as exc:
-                value, error = None, exc
-        else:
-            value = error = None
-            try:
-                yield item
-            except BaseException as exc:
-                error = exc
+                logic.error = exc
+            continue
+        try:
+            yield item
+        except BaseException as exc:
+            logic.error = exc
+        item = None
 
 
 async def astream(steps: Streamed[T, Any], context: Any = None) -> AsyncIterator[T]:
     """Run ``steps``, awaiting its effects (``effect.arun(context)``) and yielding everything
     else it yields (see ``stream``)."""
-    value: Any = None
-    error: BaseException | None = None
-    item: Any = None
-    while True:
-        try:
-            item = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration:
-            return
-        except BaseException:
-            value = error = item = None  # a traceback shows this frame's locals
-            raise
+    logic = _Logic(steps)
+    while (item := logic.next()) is not _RETURNED:
         if isinstance(item, Effect):
             try:
-                pending = item.arun(context)
-                item = None  # what it was made of is the awaitable's now
-                value, error = await pending, None
+                pending, item = item.arun(context), None  # the awaitable holds what it needs
+                logic.value = await pending
             except BaseException as exc:
-                value, error = None, exc
-        else:
-            value = error = None
-            try:
-                yield item
-            except BaseException as exc:
-                error = exc
+                logic.error = exc
+            continue
+        try:
+            yield item
+        except BaseException as exc:
+            logic.error = exc
+        item = None
