@@ -16,14 +16,16 @@ from typing import Any
 from ..effects import Effect, Steps
 from ..retry import Backoff, retried
 from ._errors import retry_pause, translate
+from ._lean import script_call
 
 __all__ = ["Command", "ScriptCall", "attempts"]
 
 
-class ScriptCall(Effect):
+class ScriptCall:
     """One of the saver's Lua scripts run with ``keys`` and ``args``: ``script`` (registered
-    on the sync client) on ``saver._calls`` in a sync call, ``ascript`` (on the async client)
-    on ``saver._acalls`` in an async one. ``meanwhile`` runs while the server runs it."""
+    on the sync client) on ``saver._calls`` in a sync run, ``ascript`` (on the async client)
+    on ``saver._acalls`` in an async one (``_lean.script_call``). ``meanwhile`` runs while
+    the server runs it."""
 
     __slots__ = ("args", "ascript", "keys", "meanwhile", "script")
 
@@ -41,15 +43,11 @@ class ScriptCall(Effect):
         self.args = args
         self.meanwhile = meanwhile
 
-    def run(self, context: Any) -> Any:
-        return context._calls.call(self.script, self.keys, self.args, self.meanwhile)
-
-    def arun(self, context: Any) -> Awaitable[Any]:
-        return context._acalls.call(self.ascript, self.keys, self.args, self.meanwhile)  # type: ignore[no-any-return]
-
     def attempt(self, n: int) -> Steps[Any]:
         """One attempt at it (``retry.retried``'s ``attempt``)."""
-        return (yield self)
+        return (
+            yield from script_call(self.script, self.ascript, self.keys, self.args, self.meanwhile)
+        )
 
 
 class Command(Effect):

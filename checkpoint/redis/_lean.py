@@ -28,6 +28,10 @@ again; a connection the pool marks for reconnection (a server's maintenance noti
 reconnected before it is used; and a client with a ``credential_provider`` keeps redis-py's
 path (streaming credentials re-authenticate a connection when it goes back to the pool,
 which a kept one would not).
+
+Both are written once: ``script_call`` is the logic (the ``EVALSHA``, the ``EVAL`` after it,
+when to give a connection back and when to close it), a generator of effects; each kind of
+calls drives it (``perform``, ``aperform``) and does its steps on its own connections.
 """
 
 from __future__ import annotations
@@ -38,7 +42,16 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
-__all__ = ["KEEP", "AsyncScriptCalls", "ScriptCalls", "lean_async_pool", "lean_pool"]
+from ..effects import Effect, Steps, aperform, perform
+
+__all__ = [
+    "KEEP",
+    "AsyncScriptCalls",
+    "ScriptCalls",
+    "lean_async_pool",
+    "lean_pool",
+    "script_call",
+]
 
 KEEP = 8
 """Connections an ``AsyncScriptCalls`` keeps between calls at most (and at most a quarter of
@@ -112,7 +125,181 @@ def lean_pool(client: Any) -> Any:
     return pool
 
 
-class ScriptCalls:
+def script_call(
+    script: Any,
+    ascript: Any,
+    keys: Sequence[str],
+    args: Sequence[Any],
+    meanwhile: Callable[[], object] | None,
+) -> Steps[Any]:
+    """One of the saver's Lua scripts run with ``keys`` and ``args``: ``script`` (registered
+    on the sync client) in a sync run, ``ascript`` (on the asyncio one) in an async one. The
+    logic of both kinds of calls, as effects the driver's context performs (a ``RedisSaver``:
+    its ``_calls`` in a sync run, its ``_acalls`` in an async one): the ``EVALSHA``, then
+    the ``EVAL`` when the server has not cached the script (yet, or any more); on a client
+    that is not lean, redis-py's ``Script``. ``meanwhile`` runs once, while the server runs
+    the script (before the call on redis-py's path); an error it raises is raised after the
+    reply was read."""
+    held = yield _TAKE
+    if held is None:  # not lean
+        if meanwhile is not None:
+            meanwhile()
+        return (yield _Script(script, ascript, keys, args))
+    import redis
+
+    source = script if script is not None else ascript  # the same Lua, the same sha
+    body: tuple[Any, ...] = ("EVALSHA", source.sha, len(keys), *keys, *args)
+    while True:  # the reply is read whole before the connection is given back
+        failed: Exception | None = None
+        try:
+            yield _Send(held, body)
+            if meanwhile is not None:
+                try:
+                    meanwhile()
+                except Exception as error:  # the reply is still read: the link stays sound
+                    failed = error
+            reply = yield _Read(held)
+        except redis.exceptions.ResponseError as error:  # the whole reply was read
+            yield _GiveBack(held)
+            if body[0] != "EVALSHA" or not isinstance(error, redis.exceptions.NoScriptError):
+                raise
+            # not cached on this server (yet, or any more); ``meanwhile`` has run
+            body, meanwhile = ("EVAL", source.script, len(keys), *keys, *args), None
+            held = yield _TAKE
+            continue
+        except BaseException:
+            yield _CloseFailed(held)
+            raise
+        yield _GiveBack(held)
+        if failed is not None:
+            raise failed
+        return reply
+
+
+class _Take(Effect):
+    """A connection of the saver's own (``None``: the client is not lean): its ``_calls``
+    take it in a sync run, its ``_acalls`` in an async one."""
+
+    __slots__ = ()
+
+    def run(self, context: Any) -> Any:
+        return context._calls.take()
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return context._acalls.take()  # type: ignore[no-any-return]
+
+
+_TAKE = _Take()
+
+
+class _Send(Effect):
+    """Send the command ``body`` on the connection taken."""
+
+    __slots__ = ("body", "held")
+
+    def __init__(self, held: Any, body: tuple[Any, ...]) -> None:
+        self.held = held
+        self.body = body
+
+    def run(self, context: Any) -> Any:
+        return context._calls.send(self.held, self.body)
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return context._acalls.send(self.held, self.body)  # type: ignore[no-any-return]
+
+
+class _Read(Effect):
+    """Read the reply on the connection taken."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held: Any) -> None:
+        self.held = held
+
+    def run(self, context: Any) -> Any:
+        return context._calls.read(self.held)
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return context._acalls.read(self.held)  # type: ignore[no-any-return]
+
+
+class _GiveBack(_Read):
+    """Give the connection taken back, its reply read whole."""
+
+    __slots__ = ()
+
+    def run(self, context: Any) -> Any:
+        return context._calls.give_back(self.held)
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return context._acalls.give_back(self.held)  # type: ignore[no-any-return]
+
+
+class _CloseFailed(_Read):
+    """Close the connection taken: something but an error reply failed on it."""
+
+    __slots__ = ()
+
+    def run(self, context: Any) -> Any:
+        return context._calls.close_failed(self.held)
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return context._acalls.close_failed(self.held)  # type: ignore[no-any-return]
+
+
+class _Script(Effect):
+    """redis-py's path: ``script(keys=..., args=...)`` called in a sync run, ``ascript``'s
+    awaited in an async one."""
+
+    __slots__ = ("args", "ascript", "keys", "script")
+
+    def __init__(self, script: Any, ascript: Any, keys: Sequence[str], args: Sequence[Any]) -> None:
+        self.script = script
+        self.ascript = ascript
+        self.keys = keys
+        self.args = args
+
+    def run(self, context: Any) -> Any:
+        return self.script(keys=self.keys, args=self.args)
+
+    def arun(self, context: Any) -> Awaitable[Any]:
+        return self.ascript(keys=self.keys, args=self.args)  # type: ignore[no-any-return]
+
+
+class _Only:
+    """The context of a call made on one calls object directly (``ScriptCalls.call``)."""
+
+    __slots__ = ("_acalls", "_calls")
+
+    def __init__(self, calls: ScriptCalls | None, acalls: AsyncScriptCalls | None) -> None:
+        self._calls = calls
+        self._acalls = acalls
+
+
+class _Calls:
+    """What both kinds of calls keep: the pool (``None``: redis-py's path), the idle
+    connections, and the packer of the pool's encoding. Each kind adds the steps
+    ``script_call`` asks for: ``take`` a connection (``None`` when not lean; what it returns
+    is handed to the other steps), ``send`` a command on it, ``read`` the reply,
+    ``give_back`` the connection, ``close_failed`` it."""
+
+    __slots__ = ("_idle", "_pack", "_pool")
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self._idle: list[Any] = []
+        encoder = pool.get_encoder() if pool is not None else None
+        self._pack = packer(
+            getattr(encoder, "encoding", "utf-8"), getattr(encoder, "encoding_errors", "strict")
+        )
+
+    @property
+    def lean(self) -> bool:
+        """Whether calls skip the client's command layers, on connections the saver keeps."""
+        return self._pool is not None
+
+
+class ScriptCalls(_Calls):
     """Runs a saver's Lua scripts on one sync client: ``call(script, keys, args)``.
 
     Thread-safe: each call takes an idle connection of its own (or makes one), and gives it
@@ -120,21 +307,11 @@ class ScriptCalls:
     reused. After a fork the child makes new connections.
     """
 
-    __slots__ = ("_idle", "_pack", "_pid", "_pool")
+    __slots__ = ("_pid",)
 
     def __init__(self, client: Any) -> None:
-        self._pool = lean_pool(client)
-        self._idle: list[Any] = []
+        super().__init__(lean_pool(client))
         self._pid = os.getpid()
-        encoder = self._pool.get_encoder() if self._pool is not None else None
-        self._pack = packer(
-            getattr(encoder, "encoding", "utf-8"), getattr(encoder, "encoding_errors", "strict")
-        )
-
-    @property
-    def lean(self) -> bool:
-        """Whether calls go on the saver's own connections."""
-        return self._pool is not None
 
     def call(
         self,
@@ -148,49 +325,30 @@ class ScriptCalls:
         while the server runs the script: after the command is sent, before the reply is
         read (before the call on redis-py's path); an error it raises is raised after the
         reply was read."""
-        pool = self._pool
-        if pool is None:
-            if meanwhile is not None:
-                meanwhile()
-            return script(keys=keys, args=args)
-        import redis
+        return perform(script_call(script, None, keys, args, meanwhile), _Only(self, None))
 
+    def take(self) -> Any:
+        if self._pool is None:
+            return None
         if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
             self._idle, self._pid = [], os.getpid()
         try:
-            return self._send(
-                pool, self._pack(("EVALSHA", script.sha, len(keys), *keys, *args)), meanwhile
-            )
-        except redis.exceptions.NoScriptError:  # not cached on this server (yet, or any more)
-            body = ("EVAL", script.script, len(keys), *keys, *args)
-            return self._send(pool, self._pack(body), None)  # ``meanwhile`` has run
-
-    def _send(self, pool: Any, packed: bytes, meanwhile: Callable[[], object] | None) -> Any:
-        import redis
-
-        try:
-            conn = self._idle.pop()
+            return self._idle.pop()
         except IndexError:
-            conn = pool.connection_class(**pool.connection_kwargs)
-        failed: BaseException | None = None
-        try:
-            conn.send_packed_command((packed,))
-            if meanwhile is not None:
-                try:
-                    meanwhile()
-                except Exception as error:  # the reply is still read: the link stays sound
-                    failed = error
-            reply = conn.read_response()
-        except redis.exceptions.ResponseError:  # the whole reply was read: the link is sound
-            self._idle.append(conn)
-            raise
-        except BaseException:
-            conn.disconnect()
-            raise
+            pool = self._pool
+            return pool.connection_class(**pool.connection_kwargs)
+
+    def send(self, conn: Any, body: tuple[Any, ...]) -> None:
+        conn.send_packed_command((self._pack(body),))
+
+    def read(self, conn: Any) -> Any:
+        return conn.read_response()
+
+    def give_back(self, conn: Any) -> None:
         self._idle.append(conn)
-        if failed is not None:
-            raise failed
-        return reply
+
+    def close_failed(self, conn: Any) -> None:
+        conn.disconnect()
 
     def close(self) -> None:
         """Close the idle connections (a call in flight closes its own when it fails)."""
@@ -234,7 +392,7 @@ def lean_async_pool(client: Any) -> Any:
     return pool
 
 
-class AsyncScriptCalls:
+class AsyncScriptCalls(_Calls):
     """Runs a saver's Lua scripts on one ``redis.asyncio`` client:
     ``await call(script, keys, args)``.
 
@@ -245,22 +403,13 @@ class AsyncScriptCalls:
     they came from. ``aclose`` gives the kept ones back to the pool.
     """
 
-    __slots__ = ("_idle", "_keep", "_loop", "_pack", "_pool")
+    __slots__ = ("_keep", "_loop")
 
     def __init__(self, client: Any) -> None:
-        self._pool = pool = lean_async_pool(client)
-        self._idle: list[Any] = []
+        pool = lean_async_pool(client)
+        super().__init__(pool)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._keep = min(KEEP, int(pool.max_connections) // 4) if pool is not None else 0
-        encoder = pool.get_encoder() if pool is not None else None
-        self._pack = packer(
-            getattr(encoder, "encoding", "utf-8"), getattr(encoder, "encoding_errors", "strict")
-        )
-
-    @property
-    def lean(self) -> bool:
-        """Whether calls skip the client's command layers."""
-        return self._pool is not None
 
     def call(
         self,
@@ -272,72 +421,47 @@ class AsyncScriptCalls:
         """What to await for ``script`` (a redis-py ``AsyncScript``) run with ``keys`` and
         ``args``: its reply, or redis-py's error as it raises it. ``meanwhile`` as for
         ``ScriptCalls.call``: it runs while the server runs the script."""
+        return aperform(script_call(None, script, keys, args, meanwhile), _Only(None, self))
+
+    async def take(self) -> tuple[Any, list[Any]] | None:
+        """A connection, and the list of kept ones it goes back to."""
         if self._pool is None:
-            if meanwhile is not None:
-                meanwhile()
-            return cast("Awaitable[Any]", script(keys=keys, args=args))
-        return self._call(script, keys, args, meanwhile)
-
-    async def _call(
-        self,
-        script: Any,
-        keys: Sequence[str],
-        args: Sequence[Any],
-        meanwhile: Callable[[], object] | None,
-    ) -> Any:
-        import redis
-
-        try:
-            packed = self._pack(("EVALSHA", script.sha, len(keys), *keys, *args))
-            return await self._send(packed, meanwhile)
-        except redis.exceptions.NoScriptError:  # not cached on this server (yet, or any more)
-            body = ("EVAL", script.script, len(keys), *keys, *args)
-            return await self._send(self._pack(body), None)  # ``meanwhile`` has run
-
-    async def _send(self, packed: bytes, meanwhile: Callable[[], object] | None) -> Any:
-        import redis
-
-        if self._loop is not asyncio.get_running_loop():
+            return None
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
             # kept on another loop (a forked child runs a loop of its own too): not this
             # loop's, left to the pool they came from
-            self._idle, self._loop = [], asyncio.get_running_loop()
+            self._idle, self._loop = [], loop
         idle = self._idle
-        conn = idle.pop() if idle else await self._pool.get_connection()
-        failed: BaseException | None = None
-        try:
-            should_reconnect = getattr(conn, "should_reconnect", None)
-            if should_reconnect is not None and should_reconnect():  # the pool marked it
-                await conn.disconnect()
-            await conn.send_packed_command(packed, bool(conn.health_check_interval))
-            if meanwhile is not None:
-                try:
-                    meanwhile()
-                except Exception as error:  # the reply is still read: the link stays sound
-                    failed = error
-            reply = await conn.read_response()
-        except redis.exceptions.ResponseError:  # the whole reply was read: the link is sound
-            await self._give_back(conn)
-            raise
-        except BaseException:  # redis-py has closed it already (on any BaseException): make sure
-            try:
-                await conn.disconnect(nowait=True)
-            except Exception:
-                _log.debug("closing a failed script connection failed", exc_info=True)
-            await self._give_back(conn)
-            raise
+        return (idle.pop() if idle else await self._pool.get_connection()), idle
+
+    async def send(self, held: tuple[Any, list[Any]], body: tuple[Any, ...]) -> None:
+        conn = held[0]
+        should_reconnect = getattr(conn, "should_reconnect", None)
+        if should_reconnect is not None and should_reconnect():  # the pool marked it
+            await conn.disconnect()
+        await conn.send_packed_command(self._pack(body), bool(conn.health_check_interval))
+
+    def read(self, held: tuple[Any, list[Any]]) -> Awaitable[Any]:
+        return held[0].read_response()  # type: ignore[no-any-return]
+
+    async def give_back(self, held: tuple[Any, list[Any]]) -> None:
+        """Kept, while fewer than ``KEEP`` are and the kept ones are still the list it
+        came from (not given back by ``aclose`` since); else back to the pool."""
+        conn, idle = held
         if len(idle) < self._keep and idle is self._idle:
             idle.append(conn)
         else:
             await self._release(conn)
-        if failed is not None:
-            raise failed
-        return reply
 
-    async def _give_back(self, conn: Any) -> None:
-        if len(self._idle) < self._keep:
-            self._idle.append(conn)
-        else:
-            await self._release(conn)
+    async def close_failed(self, held: tuple[Any, list[Any]]) -> None:
+        """redis-py has closed it already (on any ``BaseException``): make sure, and give
+        it back closed."""
+        try:
+            await held[0].disconnect(nowait=True)
+        except Exception:
+            _log.debug("closing a failed script connection failed", exc_info=True)
+        await self.give_back(held)
 
     async def aclose(self) -> None:
         """Give the kept connections back to the client's pool (closing the client closes

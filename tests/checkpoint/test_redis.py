@@ -14,6 +14,7 @@ import redis
 import redis.asyncio
 
 from checkpoint import CheckpointError, CheckpointUnavailableError, RedisSaver, SerializationError
+from checkpoint.redis._lean import ScriptCalls
 from graph_agent import END, START, KeyStrategy, Overwrite, StateGraph
 
 from ..redis_servers import redis_server
@@ -273,23 +274,22 @@ def test_bytes_written_per_turn_stay_flat_on_a_real_server(redis_url):
     with redis.Redis.from_url(redis_url) as client:
         saver = RedisSaver(client, key_prefix=f"flat-{uuid.uuid4().hex[:6]}")
         sent: list[int] = []
-        calls = saver._calls
 
-        class Measured:  # what one write sends: its keys and arguments
-            def call(self, script, keys, args, meanwhile=None):
-                if script is saver._write:
+        class Measured(ScriptCalls):  # what one write sends: its keys and arguments
+            __slots__ = ()
+
+            def send(self, conn, body):
+                if body[:2] == ("EVALSHA", saver._write.sha):  # each call sends one EVALSHA
                     sent.append(
                         sum(
                             len(a) if isinstance(a, bytes) else len(str(a).encode())
-                            for a in [*keys, *args]
+                            for a in body[3:]
                         )
                     )
-                return calls.call(script, keys, args, meanwhile)
+                super().send(conn, body)
 
-            def close(self):
-                calls.close()
-
-        saver._calls = Measured()
+        saver._calls.close()
+        saver._calls = Measured(client)
         app = chat_graph(saver)
         for turn in range(120):
             app.invoke({"messages": [f"turn {turn:03d}"]}, {"thread_id": "f"})

@@ -145,23 +145,20 @@ def test_aput_moves_the_held_head_and_aget_reads_nothing_more(redis_url: str) ->
 
     replies: list[Any] = []
 
-    class Recorded:  # what the read script answers
-        def __init__(self, calls: Any) -> None:
-            self.calls = calls
+    class Recorded(AsyncScriptCalls):  # what the read script answers
+        __slots__ = ()
 
-        async def call(self, script: Any, keys: Any, args: Any, meanwhile: Any = None) -> Any:
-            reply = await self.calls.call(script, keys, args, meanwhile)
+        async def read(self, held: Any) -> Any:
+            reply = await super().read(held)
             replies.append(reply)
             return reply
-
-        async def aclose(self) -> None:
-            await self.calls.aclose()
 
     async def body() -> Any:
         await saver.aput(first, _delta(first))
         await saver.aput(second, _delta(second))
         assert saver._heads.head_id("h") == second.id  # held, advanced by the delta
-        saver._acalls = Recorded(saver._acalls)
+        await saver._acalls.aclose()  # its kept connection back to the pool
+        saver._acalls = Recorded(saver.async_client)
         return await saver.aget("h")
 
     got = _run(saver, body)
