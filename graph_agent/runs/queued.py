@@ -11,7 +11,7 @@ from typing import Any
 
 from ._redis import RedisRunStore
 from ._remote import RemoteLog
-from .records import ACTIVE, Run, busy_error, check_strategy, next_in_turn
+from .records import ACTIVE, Run, next_in_turn
 from .service import Execute, RunService, ThreadOps
 
 __all__ = ["QueuedRunService"]
@@ -50,30 +50,16 @@ class QueuedRunService(RunService):
     async def busy(self, thread_id: str) -> bool:
         return any(r.active for r in await self.store.thread_runs(thread_id))
 
-    async def start(
-        self,
-        thread_id: str,
-        assistant_id: str,
-        kwargs: dict[str, Any],
-        metadata: dict[str, Any],
-        multitask_strategy: str,
-        execute: Execute,
-        thread: ThreadOps,
-        *,
-        stateless: bool = False,
-    ) -> Run:
-        check_strategy(multitask_strategy)
-        ahead = [r for r in await self.store.thread_runs(thread_id) if r.status in ACTIVE]
-        if ahead and multitask_strategy == "reject":
-            raise busy_error(thread_id, ahead[-1].run_id)
-        if ahead and multitask_strategy in ("interrupt", "rollback"):
-            for run in ahead:
-                await self.cancel(self._attach(run), rollback=multitask_strategy == "rollback")
-        run = Run.new(
-            thread_id, assistant_id, kwargs, metadata, multitask_strategy, stateless=stateless
-        )
-        await self.store.put_run(run)  # recorded before anyone is told of it
-        await self.submit_next(thread_id)
+    async def _active_on(self, thread_id: str) -> list[Run]:
+        return [self._attach(r) for r in await self.store.thread_runs(thread_id) if r.active]
+
+    async def _stop_all(self, runs: list[Run], *, rollback: bool) -> None:
+        for run in runs:
+            await self.cancel(run, rollback=rollback)
+
+    async def _begin(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
+        """Queue ``run`` when its turn comes (``submit_next``): a worker runs it."""
+        await self.submit_next(run.thread_id)
         return self._attach(run)
 
     async def submit_next(self, thread_id: str) -> None:

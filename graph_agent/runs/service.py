@@ -153,23 +153,35 @@ class RunService:
         """A new run on ``thread_id``, recorded, then started in the background; returned
         once its input is stored (or once it is queued behind the thread's running one)."""
         check_strategy(multitask_strategy)
-        ahead = [r for r in self.live.values() if r.thread_id == thread_id and r.active]
+        ahead = await self._active_on(thread_id)
         if ahead:
             if multitask_strategy == "reject":
-                running = next((r for r in ahead if r.status == "running"), ahead[0])
+                oldest = min(ahead, key=lambda r: r.created_at)
+                running = next((r for r in ahead if r.status == "running"), oldest)
                 raise busy_error(thread_id, running.run_id)
             if multitask_strategy in ("interrupt", "rollback"):
-                # the queued ones first, before anything awaits: none of them may start
-                # once the running one stops
-                for run in ahead:
-                    if run.status == "pending":
-                        self._cancel_pending(run)
-                for run in ahead:
-                    await self.cancel(run, rollback=multitask_strategy == "rollback")
+                await self._stop_all(ahead, rollback=multitask_strategy == "rollback")
         run = Run.new(
             thread_id, assistant_id, kwargs, metadata, multitask_strategy, stateless=stateless
         )
         await self.store.put_run(run)  # recorded before anyone is told of it
+        return await self._begin(run, execute, thread)
+
+    async def _active_on(self, thread_id: str) -> list[Run]:
+        """The thread's runs that have not ended (pending or running)."""
+        return [r for r in self.live.values() if r.thread_id == thread_id and r.active]
+
+    async def _stop_all(self, runs: list[Run], *, rollback: bool) -> None:
+        """Cancel ``runs`` (a new run's ``interrupt``/``rollback``): the queued ones first,
+        before anything awaits, so that none of them starts once the running one stops."""
+        for run in runs:
+            if run.status == "pending":
+                self._cancel_pending(run)
+        for run in runs:
+            await self.cancel(run, rollback=rollback)
+
+    async def _begin(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
+        """Start the recorded ``run`` (here: in this process, see ``_launch``)."""
         return await self._launch(run, execute, thread)
 
     async def _launch(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
