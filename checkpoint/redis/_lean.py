@@ -152,15 +152,15 @@ def script_call(
     while True:  # the reply is read whole before the connection is given back
         failed: Exception | None = None
         try:
-            yield _Send(held, body)
+            yield _Step("send", held, body)
             if meanwhile is not None:
                 try:
                     meanwhile()
                 except Exception as error:  # the reply is still read: the link stays sound
                     failed = error
-            reply = yield _Read(held)
+            reply = yield _Step("read", held)
         except redis.exceptions.ResponseError as error:  # the whole reply was read
-            yield _GiveBack(held)
+            yield _Step("give_back", held)
             if body[0] != "EVALSHA" or not isinstance(error, redis.exceptions.NoScriptError):
                 raise
             # not cached on this server (yet, or any more); ``meanwhile`` has run
@@ -168,83 +168,33 @@ def script_call(
             held = yield _TAKE
             continue
         except BaseException:
-            yield _CloseFailed(held)
+            yield _Step("close_failed", held)
             raise
-        yield _GiveBack(held)
+        yield _Step("give_back", held)
         if failed is not None:
             raise failed
         return reply
 
 
-class _Take(Effect):
-    """A connection of the saver's own (``None``: the client is not lean): its ``_calls``
-    take it in a sync run, its ``_acalls`` in an async one."""
+class _Step(Effect):
+    """A step of ``script_call`` on the saver's own connections, ``name(*args)`` done by the
+    driver's context (a ``RedisSaver``): by its ``_calls`` in a sync run, its ``_acalls``
+    in an async one (see ``_Calls``)."""
 
-    __slots__ = ()
+    __slots__ = ("args", "name")
 
-    def run(self, context: Any) -> Any:
-        return context._calls.take()
-
-    def arun(self, context: Any) -> Awaitable[Any]:
-        return context._acalls.take()  # type: ignore[no-any-return]
-
-
-_TAKE = _Take()
-
-
-class _Send(Effect):
-    """Send the command ``body`` on the connection taken."""
-
-    __slots__ = ("body", "held")
-
-    def __init__(self, held: Any, body: tuple[Any, ...]) -> None:
-        self.held = held
-        self.body = body
+    def __init__(self, name: str, *args: Any) -> None:
+        self.name = name
+        self.args = args
 
     def run(self, context: Any) -> Any:
-        return context._calls.send(self.held, self.body)
+        return getattr(context._calls, self.name)(*self.args)
 
     def arun(self, context: Any) -> Awaitable[Any]:
-        return context._acalls.send(self.held, self.body)  # type: ignore[no-any-return]
+        return getattr(context._acalls, self.name)(*self.args)  # type: ignore[no-any-return]
 
 
-class _Read(Effect):
-    """Read the reply on the connection taken."""
-
-    __slots__ = ("held",)
-
-    def __init__(self, held: Any) -> None:
-        self.held = held
-
-    def run(self, context: Any) -> Any:
-        return context._calls.read(self.held)
-
-    def arun(self, context: Any) -> Awaitable[Any]:
-        return context._acalls.read(self.held)  # type: ignore[no-any-return]
-
-
-class _GiveBack(_Read):
-    """Give the connection taken back, its reply read whole."""
-
-    __slots__ = ()
-
-    def run(self, context: Any) -> Any:
-        return context._calls.give_back(self.held)
-
-    def arun(self, context: Any) -> Awaitable[Any]:
-        return context._acalls.give_back(self.held)  # type: ignore[no-any-return]
-
-
-class _CloseFailed(_Read):
-    """Close the connection taken: something but an error reply failed on it."""
-
-    __slots__ = ()
-
-    def run(self, context: Any) -> Any:
-        return context._calls.close_failed(self.held)
-
-    def arun(self, context: Any) -> Awaitable[Any]:
-        return context._acalls.close_failed(self.held)  # type: ignore[no-any-return]
+_TAKE = _Step("take")
 
 
 class _Script(Effect):
