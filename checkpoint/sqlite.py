@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._savers.closing import Closing
 from ._savers.head import CachedHead, HeadCache
 from ._savers.head_read import (
     HeadRead,
@@ -60,7 +61,7 @@ class _Blobs:
         self.lists: dict[int, list[bytes]] = {}  # list number -> its items, as far as needed
 
 
-class SqliteSaver(sqlite_leases.SqliteLeases, BaseCheckpointSaver):
+class SqliteSaver(sqlite_leases.SqliteLeases, BaseCheckpointSaver, Closing):
     """Checkpoints in a SQLite file (WAL mode), written incrementally: a step is one
     transaction that stores its delta (new list items, changed values) and a small index,
     and moves the thread's head only if it is still the writer's parent
@@ -124,22 +125,6 @@ class SqliteSaver(sqlite_leases.SqliteLeases, BaseCheckpointSaver):
             if not self._closed:
                 self._closed = True
                 self._conn.close()
-
-    async def aclose(self) -> None:
-        """``close()`` for async code."""
-        self.close()
-
-    def __enter__(self) -> SqliteSaver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SqliteSaver:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
 
     def __del__(self) -> None:
         if getattr(self, "_closed", True):

@@ -9,5 +9,6 @@ rule or one piece of the savers' work:
 - ``head``, ``head_read``: a thread's latest values kept decoded, and reading a newer head
   when an older one is held;
 - ``history``: decoding a thread's history once; ``delta``: full state from deltas;
+- ``closing``: ``with`` and ``async with`` for the savers and stores that hold a connection;
 - ``sqlite/``: the SQLite saver's own parts (its file, its leases table, its retention).
 """

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from .._savers.closing import Closing
 from .._savers.head import CachedHead, HeadCache
 from .._savers.head_read import HeldWrite
 from .._savers.index import header_of
@@ -51,7 +52,7 @@ def _thread_tag(thread_id: str) -> str:
     return thread_id
 
 
-class RedisSaver(RedisLeases, BaseCheckpointSaver):
+class RedisSaver(RedisLeases, BaseCheckpointSaver, Closing):
     """Checkpoints in Redis, incrementally: a step's write is one Lua script call (one round
     trip) that stores only its delta (list items appended to per-thread lists, changed
     values) and a small per-checkpoint index, and moves the thread's head only if it is
@@ -211,18 +212,6 @@ class RedisSaver(RedisLeases, BaseCheckpointSaver):
         client, loop = self.async_client, self._async_loop
         if self._owns_clients and client is not None and loop in (None, asyncio.get_running_loop()):
             await client.aclose()
-
-    def __enter__(self) -> RedisSaver:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RedisSaver:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         where = where_of(self.client if self.client is not None else self.async_client)

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
+from .._savers.closing import Closing
 from ..serde import Serializer
 from ..store import BaseStore, Item, Namespace, _cut, _namespace, _page
 
@@ -73,7 +74,7 @@ def _store_tag(key_prefix: str) -> str:
     return "{" + key_prefix + ":store}"
 
 
-class RedisStore(BaseStore):
+class RedisStore(BaseStore, Closing):
     """A store in Redis. Every key of a store shares the hash tag ``{<prefix>:store}``:
 
     - ``{<prefix>:store}:ns:<part>:<part>...``: a hash per namespace, key -> msgpack record
@@ -133,22 +134,6 @@ class RedisStore(BaseStore):
         twice."""
         if self._owns_client:
             self.client.close()
-
-    async def aclose(self) -> None:
-        """``close`` for async code (the store's client is a sync one)."""
-        self.close()
-
-    def __enter__(self) -> RedisStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RedisStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RedisStore(key_prefix={self.key_prefix!r})"
