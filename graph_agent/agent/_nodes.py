@@ -25,7 +25,7 @@ from ..errors import GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart
 from ..graph import OverAllState, RunnableConfig, Updates
 from ..messages import AssistantMessage, Message, SystemMessage
-from ..models import ChatModel, ChatResponse, ToolCallingChatOptions
+from ..models import ChatModel, ChatResponse, Prompt, ToolCallingChatOptions
 from ..models.base import acall_model, call_model
 from ..models.effects import Answer, chunks
 from ..tools import ToolCallback, ToolCallingManager, ToolContext
@@ -190,45 +190,38 @@ class _ModelCall:
             task.run.event(ModelDelta, task, model=self.name, tool_call_delta=fragment)
         return chunk
 
-    def _end(self, task: TaskScope | None, response: ChatResponse, started: float) -> ChatResponse:
-        if task is not None:
-            task.run.event(
-                ModelEnd,
-                task,
-                model=self.name,
-                message=response.result.output if response.results else None,
-                usage=response.metadata.usage,
-                duration=time.perf_counter() - started,
-            )
+    def _end(self, task: TaskScope, response: ChatResponse, started: float) -> ChatResponse:
+        task.run.event(
+            ModelEnd,
+            task,
+            model=self.name,
+            message=response.result.output if response.results else None,
+            usage=response.metadata.usage,
+            duration=time.perf_counter() - started,
+        )
         return response
 
-    def _failed(self, task: TaskScope | None, error: BaseException, started: float) -> None:
-        if task is not None:
-            task.run.event(
-                ModelEnd, task, model=self.name, error=error, duration=time.perf_counter() - started
-            )
+    def _failed(self, task: TaskScope, error: BaseException, started: float) -> None:
+        duration = time.perf_counter() - started
+        task.run.event(ModelEnd, task, model=self.name, error=error, duration=duration)
 
-    def _announced(
-        self, task: TaskScope, streaming: bool, request: ModelRequest
-    ) -> Steps[ChatResponse]:
-        """The call that somebody listens to, once (``__call__`` performs it with plain
-        calls, ``acall`` awaits it): streamed when its deltas are read, ``model_end`` after
-        it, or after its failure."""
+    def _announced(self, task: TaskScope, streaming: bool, prompt: Prompt) -> Steps[ChatResponse]:
+        """The call somebody listens to, once (``__call__`` performs it, ``acall`` awaits it):
+        streamed when its deltas are read, then ``model_end`` (after a failure too)."""
         started = time.perf_counter()
         try:
             if streaming:
-                response = yield from self._streamed(task, request)
+                response = yield from self._streamed(task, prompt)
             else:
-                response = yield Answer(self.model, request.prompt)
+                response = yield Answer(self.model, prompt)
         except BaseException as error:
             self._failed(task, error, started)
             raise
         return self._end(task, response, started)
 
-    def _streamed(self, task: TaskScope, request: ModelRequest) -> Steps[ChatResponse]:
-        """The answer pulled chunk by chunk, a ``model_delta`` each; a run cancelled after
-        part of it was seen keeps that part (``_ModelCut``)."""
-        read = chunks(self.model, request.prompt)
+    def _streamed(self, task: TaskScope, prompt: Prompt) -> Steps[ChatResponse]:
+        """The answer pulled chunk by chunk, a ``model_delta`` each (see ``_ModelCut``)."""
+        read = chunks(self.model, prompt)
         seen: list[ChatResponse] = []
         try:
             while (chunk := (yield read)) is not END:
@@ -239,21 +232,17 @@ class _ModelCall:
             raise
         return ChatResponse.merge(seen)
 
-    # The drivers. Nobody listening (no events to send), the call is the model's answer
-    # and nothing else: asked at once, without a generator around it (a ReAct round makes
-    # two such calls).
-
     def __call__(self, request: ModelRequest) -> ChatResponse:
         task, streaming = self._start(request)
-        if task is None:
+        if task is None:  # nobody listens: the answer and nothing else, no generator around it
             return call_model(self.model, request.prompt)
-        return perform(self._announced(task, streaming, request))
+        return perform(self._announced(task, streaming, request.prompt))
 
     async def acall(self, request: ModelRequest) -> ChatResponse:
         task, streaming = self._start(request)
         if task is None:
             return await acall_model(self.model, request.prompt)
-        return await aperform(self._announced(task, streaming, request))
+        return await aperform(self._announced(task, streaming, request.prompt))
 
 
 class _ModelCut(asyncio.CancelledError):
