@@ -28,6 +28,7 @@ from ._detached import detached
 from .listeners import install_listener, installed_listeners, uninstall_listener
 
 __all__ = [
+    "EVENT_TYPES",
     "CheckpointEvent",
     "CustomEvent",
     "InterruptEvent",
@@ -213,10 +214,11 @@ class CustomEvent(RunEvent):
 # them: a tuple of frozen messages, a frozen message, tool call and usage cannot change.
 _PAYLOADS = frozenset({"input", "values", "interrupts", "update", "interrupt", "data"})
 
-_EVENT_CLASSES: tuple[type[RunEvent], ...] = (
+EVENT_TYPES: tuple[type[RunEvent], ...] = (
     RunStart, RunEnd, RunError, NodeStart, NodeEnd, NodeError, ModelStart, ModelDelta,
     ModelEnd, ToolStart, ToolEnd, InterruptEvent, CheckpointEvent, CustomEvent,
 )  # fmt: skip
+"""Every kind of event a run sends, one class each (a run's log keeps them all)."""
 
 
 def _quick_init(cls: type[Any]) -> None:
@@ -250,7 +252,7 @@ def _quick_init(cls: type[Any]) -> None:
     cls.__init__ = init
 
 
-for _event_class in _EVENT_CLASSES:
+for _event_class in EVENT_TYPES:
     # what RunScope.event compares with a listener's event_kinds before building an event
     _event_class.KIND = _event_class.__dataclass_fields__["kind"].default  # type: ignore[attr-defined]
     _quick_init(_event_class)

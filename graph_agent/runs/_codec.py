@@ -25,22 +25,7 @@ from pydantic import BaseModel
 from checkpoint.errors import UnserializableValueError
 from checkpoint.serde import Serializer, TypeRegistry, default_registry
 
-from ..events import (
-    CheckpointEvent,
-    CustomEvent,
-    InterruptEvent,
-    ModelDelta,
-    ModelEnd,
-    ModelStart,
-    NodeEnd,
-    NodeError,
-    NodeStart,
-    RunEnd,
-    RunError,
-    RunStart,
-    ToolEnd,
-    ToolStart,
-)
+from ..events import EVENT_TYPES
 from ..graph import Command, Interrupt, Send, StateSnapshot
 from ..models.types import Usage
 from ._shown import error_text
@@ -72,16 +57,12 @@ class _SendNote:
     arg: Any
 
 
-_EVENT_TYPES = (
-    RunStart, RunEnd, RunError, NodeStart, NodeEnd, NodeError, ModelStart, ModelDelta,
-    ModelEnd, ToolStart, ToolEnd, InterruptEvent, CheckpointEvent, CustomEvent,
-)  # fmt: skip
 # Ours, on top of the default registry (messages, and the types users register there).
 _registry = TypeRegistry(parent=default_registry)
-for _cls in (*_EVENT_TYPES, StateSnapshot, Interrupt, Usage, _ErrorNote, _CommandNote, _SendNote):
+for _cls in (*EVENT_TYPES, StateSnapshot, Interrupt, Usage, _ErrorNote, _CommandNote, _SendNote):
     _registry.register(_cls, name=f"graph_agent.log.{_cls.__name__}")
 _serializer = Serializer(_registry)
-_OURS = frozenset((*_EVENT_TYPES, StateSnapshot))
+_OURS = frozenset((*EVENT_TYPES, StateSnapshot))
 
 _FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _OURS}
 # what holds nothing to note: returned as it is, without a look inside (messages are models)
