@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentBuildError
@@ -12,7 +11,6 @@ from ..graph import KeyStrategy, KeyStrategyLike
 from ..models import ChatModel
 from ..tools import (
     ToolCallback,
-    ToolCallbackResolver,
     ToolCallingManager,
     ToolProvider,
     as_tool_callbacks,
@@ -27,6 +25,7 @@ from ._keys import (
     REJECTED,
     STRUCTURED,
 )
+from ._options import AgentOptions
 from ._output import output_spec
 from ._parts import AgentParts
 from ._prompt import system_prompt as make_system_prompt
@@ -38,38 +37,7 @@ if TYPE_CHECKING:
 RESERVED_KEYS = (JUMP_TO, REJECTED, OFFERED, OUTPUT_ATTEMPTS, OUTPUT_FAILURE)
 
 
-@dataclasses.dataclass
-class AgentSettings:
-    name: str | None
-    model: ChatModel | None
-    tools: list[Any]
-    method_tools: list[Any]
-    tool_callback_providers: list[Any]
-    tool_names: list[str]
-    resolver: ToolCallbackResolver | None
-    tool_providers: list[ToolProvider]
-    system_prompt: str | None
-    instruction: str | None
-    hooks: list[Any]
-    interceptors: list[Any]
-    tool_context: dict[str, Any]
-    store: Any
-    max_iterations: int
-    parallel_tool_execution: bool
-    output_key: str | None
-    key_strategies: dict[str, KeyStrategyLike]
-    unknown_tool_strategy: Any
-    exception_processor: Any
-    listeners: list[Any] = dataclasses.field(default_factory=list)
-    handoffs: list[Any] = dataclasses.field(default_factory=list)
-    output_type: Any = None
-    output_strategy: Any = "auto"
-    output_retries: Any = 2
-    output_validators: list[Any] = dataclasses.field(default_factory=list)
-    saver: Any = None  # the agent's saver, if given: its registry stores structured answers
-
-
-def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
+def _tools(s: AgentOptions, problems: list[str]) -> list[ToolCallback]:
     found: list[ToolCallback] = []
     for group, items in (("tools", s.tools), ("method_tools", s.method_tools)):
         for item in items:
@@ -90,7 +58,7 @@ def _tools(s: AgentSettings, problems: list[str]) -> list[ToolCallback]:
             )
     if s.tool_names and s.resolver is None:
         problems.append(
-            f"tool_names {s.tool_names} need a resolver to turn them into tools: add "
+            f"tool_names {list(s.tool_names)} need a resolver to turn them into tools: add "
             ".resolver(StaticToolCallbackResolver([...]))"
         )
     elif s.resolver is not None:
@@ -120,7 +88,7 @@ def _is_live(provider: Any) -> bool:
     return callable(provider) and callable(getattr(provider, "get_tool_callbacks", None))
 
 
-def _providers(s: AgentSettings) -> list[ToolProvider]:
+def _providers(s: AgentOptions) -> list[ToolProvider]:
     """What the agent asks for tools at every model call."""
     return [*s.tool_providers, *(p for p in s.tool_callback_providers if _is_live(p))]
 
@@ -149,7 +117,7 @@ def _interceptor_tools(
 
 
 def _check_hook_tools(
-    s: AgentSettings, hooks: list[Hook], tools: list[ToolCallback], problems: list[str]
+    s: AgentOptions, hooks: list[Hook], tools: list[ToolCallback], problems: list[str]
 ) -> None:
     """Every tool a hook names is one the agent has (HumanInTheLoopHook(["refnud"]) would
     otherwise ask about nothing, and refund would run unapproved). Tools that only exist at
@@ -170,7 +138,7 @@ def _check_hook_tools(
             )
 
 
-def _hooks(hooks: list[Any], problems: list[str]) -> list[Hook]:
+def _hooks(hooks: Iterable[Any], problems: list[str]) -> list[Hook]:
     from hooks import Hook
 
     valid: list[Hook] = []
@@ -206,7 +174,7 @@ def _hooks(hooks: list[Any], problems: list[str]) -> list[Hook]:
 
 
 def _strategies(
-    s: AgentSettings, hooks: list[Hook], problems: list[str]
+    s: AgentOptions, hooks: list[Hook], problems: list[str]
 ) -> dict[str, KeyStrategyLike]:
     strategies: dict[str, KeyStrategyLike] = {MESSAGES: KeyStrategy.APPEND}
     sources: dict[str, str] = {MESSAGES: "the agent"}
@@ -215,7 +183,7 @@ def _strategies(
         sources[STRUCTURED] = "the agent's output_type"
     declared: list[tuple[str, Mapping[str, KeyStrategyLike]]] = [
         *((f"hook '{h.hook_name}'", h.key_strategies) for h in hooks),
-        ("key_strategies", s.key_strategies),
+        ("key_strategies", s.key_strategies or {}),
     ]
     for who, mapping in declared:
         for key, strategy in mapping.items():
@@ -238,7 +206,7 @@ def _strategy_name(strategy: KeyStrategyLike) -> str:
     return getattr(strategy, "__qualname__", None) or repr(strategy)
 
 
-def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStrategyLike]]:
+def assemble(s: AgentOptions) -> tuple[AgentParts, list[Hook], dict[str, KeyStrategyLike]]:
     """The agent's parts, hooks and key strategies; ``AgentBuildError`` lists every problem."""
     from hooks import ModelInterceptor, ToolInterceptor
 
@@ -282,7 +250,7 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
     interceptor_tools = _interceptor_tools(model_interceptors, tools, problems)
     if not model_interceptors:  # an interceptor may offer tools of its own per request
         _check_hook_tools(s, hooks, tools, problems)
-    check_handoffs(s.handoffs, s.name, problems)
+    check_handoffs(tuple(s.handoffs), s.name, problems)
     for listener in s.listeners:
         if not callable(getattr(listener, "on_event", None)):
             problems.append(f"listeners: {listener!r} has no on_event(event) method")
@@ -292,7 +260,7 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
         s.output_type,
         s.output_strategy,
         s.output_retries,
-        s.output_validators,
+        tuple(s.output_validators),
         s.model,
         [t.tool_definition.name for t in tools],
         getattr(serializer, "registry", None),
@@ -310,7 +278,7 @@ def assemble(s: AgentSettings) -> tuple[AgentParts, list[Hook], dict[str, KeyStr
         tool_providers=tuple(_providers(s)),
         manager=manager,
         model_interceptors=tuple(model_interceptors),
-        tool_context=dict(s.tool_context),
+        tool_context=dict(s.tool_context or {}),
         store=s.store,
         output_key=s.output_key,
         strategies=strategies,

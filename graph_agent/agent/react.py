@@ -14,8 +14,9 @@ from ..tools import ToolCallback, ToolCallbackResolver, ToolProvider
 from . import _graph
 from ._agent_ref import AgentInput, ConfigLike
 from ._as_tool import AgentTool
-from ._build import AgentSettings, assemble
+from ._build import assemble
 from ._keys import JUMP_TO
+from ._options import AgentOptions
 from ._output import OutputSpec, structured_answer, structured_run
 from .base import WITHDRAWN, BaseAgent
 from .builder import ReactAgentBuilder
@@ -73,36 +74,9 @@ class ReactAgent(BaseAgent):
         output_retries: int = 2,
         output_validators: Iterable[Any] = (),
     ) -> None:
-        settings = AgentSettings(
-            name=name,
-            model=model,
-            tools=list(tools),
-            method_tools=list(method_tools),
-            tool_callback_providers=list(tool_callback_providers),
-            tool_names=list(tool_names),
-            resolver=resolver,
-            tool_providers=list(tool_providers),
-            system_prompt=system_prompt,
-            instruction=instruction,
-            hooks=list(hooks),
-            interceptors=list(interceptors),
-            tool_context=dict(tool_context or {}),
-            store=store,
-            max_iterations=max_iterations,
-            parallel_tool_execution=parallel_tool_execution,
-            output_key=output_key,
-            key_strategies=dict(key_strategies or {}),
-            unknown_tool_strategy=unknown_tool_strategy,
-            exception_processor=exception_processor,
-            listeners=list(listeners),
-            handoffs=list(handoffs),
-            output_type=output_type,
-            output_strategy=output_strategy,
-            output_retries=output_retries,
-            output_validators=list(output_validators),
-            saver=saver,
-        )
-        parts, hooks_in_order, strategies = assemble(settings)
+        # the keywords are AgentOptions' fields (tests/agent/test_options_record.py checks it)
+        options = AgentOptions.of(locals())
+        parts, hooks_in_order, strategies = assemble(options)
         self.name: str = parts.name
         self.description: str | None = description
         self.output_key: str | None = output_key
@@ -116,8 +90,8 @@ class ReactAgent(BaseAgent):
         """What ``output_type`` became (strategy, schema, strictness), ``None`` without one."""
         per_round, fixed = _graph.iteration_steps(self.hooks)
         limit = fixed + per_round * max_iterations
-        self.handoffs: tuple[BaseAgent | str, ...] = tuple(settings.handoffs)
-        self._listeners = tuple(settings.listeners)
+        self.handoffs: tuple[BaseAgent | str, ...] = tuple(options.handoffs)
+        self._listeners = tuple(options.listeners)
         # With handoffs, the agent's own loop is a node of its swarm (made when first run:
         # an agent named in handoffs may be built after this one), which has the listeners.
         self._graph = _graph.build_graph(
