@@ -183,12 +183,12 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     members_ = members(entry, strict=True)
     strategies: dict[str, Any] = {MESSAGES: KeyStrategy.APPEND}
     for agent in members_.values():
-        spec = agent._graph._spec
-        for key, strategy in spec.strategies.items():
-            if key not in spec.private and key not in strategies:
+        loop = agent._graph
+        for key, strategy in loop.key_strategies.items():
+            if key not in loop.private_keys and key not in strategies:
                 strategies[key] = strategy
     # the members' bookkeeping (a turn's input clears their jump) stays out of sight
-    private = {key for agent in members_.values() for key in agent._graph._spec.private}
+    private = {key for agent in members_.values() for key in agent._graph.private_keys}
     graph = StateGraph(strategies, private_keys=private)
     names = list(members_)
     for name, agent in members_.items():

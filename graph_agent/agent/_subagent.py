@@ -109,10 +109,11 @@ class SubAgentNode(SubgraphNode):
         structured: bool = False,
     ) -> None:
         graph = graph if graph is not None else agent.graph
-        super().__init__(node or agent.name, graph._spec, None, None, graph.listeners)
+        child = graph.subgraph_node(node or agent.name)
+        super().__init__(child.name, child.spec, None, None, child.listeners)
         self.agent = agent
         self.shape = shape
-        self.private = frozenset(graph._spec.private)
+        self.private = graph.private_keys
         # The parent's own bookkeeping (its private keys): not the sub-agent's to see.
         self.hidden = frozenset(hidden)
         # A swarm run by a flow (or a tool): its active agent is kept under its name.

@@ -179,6 +179,14 @@ class CompiledGraph:
         return dict(self._spec.strategies)
 
     @property
+    def private_keys(self) -> frozenset[str]:
+        """The graph's private keys (``StateGraph(private_keys=...)``): kept in its
+        checkpoints, never in the state its runs return or in its snapshots. Run as a node of
+        another graph it hands them back like any key it wrote; a composition that must not
+        keep them (an agent's flow) drops these."""
+        return self._spec.private
+
+    @property
     def async_only(self) -> tuple[str, ...]:
         """The nodes (by name) and routers (``"router of 'node'"``) with only an async
         implementation: a sync run (``invoke``) cannot call them."""
@@ -396,6 +404,29 @@ class CompiledGraph:
         async for _ in adrive(update.effects(), self.saver, scope):
             pass
         return update.config.replace(checkpoint_id=update.new_checkpoint_id)
+
+    # -- composing -------------------------------------------------------------------------
+
+    def subgraph_node(self, name: str) -> SubgraphNode:
+        """This graph as the node ``name`` of another graph (``add_node(name, node)``): it
+        runs inside its node's task, in the parent's thread under a namespace, with the
+        parent's saver and events (this graph's own saver is not used there; its listeners
+        hear its events first). It sees the parent's whole state and hands back every key it
+        wrote, as ``add_node(name, graph)`` does. A composition that shapes what the child
+        hands back subclasses ``SubgraphNode`` from this node's ``spec`` and ``listeners``."""
+        return SubgraphNode(name, self._spec, None, None, self.listeners)
+
+    def draw_inside(self, node: str, graphs: Iterable[tuple[str, CompiledGraph]]) -> None:
+        """Have ``draw_mermaid`` draw ``graphs`` (title, graph) inside ``node``: the graphs
+        the node runs itself, which the picture cannot see (a supervisor's agents, called
+        from its tool node). Replaces what was declared for ``node`` before; only the picture
+        changes, never a run."""
+        if node not in self._spec.nodes:
+            raise GraphUsageError(
+                f"draw_inside(): the graph has no node '{node}' (its nodes: "
+                f"{', '.join(self._spec.nodes)})"
+            )
+        self._spec.drawn_inside[node] = [(title, graph._spec) for title, graph in graphs]
 
     # -- drawing ---------------------------------------------------------------------------
 

@@ -203,9 +203,9 @@ class FlowAgent(BaseAgent):
         for agent in self.sub_agents:
             if not isinstance(agent, BaseAgent):
                 continue
-            spec = agent.graph._spec
-            for key, strategy in spec.strategies.items():
-                if key in spec.private or key in (MESSAGES, RESULTS):
+            graph = agent.graph
+            for key, strategy in graph.key_strategies.items():
+                if key in graph.private_keys or key in (MESSAGES, RESULTS):
                     continue
                 first = declared.setdefault(key, (agent.name, strategy))
                 if first[1] != strategy:
@@ -224,9 +224,9 @@ class FlowAgent(BaseAgent):
             ACTIVE_AGENTS: _merge_active,
         }
         for agent in self.sub_agents:
-            spec = agent.graph._spec
-            for key, strategy in spec.strategies.items():
-                if key in spec.private or key in strategies:
+            graph = agent.graph
+            for key, strategy in graph.key_strategies.items():
+                if key in graph.private_keys or key in strategies:
                     continue
                 strategies[key] = strategy
         return strategies

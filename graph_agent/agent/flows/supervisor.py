@@ -68,7 +68,7 @@ class SupervisorAgent(FlowAgent):
         self._fresh = self.supervisor._fresh
         graph = self.supervisor.graph
         # drawn inside the tool node that calls them
-        graph._spec.drawn_inside["tools"] = [(a.name, a.graph._spec) for a in self.sub_agents]
+        graph.draw_inside("tools", [(a.name, a.graph) for a in self.sub_agents])
         return graph
 
     def _speaks(self, path: tuple[str, ...]) -> bool:
