@@ -407,14 +407,21 @@ class CompiledGraph:
 
     # -- composing -------------------------------------------------------------------------
 
-    def subgraph_node(self, name: str) -> SubgraphNode:
+    def subgraph_node(
+        self,
+        name: str,
+        *,
+        input_keys: tuple[str, ...] | None = None,
+        output_keys: tuple[str, ...] | None = None,
+    ) -> SubgraphNode:
         """This graph as the node ``name`` of another graph (``add_node(name, node)``): it
         runs inside its node's task, in the parent's thread under a namespace, with the
         parent's saver and events (this graph's own saver is not used there; its listeners
-        hear its events first). It sees the parent's whole state and hands back every key it
-        wrote, as ``add_node(name, graph)`` does. A composition that shapes what the child
-        hands back subclasses ``SubgraphNode`` from this node's ``spec`` and ``listeners``."""
-        return SubgraphNode(name, self._spec, None, None, self.listeners)
+        hear its events first). It sees the parent's state (``input_keys`` of it) and hands
+        back every key it wrote (``output_keys`` of them), as ``add_node(name, graph)`` does.
+        A composition that shapes what the child hands back subclasses ``SubgraphNode`` from
+        this node's ``spec`` and ``listeners``."""
+        return SubgraphNode(name, self._spec, input_keys, output_keys, self.listeners)
 
     def draw_inside(self, node: str, graphs: Iterable[tuple[str, CompiledGraph]]) -> None:
         """Have ``draw_mermaid`` draw ``graphs`` (title, graph) inside ``node``: the graphs

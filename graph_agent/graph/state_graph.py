@@ -287,4 +287,4 @@ def _subgraph_node(
             f"subgraph '{name}' was compiled with a saver; compile it without one: a subgraph "
             "keeps its checkpoints with the parent graph's saver, in the parent's thread"
         )
-    return SubgraphNode(name, graph._spec, input_keys, output_keys, graph.listeners)
+    return graph.subgraph_node(name, input_keys=input_keys, output_keys=output_keys)
