@@ -1,7 +1,8 @@
 """Chat messages: system, user, assistant (with tool calls) and tool responses.
 
 Messages are frozen pydantic models, registered with the checkpoint serializer so that they
-can live in a graph's state and be checkpointed by any saver.
+can live in a graph's state and be checkpointed by any saver. ``MESSAGES``, ``JUMP_TO`` and
+``REJECTED`` name the state keys an agent and its hooks share.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from checkpoint import register_type
 
 __all__ = [
+    "JUMP_TO",
+    "MESSAGES",
+    "REJECTED",
     "AssistantMessage",
     "Message",
     "MessageType",
@@ -22,6 +26,16 @@ __all__ = [
     "ToolResponseMessage",
     "UserMessage",
 ]
+
+# The state keys an agent (graph_agent.agent) and its hooks (hooks) share, named once here, at
+# the lowest layer both build on; the agent's own bookkeeping keys are in agent/_keys.py.
+MESSAGES = "messages"
+"""The state key of the conversation: a list of messages, appended to."""
+JUMP_TO = "jump_to"
+"""The state key by which a hook sends the run elsewhere: ``{JUMP_TO: JumpTo.END}``."""
+REJECTED = "rejected_tool_calls"
+"""The state key of tool calls a person rejected (call id -> the text the model gets
+instead of the tool's result): the agent answers them without running the tool."""
 
 MessageType = Literal["system", "user", "assistant", "tool"]
 _M = TypeVar("_M", bound=BaseModel)

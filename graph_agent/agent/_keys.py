@@ -1,7 +1,9 @@
 """The agent's state keys: what its nodes, hooks and flows read and write in the state.
-Plain names that import nothing, so every module of the agent may use them."""
+Plain names that import only the lowest layer, so every module of the agent may use them."""
 
 from __future__ import annotations
+
+from ..messages import JUMP_TO, MESSAGES, REJECTED  # shared with the hooks
 
 __all__ = [
     "JUMP_TO",
@@ -14,9 +16,6 @@ __all__ = [
     "STRUCTURED",
 ]
 
-MESSAGES = "messages"
-JUMP_TO = "jump_to"
-REJECTED = "rejected_tool_calls"
 OFFERED = "offered_tools"  # state key: the tools the model was offered for its tool calls
 STRUCTURED = "structured_response"  # state key: the validated answer (with an output_type)
 OUTPUT_ATTEMPTS = "output_attempts"  # state key: this run's rejected structured answers

@@ -9,6 +9,7 @@ from typing import Any
 
 from graph_agent.graph import OverAllState
 from graph_agent.messages import (
+    MESSAGES,
     AssistantMessage,
     Message,
     ToolCall,
@@ -16,10 +17,6 @@ from graph_agent.messages import (
     ToolResponseMessage,
     UserMessage,
 )
-
-MESSAGES = "messages"
-JUMP_TO = "jump_to"
-REJECTED = "rejected_tool_calls"
 
 
 def messages_of(state: OverAllState) -> list[Message]:

@@ -9,10 +9,10 @@ from typing import Any, Literal
 
 from checkpoint import register_type
 from graph_agent.graph import OverAllState, Overwrite, RunnableConfig, interrupt
-from graph_agent.messages import AssistantMessage, ToolCall
+from graph_agent.messages import MESSAGES, REJECTED, AssistantMessage, ToolCall
 
 from ..base import HookResult, ModelHook
-from ._messages import MESSAGES, REJECTED, call_arguments, messages_of, pending_calls
+from ._messages import call_arguments, messages_of, pending_calls
 from .errors import ToolFeedbackError
 
 __all__ = ["DEFAULT_DESCRIPTION_PREFIX", "Decision", "HumanInTheLoopHook", "ToolFeedback"]

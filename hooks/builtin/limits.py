@@ -5,17 +5,10 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from graph_agent.graph import KeyStrategy, KeyStrategyLike, OverAllState, Overwrite, RunnableConfig
-from graph_agent.messages import AssistantMessage, ToolCall
+from graph_agent.messages import JUMP_TO, MESSAGES, AssistantMessage, ToolCall
 
 from ..base import HookResult, JumpTo, ModelHook
-from ._messages import (
-    JUMP_TO,
-    MESSAGES,
-    answer_missing_calls,
-    messages_of,
-    pending_calls,
-    responses_for,
-)
+from ._messages import answer_missing_calls, messages_of, pending_calls, responses_for
 from .errors import LimitScope, ModelCallLimitExceededError, ToolCallLimitExceededError
 
 __all__ = ["ExitBehavior", "ModelCallLimitHook", "ToolCallLimitHook"]

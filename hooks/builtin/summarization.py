@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from graph_agent.graph import OverAllState, Overwrite, RunnableConfig
 from graph_agent.messages import (
+    MESSAGES,
     AssistantMessage,
     Message,
     ToolResponseMessage,
@@ -15,7 +16,7 @@ from graph_agent.messages import (
 from graph_agent.models import ChatModel, Prompt
 
 from ..base import HookResult, ModelHook
-from ._messages import MESSAGES, last_user_index, messages_of, start_backward
+from ._messages import last_user_index, messages_of, start_backward
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from graph_agent.graph import OverAllState, Overwrite, RunnableConfig
-from graph_agent.messages import Message
+from graph_agent.messages import MESSAGES, Message
 
 from ..base import HookResult, ModelHook
-from ._messages import MESSAGES, last_user_index, messages_of, start_forward
+from ._messages import last_user_index, messages_of, start_forward
 
 __all__ = ["MessageWindowHook", "message_window"]
 
