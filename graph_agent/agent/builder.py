@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ._option_record import add_option_methods
 from ._options import AgentOptions
 
 __all__ = ["ReactAgentBuilder"]
@@ -57,54 +56,4 @@ class ReactAgentBuilder(Generic[Agent]):
         return self._make(**self._options)
 
 
-_FORMS = {
-    "set": "",
-    "add": " Takes any number; calls accumulate.",
-    "merge": " Takes a mapping; calls merge.",
-}
-
-
-def _method(field: dataclasses.Field[Any]) -> Callable[..., Any]:
-    """The builder's method for one option, in the form its record field declares. A bool
-    option's method turns it on when called without a value."""
-    key, form = field.name, field.metadata["form"]
-    arg = field.metadata["arg"] or key
-    parameter = inspect.Parameter(
-        arg,
-        inspect.Parameter.VAR_POSITIONAL
-        if form == "add"
-        else inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        default=True if isinstance(field.default, bool) else inspect.Parameter.empty,
-    )
-    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
-    signature = inspect.Signature([self_parameter, parameter])
-    shown = inspect.Signature([parameter])
-
-    def method(self: ReactAgentBuilder[Any], *args: Any, **kwargs: Any) -> ReactAgentBuilder[Any]:
-        try:
-            bound = signature.bind(self, *args, **kwargs)
-        except TypeError as error:
-            raise TypeError(f"ReactAgentBuilder.{key}{shown}: {error}") from None
-        bound.apply_defaults()
-        value = bound.arguments[arg]
-        if form == "add":
-            self._options.setdefault(key, []).extend(value)
-        elif form == "merge":
-            self._options.setdefault(key, {}).update(value)
-        else:
-            self._options[key] = value
-        return self
-
-    method.__name__ = key
-    method.__qualname__ = f"ReactAgentBuilder.{key}"
-    method.__doc__ = (
-        field.metadata["doc"][:1].upper() + field.metadata["doc"][1:] + "." + _FORMS[form]
-    )
-    method.__signature__ = signature  # type: ignore[attr-defined]
-    return method
-
-
-for _field in dataclasses.fields(AgentOptions):
-    if _field.name not in vars(ReactAgentBuilder):
-        setattr(ReactAgentBuilder, _field.name, _method(_field))
-del _field
+add_option_methods(ReactAgentBuilder, AgentOptions)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from graph_agent import ReactAgent, ReactAgentBuilder, ScriptedChatModel
-from graph_agent.agent._options import AgentOptions, options_table
+from graph_agent.agent._option_record import options_table
+from graph_agent.agent._options import AgentOptions
 
 OPTIONS = dataclasses.fields(AgentOptions)
 PAGE = Path(__file__).parents[2] / "docs" / "agents.md"
@@ -59,7 +60,7 @@ def test_the_docs_table_is_the_records() -> None:
     text = PAGE.read_text()
     start = text.index("| option | what it does | default |")
     end = text.index("\n\n", start)
-    assert text[start:end] == options_table(), (
+    assert text[start:end] == options_table(AgentOptions), (
         "docs/agents.md's options table is not AgentOptions' (graph_agent/agent/_options.py): "
-        "paste graph_agent.agent._options.options_table() into the page"
+        "paste options_table(AgentOptions) (graph_agent/agent/_option_record.py) into the page"
     )

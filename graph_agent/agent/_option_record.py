@@ -1,0 +1,112 @@
+"""Records of options: a frozen dataclass whose fields carry, besides type and default, a
+one-line doc and the form of the builder method that sets them (``about``). From such a record
+follow a builder's methods (``add_option_methods``) and a Markdown table (``options_table``).
+``AgentOptions`` is one; a flow's options can be another."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any, Literal
+
+__all__ = ["BuilderForm", "about", "add_option_methods", "options_table", "settle"]
+
+BuilderForm = Literal["set", "add", "merge"]
+"""How the builder's method takes the option: ``set`` one value (the last call wins),
+``add`` any number of values (calls accumulate), ``merge`` a mapping (calls merge)."""
+
+_FORMS = {
+    "set": "",
+    "add": " Takes any number; calls accumulate.",
+    "merge": " Takes a mapping; calls merge.",
+}
+
+
+def about(
+    doc: str,
+    *,
+    form: BuilderForm = "set",
+    arg: str | None = None,
+    shown: str | None = None,
+) -> dict[str, Any]:
+    """A field's metadata: ``doc`` is the table's "what it does" and the builder method's
+    docstring; ``arg`` names the builder method's parameter (the option's name when not
+    given); ``shown`` is the table's default when the default's value says too little."""
+    return {"doc": doc, "form": form, "arg": arg, "shown": shown}
+
+
+def settle(record: Any) -> None:
+    """In a frozen record's ``__post_init__``: ``add`` options become tuples and ``merge``
+    options dicts (``None`` an empty one), so the record reads the same however often it is
+    read."""
+    for option in dataclasses.fields(record):
+        value = getattr(record, option.name)
+        if option.metadata["form"] == "add":
+            object.__setattr__(record, option.name, tuple(value))
+        elif option.metadata["form"] == "merge":
+            object.__setattr__(record, option.name, dict(value or {}))
+
+
+def add_option_methods(builder: type, record: type) -> None:
+    """Give ``builder`` one method per field of ``record`` it does not define itself. The
+    builder keeps the options given in ``self._options`` (a dict of keywords)."""
+    for option in dataclasses.fields(record):
+        if option.name not in vars(builder):
+            setattr(builder, option.name, _method(builder.__name__, option))
+
+
+def _method(owner: str, option: dataclasses.Field[Any]) -> Callable[..., Any]:
+    """The builder's method for one option, in the form its field declares. A bool option's
+    method turns it on when called without a value."""
+    key, form = option.name, option.metadata["form"]
+    arg = option.metadata["arg"] or key
+    parameter = inspect.Parameter(
+        arg,
+        inspect.Parameter.VAR_POSITIONAL
+        if form == "add"
+        else inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=True if isinstance(option.default, bool) else inspect.Parameter.empty,
+    )
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    signature = inspect.Signature([self_parameter, parameter])
+    shown = inspect.Signature([parameter])
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{owner}.{key}{shown}: {error}") from None
+        bound.apply_defaults()
+        value = bound.arguments[arg]
+        if form == "add":
+            self._options.setdefault(key, []).extend(value)
+        elif form == "merge":
+            self._options.setdefault(key, {}).update(value)
+        else:
+            self._options[key] = value
+        return self
+
+    doc = option.metadata["doc"]
+    method.__name__ = key
+    method.__qualname__ = f"{owner}.{key}"
+    method.__doc__ = doc[:1].upper() + doc[1:] + "." + _FORMS[form]
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    return method
+
+
+def options_table(record: type) -> str:
+    """The Markdown table of every option of ``record``: name, what it does, default."""
+    rows = ["| option | what it does | default |", "|---|---|---|"]
+    for option in dataclasses.fields(record):
+        shown = option.metadata["shown"] or _shown(option.default)
+        rows.append(f"| `{option.name}` | {option.metadata['doc']} | {shown} |")
+    return "\n".join(rows)
+
+
+def _shown(default: Any) -> str:
+    if default is None or default == ():
+        return "none"
+    if isinstance(default, str):
+        return f'`"{default}"`'
+    return f"`{default!r}`"
