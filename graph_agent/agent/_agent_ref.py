@@ -11,15 +11,28 @@ from ..errors import GraphRecursionError
 from ..graph import Command, CompiledGraph, RunnableConfig, RunOutcome
 from ..messages import AssistantMessage, Message
 
-__all__ = ["AgentInput", "AgentRef", "ConfigLike"]
+__all__ = ["AgentInput", "AgentRef", "ConfigLike", "RunningRef"]
 
 ConfigLike = RunnableConfig | Mapping[str, Any] | None
 AgentInput = str | Message | Sequence[Message] | Mapping[str, Any] | Command | None
 
 
+class RunningRef(Protocol):
+    """What ``_subagent`` and ``_as_tool`` ask of a running agent (``RunningAgent``, in
+    ``base``): how a run of it starts and ends."""
+
+    def config(self, input: AgentInput, config: ConfigLike) -> ConfigLike: ...
+
+    def input(self, value: AgentInput) -> Mapping[str, Any] | Command | None: ...
+
+    def answer(self, outcome: RunOutcome, thread_id: str) -> AssistantMessage: ...
+
+    def raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn: ...
+
+
 class AgentRef(Protocol):
     """An agent (a ``BaseAgent``): who it is, where its answer goes, its graph, and how a run
-    of it starts and ends."""
+    of it starts and ends (``running``)."""
 
     name: str
     description: str | None
@@ -28,10 +41,5 @@ class AgentRef(Protocol):
     @property
     def graph(self) -> CompiledGraph: ...
 
-    def _raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn: ...
-
-    def _input(self, value: AgentInput) -> Mapping[str, Any] | Command | None: ...
-
-    def _answer(self, outcome: RunOutcome, thread_id: str) -> AssistantMessage: ...
-
-    def _on_thread(self, input: AgentInput, config: ConfigLike) -> ConfigLike: ...
+    @property
+    def running(self) -> RunningRef: ...

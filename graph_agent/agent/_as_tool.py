@@ -106,7 +106,7 @@ class AgentTool:
     def _alone(self, outcome: RunOutcome, config: Any) -> str:
         """The answer of a run on a thread of its own; a paused one raises (the caller,
         outside a run, cannot resume it: no answer is not an empty answer)."""
-        self.agent._answer(outcome, RunnableConfig.coerce(config).thread_id)
+        self.agent.running.answer(outcome, RunnableConfig.coerce(config).thread_id)
         return self._answer(outcome.values)
 
     def call(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
@@ -115,11 +115,12 @@ class AgentTool:
         if current_task.get() is not None and isinstance(config, RunnableConfig):
             return self._counted(self._node(state, config), tool_context)
         agent = self.agent
-        fresh = agent._on_thread(state.data(), None)
+        running = agent.running
+        fresh = running.config(state.data(), None)
         try:
-            return self._alone(agent.graph.run(agent._input(state.data()), fresh), fresh)
+            return self._alone(agent.graph.run(running.input(state.data()), fresh), fresh)
         except GraphRecursionError as error:
-            agent._raise_limit_error(error, fresh)
+            running.raise_limit_error(error, fresh)
 
     async def acall(self, tool_input: str, tool_context: ToolContext | None = None) -> str:
         request = self._request(tool_input)
@@ -127,11 +128,12 @@ class AgentTool:
         if current_task.get() is not None and isinstance(config, RunnableConfig):
             return self._counted(await self._node.acall(state, config), tool_context)
         agent = self.agent
-        fresh = agent._on_thread(state.data(), None)
+        running = agent.running
+        fresh = running.config(state.data(), None)
         try:
-            return self._alone(await agent.graph.arun(agent._input(state.data()), fresh), fresh)
+            return self._alone(await agent.graph.arun(running.input(state.data()), fresh), fresh)
         except GraphRecursionError as error:
-            agent._raise_limit_error(error, fresh)
+            running.raise_limit_error(error, fresh)
 
 
 def _as_json(value: Any) -> str:

@@ -183,20 +183,21 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     members_ = members(entry, strict=True)
     strategies: dict[str, Any] = {MESSAGES: KeyStrategy.APPEND}
     for agent in members_.values():
-        loop = agent._graph
+        loop = agent.running.loop
         for key, strategy in loop.key_strategies.items():
             if key not in loop.private_keys and key not in strategies:
                 strategies[key] = strategy
     # the members' bookkeeping (a turn's input clears their jump) stays out of sight
-    private = {key for agent in members_.values() for key in agent._graph.private_keys}
+    private = {key for agent in members_.values() for key in agent.running.loop.private_keys}
     graph = StateGraph(strategies, private_keys=private)
     names = list(members_)
     for name, agent in members_.items():
+        running = agent.running
         node = SubAgentNode(
-            agent, Shape.HISTORY, graph=agent._graph, structured=STRUCTURED in strategies
+            agent, Shape.HISTORY, graph=running.loop, structured=STRUCTURED in strategies
         )
         if agent is not entry:  # a member with handoffs keeps its listeners off its loop
-            node.listeners = tuple(getattr(agent, "_listeners", node.listeners))
+            node.listeners = running.listeners
         # where its handoffs may lead (what compile() checks and the drawing shows)
         targets = [t for t, _ in handoff_targets(getattr(agent, "handoffs", ())) if t in members_]
         graph.add_node(name, node, destinations=targets)
@@ -210,7 +211,7 @@ def build_swarm(entry: BaseAgent) -> CompiledGraph:
     return graph.compile(
         saver=entry.saver,
         recursion_limit=4 * len(names) + 4,
-        listeners=tuple(getattr(entry, "_listeners", entry._graph.listeners)),
+        listeners=entry.running.listeners,
         name=entry.name,
         before_input=answer_unfinished_calls,
         agent=True,

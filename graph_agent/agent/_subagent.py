@@ -183,13 +183,13 @@ class SubAgentNode(SubgraphNode):
         try:
             return super().__call__(self._seen(state), config)
         except GraphRecursionError as error:
-            self.agent._raise_limit_error(error, config)
+            self.agent.running.raise_limit_error(error, config)
 
     async def acall(self, state: OverAllState, config: RunnableConfig) -> Any:
         try:
             return await super().acall(self._seen(state), config)
         except GraphRecursionError as error:
-            self.agent._raise_limit_error(error, config)
+            self.agent.running.raise_limit_error(error, config)
 
 
 __all__ = [

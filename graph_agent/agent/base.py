@@ -29,7 +29,7 @@ from ._keys import MESSAGES
 from ._output import rejected
 from ._usage import run_usage
 
-__all__ = ["WITHDRAWN", "BaseAgent"]
+__all__ = ["WITHDRAWN", "BaseAgent", "RunningAgent"]
 
 WITHDRAWN = "\n[the model call failed; the text above is withdrawn]\n"
 """What ``stream_messages`` yields after the text of a model call that then failed (a retry
@@ -56,6 +56,7 @@ class BaseAgent:
     output_key: str | None
     saver: BaseCheckpointSaver
     _graph: CompiledGraph
+    _listeners: tuple[Any, ...]  # the listeners it was given (with handoffs, its swarm's)
     # State keys every new input sets (a ReactAgent clears its pending jump), so a turn never
     # starts with the bookkeeping of the last one.
     _fresh: Mapping[str, Any] = {}
@@ -67,6 +68,12 @@ class BaseAgent:
     def graph(self) -> CompiledGraph:
         """The compiled graph the agent runs (drawable: ``agent.graph.draw_mermaid()``)."""
         return self._graph
+
+    @property
+    def running(self) -> RunningAgent:
+        """The agent as a part of something else runs it (a flow's step, a tool, a swarm's
+        member): what ``RunningAgent`` offers. Not needed to use an agent."""
+        return RunningAgent(self)
 
     def _raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn:
         """Raise what a run that hit its step limit raises (``error`` itself here)."""
@@ -368,6 +375,59 @@ class BaseAgent:
         self, config: ConfigLike, values: Mapping[str, Any] | None, as_node: str | None = None
     ) -> RunnableConfig:
         return await self.graph.aupdate_state(config, values, as_node)
+
+
+class RunningAgent:
+    """What composition (flows, ``as_tool``, swarms) asks of an agent it runs: how a run of
+    it starts (its thread, its input) and ends (its answer, its step limit), which model
+    calls speak for it, and its own loop. Each kind of agent decides the answers (``BaseAgent``
+    and its subclasses); the modules that compose agents ask only here."""
+
+    __slots__ = ("agent",)
+
+    def __init__(self, agent: BaseAgent) -> None:
+        self.agent = agent
+
+    def config(self, input: AgentInput, config: ConfigLike) -> ConfigLike:
+        """The run's config: ``config``, or a fresh thread of the agent's own when it names
+        none (a resume, ``None`` or ``Command``, needs one: a clear error otherwise)."""
+        return self.agent._on_thread(input, config)
+
+    def input(self, value: AgentInput) -> Mapping[str, Any] | Command | None:
+        """What the agent's graph takes for ``value`` (a string, message(s), state keys,
+        ``None`` or ``Command``), with the keys every new input sets; a clear error for
+        anything else."""
+        return self.agent._input(value)
+
+    def answer(self, outcome: RunOutcome, thread_id: str) -> AssistantMessage:
+        """The run's final answer; a clear error when the run paused or stopped before it."""
+        return self.agent._answer(outcome, thread_id)
+
+    def raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn:
+        """Raise what a run of the agent that hit its step limit raises."""
+        self.agent._raise_limit_error(error, config)
+
+    def speaks(self, path: tuple[str, ...]) -> bool:
+        """Whether a model call at ``path`` (namespace parts' names, relative to the agent's
+        graph) writes text of the agent's answer."""
+        return self.agent._speaks(path)
+
+    @property
+    def fresh(self) -> Mapping[str, Any]:
+        """The state keys every new input sets (the last turn's bookkeeping cleared)."""
+        return self.agent._fresh
+
+    @property
+    def loop(self) -> CompiledGraph:
+        """The agent's own graph: ``agent.graph``, unless the agent has handoffs (then that is
+        its swarm, and this its own loop, a node of the swarm)."""
+        return self.agent._graph
+
+    @property
+    def listeners(self) -> tuple[Any, ...]:
+        """The listeners the agent was given (with handoffs, its swarm holds them, not its
+        loop)."""
+        return self.agent._listeners
 
 
 def _path(namespace: tuple[str, ...]) -> tuple[str, ...]:

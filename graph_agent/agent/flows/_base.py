@@ -151,7 +151,7 @@ class FlowAgent(BaseAgent):
         if not path:
             return False
         agent = self._agents().get(path[0])
-        return agent is not None and agent._speaks(path[1:])
+        return agent is not None and agent.running.speaks(path[1:])
 
     # -- shared ------------------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ class SupervisorAgent(FlowAgent):
             max_iterations=self.max_iterations,
             output_key=self.output_key,
         )
-        self._fresh = self.supervisor._fresh
+        self._fresh = self.supervisor.running.fresh
         graph = self.supervisor.graph
         # drawn inside the tool node that calls them
         graph.draw_inside("tools", [(a.name, a.graph) for a in self.sub_agents])
@@ -76,4 +76,4 @@ class SupervisorAgent(FlowAgent):
         return not path
 
     def _raise_limit_error(self, error: GraphRecursionError, config: ConfigLike) -> NoReturn:
-        self.supervisor._raise_limit_error(error, config)
+        self.supervisor.running.raise_limit_error(error, config)
