@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ._as_tool import AgentTool
 from ._handoff import HandoffTool
-from .base import WITHDRAWN, BaseAgent
+from .base import WITHDRAWN, BaseAgent, RunningAgent
 from .builder import ReactAgentBuilder
 from .flows import (
     FlowAgent,
@@ -31,6 +31,7 @@ __all__ = [
     "ParallelAgent",
     "ReactAgent",
     "ReactAgentBuilder",
+    "RunningAgent",
     "SequentialAgent",
     "SupervisorAgent",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from graph_agent import AssistantMessage, GraphUsageError, ReactAgent, UserMessage
+from graph_agent.agent import RunningAgent
 from graph_agent.models import ScriptedChatModel
 
 
@@ -17,6 +18,7 @@ class Listener:
 def test_a_run_starts_on_its_own_thread_and_ends_with_the_answer() -> None:
     agent = ReactAgent(name="helper", model=ScriptedChatModel(["done"]))
     running = agent.running
+    assert isinstance(running, RunningAgent)
     config = running.config("hi", None)
     assert isinstance(config, dict) and config["thread_id"].startswith("helper-")
     assert running.config("hi", {"thread_id": "t"}) == {"thread_id": "t"}
