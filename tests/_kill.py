@@ -12,33 +12,44 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STORED = "stored"  # the line the worker's savers add to the marks after each write
+STORED = "stored@"  # the line the worker's savers add to the marks after each write
 
 # Run before the worker's script: each write of a saver (put, put_writes and their async
-# twins) adds a line "stored" to the marks file once it has returned, so the test waits for
-# the write itself instead of a guessed time.
+# twins) adds a line "stored@N" to the marks file once it has returned, N the number of
+# lines the file had when the write began, so the test waits for the write itself instead of
+# a guessed time, and for one that began after a mark (a write under way when the mark was
+# made may have returned after it without holding what the mark reports).
 _MARK_WRITES = """
 def _mark_writes(marks):
     import functools, inspect
     from checkpoint import BaseCheckpointSaver, MemorySaver, RedisSaver, SqliteSaver
 
-    def stored():
+    def lines():
+        try:
+            with open(marks) as f:
+                return len(f.read().splitlines())
+        except FileNotFoundError:
+            return 0
+
+    def stored(began):
         with open(marks, "a") as f:
-            f.write("stored\\n")
+            f.write(f"stored@{began}\\n")
 
     def marking(method):
         if inspect.iscoroutinefunction(method):
             @functools.wraps(method)
             async def awrite(*args, **kwargs):
+                began = lines()
                 result = await method(*args, **kwargs)
-                stored()
+                stored(began)
                 return result
             return awrite
 
         @functools.wraps(method)
         def write(*args, **kwargs):
+            began = lines()
             result = method(*args, **kwargs)
-            stored()
+            stored(began)
             return result
         return write
 
@@ -51,6 +62,18 @@ import os as _os
 _mark_writes(_os.environ["GRAPH_AGENT_TEST_MARKS"])
 del _mark_writes, _os
 """
+
+
+def stored_since(lines: list[str], mark: str) -> bool:
+    """Whether a saver's write that began after the last ``mark`` line has returned: what
+    that mark reported is stored."""
+    at = [i for i, line in enumerate(lines) if line == mark]
+    if not at:
+        return False
+    since = at[-1] + 1  # the lines the file had once the mark was made
+    return any(
+        line.startswith(STORED) and int(line[len(STORED) :]) >= since for line in lines[since:]
+    )
 
 
 def kill_when(
@@ -72,9 +95,7 @@ def kill_when(
     def landed() -> bool:
         if not there():
             return False
-        lines = marks.read_text().splitlines()
-        after = len(lines) - lines[::-1].index(stored_after) if stored_after in lines else None
-        return after is not None and STORED in lines[after:]
+        return stored_since(marks.read_text().splitlines(), stored_after)
 
     try:
         deadline = time.monotonic() + 30

@@ -153,9 +153,15 @@ WORKER = textwrap.dedent(
             f.write(text + "\\n")
 
     def stored_after_book(n):
+        # a write that began after booking n returned (one under way then may not hold it)
         lines = marks.read_text().splitlines() if marks.exists() else []
         books = [i for i, line in enumerate(lines) if line == "book"]
-        return len(books) >= n and "stored" in lines[books[n - 1] + 1:]
+        if len(books) < n:
+            return False
+        since = books[n - 1] + 1
+        return any(
+            line.startswith("stored@") and int(line[7:]) >= since for line in lines[since:]
+        )
 
     @tool
     def book(room: int) -> str:
