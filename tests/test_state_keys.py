@@ -1,5 +1,6 @@
-"""The state keys the agent and the hooks share are named once, in ``graph_agent.messages``,
-at the lowest layer both build on: a hook writes the key the agent reads."""
+"""The state keys the agent, the hooks and the CLI share are named once, in
+``graph_agent.messages``, at the lowest layer they all build on: a hook writes the key the
+agent reads."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ ROOT = Path(__file__).parents[1]
 SHARED = {messages.MESSAGES, messages.JUMP_TO, messages.REJECTED}
 
 
-def test_neither_the_agent_nor_the_hooks_name_a_shared_key_again() -> None:
+def test_neither_the_agent_the_hooks_nor_the_cli_name_a_shared_key_again() -> None:
     assigned: dict[str, list[str]] = {key: [] for key in SHARED}
     paths = [ROOT / "graph_agent" / "messages.py"]
-    for package in ("graph_agent/agent", "hooks"):
+    for package in ("graph_agent/agent", "graph_agent/cli", "hooks"):
         paths.extend(sorted((ROOT / package).rglob("*.py")))
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):

@@ -23,7 +23,7 @@ from checkpoint import BaseCheckpointSaver, MemorySaver
 from ..agent import ReactAgent
 from ..events import RunEvent
 from ..graph import CompiledGraph, RunnableConfig, StateSnapshot
-from ..messages import UserMessage
+from ..messages import MESSAGES, UserMessage
 from ._errors import CliError
 from ._failures import mask_url, url_password
 from ._load import load_target
@@ -31,8 +31,6 @@ from ._options import DEFAULT_SAVER, ChatOptions
 from ._saver import check_saver, close_saver, make_saver
 
 __all__ = ["Conversation", "GraphConversation", "Partner", "open_target"]
-
-MESSAGES = "messages"
 
 
 class Conversation(Protocol):
