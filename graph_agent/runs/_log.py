@@ -33,7 +33,7 @@ class Entry:
     ``STATE``, ...) and its data."""
 
     id: str
-    event: str
+    kind: str
     data: Any
 
 

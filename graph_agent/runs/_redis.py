@@ -146,13 +146,13 @@ class RedisRunStore(RunStore):
         key = self._key("log", run_id)
         pipe = self.client.pipeline(transaction=False)
         for entry in entries:
-            fields = {"kind": entry.event, "data": dump_data(entry.data)}
+            fields = {"kind": entry.kind, "data": dump_data(entry.data)}
             pipe.xadd(key, fields, id=f"{entry.id}-1", maxlen=self.max_events, approximate=True)
         await pipe.execute()
 
     async def events(self, run_id: str) -> list[Entry]:
         rows = await self.client.xrange(self._key("log", run_id))
-        return [e for e in (_entry(i, f) for i, f in rows) if e.event != END]
+        return [e for e in (_entry(i, f) for i, f in rows) if e.kind != END]
 
     async def end_events(self, run_id: str) -> None:
         """Mark the run's log ended, after its last entry (readers stop there)."""
@@ -173,8 +173,8 @@ class RedisRunStore(RunStore):
         found = await self.client.xread({key: f"{after}-1"}, block=max(1, int(block * 1000)))
         rows = found[0][1] if found else []
         entries = [_entry(i, f) for i, f in rows]
-        ended = any(e.event == END for e in entries)
-        return [e for e in entries if e.event != END], ended
+        ended = any(e.kind == END for e in entries)
+        return [e for e in entries if e.kind != END], ended
 
     async def follow_end(self, run_id: str, after: str, block: float) -> tuple[str, bool]:
         """Whether the run's log has ended, waiting up to ``block`` seconds for an entry

@@ -150,7 +150,7 @@ class SqliteRunStore(RunStore):
     # -- event logs --------------------------------------------------------------------------
 
     async def append_events(self, run_id: str, entries: Sequence[Entry]) -> None:
-        rows = [(run_id, int(e.id), e.event, dump_data(e.data)) for e in entries]
+        rows = [(run_id, int(e.id), e.kind, dump_data(e.data)) for e in entries]
 
         def write(conn: sqlite3.Connection) -> None:
             conn.executemany(

@@ -190,7 +190,7 @@ class RunWorker(RunService):
                 if not keeper.held:
                     raise LeaseLostError.refused(run.thread_id, keeper.token, None) from None
                 last = await self.redis.last_event(run.run_id)
-                moved = [Entry(str(last + n), e.event, e.data) for n, e in enumerate(entries, 1)]
+                moved = [Entry(str(last + n), e.kind, e.data) for n, e in enumerate(entries, 1)]
                 await self.redis.append_events(run.run_id, moved)
 
         return keep

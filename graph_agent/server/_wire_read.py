@@ -66,16 +66,16 @@ class LogReader:
         return self._encoder
 
     def _parts(self, entry: Entry) -> list[Chunk]:
-        if entry.event == ATTEMPT:  # each attempt's stream begins anew, with its metadata
+        if entry.kind == ATTEMPT:  # each attempt's stream begins anew, with its metadata
             return self._new_encoder(int(entry.data)).start()
         encoder = self._encoder or self._new_encoder(self.run.attempt)
-        if entry.event == EVENT:
+        if entry.kind == EVENT:
             return encoder.event(entry.data)
-        if entry.event == STATE:
+        if entry.kind == STATE:
             return encoder.checkpoint(entry.data)
-        if entry.event == BEFORE:
+        if entry.kind == BEFORE:
             return encoder.resume(entry.data)
-        if entry.event == FAILURE:
+        if entry.kind == FAILURE:
             return encoder.error(entry.data)
         return []  # a kind a later version writes
 

@@ -189,9 +189,9 @@ def test_a_runs_log_holds_the_runs_own_objects_for_any_protocol_to_read(tmp_path
             await store.aclose()
 
     entries = asyncio.run(read())
-    assert entries[0].event == ATTEMPT and entries[0].data == 1
-    assert {e.event for e in entries} == {ATTEMPT, EVENT, STATE}
-    events = [e.data for e in entries if e.event == EVENT]
+    assert entries[0].kind == ATTEMPT and entries[0].data == 1
+    assert {e.kind for e in entries} == {ATTEMPT, EVENT, STATE}
+    events = [e.data for e in entries if e.kind == EVENT]
     assert all(isinstance(e, ev.RunEvent) for e in events)
     answers = [e.message.text for e in events if isinstance(e, ev.ModelEnd)]
     assert answers == ["weather says: fog?"]
