@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from ._savers.ids import created_at_of, new_checkpoint_id, new_run_id
-from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta, supports_leases
+from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta, lease_seconds, supports_leases
 from .errors import (
     CheckpointAuthError,
     CheckpointConflictError,
@@ -62,6 +62,7 @@ __all__ = [
     "created_at_of",
     "default_registry",
     "default_serializer",
+    "lease_seconds",
     "new_checkpoint_id",
     "new_run_id",
     "register_type",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import dataclasses
+import math
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
@@ -15,6 +16,7 @@ __all__ = [
     "BaseCheckpointSaver",
     "Checkpoint",
     "CheckpointDelta",
+    "lease_seconds",
     "stores_writes",
     "supports_leases",
 ]
@@ -288,6 +290,20 @@ def stores_writes(saver: BaseCheckpointSaver | None) -> bool:
         and saver.durable
         and type(saver).put_writes is not BaseCheckpointSaver.put_writes
     )
+
+
+def lease_seconds(where: str, ttl_seconds: object) -> float:
+    """``ttl_seconds`` as a float, a lease's length; ``ValueError`` naming ``where`` (the
+    call and argument, e.g. ``"acquire_lease(ttl_seconds=...)"``) unless it is a positive,
+    finite number of seconds."""
+    if (
+        isinstance(ttl_seconds, bool)
+        or not isinstance(ttl_seconds, (int, float))
+        or not math.isfinite(ttl_seconds)
+        or ttl_seconds <= 0
+    ):
+        raise ValueError(f"{where} must be a positive number of seconds, got {ttl_seconds!r}")
+    return float(ttl_seconds)
 
 
 def supports_leases(saver: BaseCheckpointSaver | None) -> bool:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from ..base import lease_seconds
+
 __all__ = [
     "ACQUIRE",
     "RELEASE",
@@ -48,16 +50,7 @@ def check_args(method: str, thread_id: object, token: object, ttl_seconds: objec
             f"{method}(token=...) must be a non-empty str naming the lease's holder "
             f"(worker, run and attempt), got {token!r}"
         )
-    if (
-        isinstance(ttl_seconds, bool)
-        or not isinstance(ttl_seconds, (int, float))
-        or not math.isfinite(ttl_seconds)
-        or ttl_seconds <= 0
-    ):
-        raise ValueError(
-            f"{method}(ttl_seconds=...) must be a positive number of seconds, got {ttl_seconds!r}"
-        )
-    return float(ttl_seconds)
+    return lease_seconds(f"{method}(ttl_seconds=...)", ttl_seconds)
 
 
 def check_thread(method: str, thread_id: object) -> None:

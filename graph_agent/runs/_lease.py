@@ -17,14 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
 
 from checkpoint import BaseCheckpointSaver, LeaseBusyError
-from checkpoint.base import supports_leases
+from checkpoint.base import lease_seconds, supports_leases
 
 __all__ = ["LeaseKeeper"]
 
@@ -62,20 +61,10 @@ class LeaseKeeper:
                 f"LeaseKeeper needs a saver that keeps leases; {type(saver).__name__} does not "
                 "(MemorySaver, SqliteSaver and RedisSaver do)"
             )
-        if (
-            isinstance(ttl_seconds, bool)
-            or not isinstance(ttl_seconds, (int, float))
-            or not math.isfinite(ttl_seconds)
-            or ttl_seconds <= 0
-        ):
-            raise ValueError(
-                f"LeaseKeeper(ttl_seconds=...) must be a positive number of seconds, "
-                f"got {ttl_seconds!r}"
-            )
+        self.ttl_seconds = lease_seconds("LeaseKeeper(ttl_seconds=...)", ttl_seconds)
         self.saver = saver
         self.thread_id = thread_id
         self.token = token
-        self.ttl_seconds = float(ttl_seconds)
         self.on_lost = on_lost
         self.lost = threading.Event()
         self.renewals = 0  # renewals that succeeded
