@@ -1,7 +1,7 @@
 """Records of options: a frozen dataclass whose fields carry, besides type and default, a
 one-line doc and the form of the builder method that sets them (``about``). From such a record
 follow a builder's methods (``add_option_methods``) and a Markdown table (``options_table``).
-``AgentOptions`` is one; a flow's options can be another."""
+``AgentOptions`` is one, ``FlowOptions`` (agent/flows/_options.py) another."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
-__all__ = ["BuilderForm", "about", "add_option_methods", "options_table", "settle"]
+__all__ = ["BuilderForm", "about", "add_option_methods", "options_table", "settle", "taken_by"]
 
 BuilderForm = Literal["set", "add", "merge"]
 """How the builder's method takes the option: ``set`` one value (the last call wins),
@@ -29,11 +29,32 @@ def about(
     form: BuilderForm = "set",
     arg: str | None = None,
     shown: str | None = None,
+    only: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """A field's metadata: ``doc`` is the table's "what it does" and the builder method's
     docstring; ``arg`` names the builder method's parameter (the option's name when not
-    given); ``shown`` is the table's default when the default's value says too little."""
-    return {"doc": doc, "form": form, "arg": arg, "shown": shown}
+    given); ``shown`` is the table's default when the default's value says too little;
+    ``only`` names the classes that take the option when not every class the record serves
+    does (``taken_by`` says which do; the doc and the table name them)."""
+    return {"doc": doc, "form": form, "arg": arg, "shown": shown, "only": only}
+
+
+def taken_by(owner: type, record: type) -> list[dataclasses.Field[Any]]:
+    """The fields of ``record`` that ``owner`` takes: those for every class, and those whose
+    ``only`` names ``owner`` or a class it derives from."""
+    names = {cls.__name__ for cls in owner.__mro__}
+    return [
+        option
+        for option in dataclasses.fields(record)
+        if not option.metadata["only"] or names.intersection(option.metadata["only"])
+    ]
+
+
+def _described(option: dataclasses.Field[Any], quote: str = "") -> str:
+    """An option's doc, after the classes that alone take it (``only``), if any."""
+    doc: str = option.metadata["doc"]
+    only = [f"{quote}{name}{quote}" for name in option.metadata["only"]]
+    return f"{' and '.join(only)}: {doc}" if only else doc
 
 
 def settle(record: Any) -> None:
@@ -87,7 +108,7 @@ def _method(owner: str, option: dataclasses.Field[Any]) -> Callable[..., Any]:
             self._options[key] = value
         return self
 
-    doc = option.metadata["doc"]
+    doc = _described(option)
     method.__name__ = key
     method.__qualname__ = f"{owner}.{key}"
     method.__doc__ = doc[:1].upper() + doc[1:] + "." + _FORMS[form]
@@ -100,7 +121,7 @@ def options_table(record: type) -> str:
     rows = ["| option | what it does | default |", "|---|---|---|"]
     for option in dataclasses.fields(record):
         shown = option.metadata["shown"] or _shown(option.default)
-        rows.append(f"| `{option.name}` | {option.metadata['doc']} | {shown} |")
+        rows.append(f"| `{option.name}` | {_described(option, '`')} | {shown} |")
     return "\n".join(rows)
 
 
