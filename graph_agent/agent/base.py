@@ -412,6 +412,11 @@ class RunningAgent:
         graph) writes text of the agent's answer."""
         return self.agent._speaks(path)
 
+    def loop_speaks(self, path: tuple[str, ...]) -> bool:
+        """``speaks`` for the agent's own loop, not its swarm (a swarm runs its members'
+        loops, each a node of the swarm)."""
+        return self.agent._loop_speaks(path)
+
     @property
     def fresh(self) -> Mapping[str, Any]:
         """The state keys every new input sets (the last turn's bookkeeping cleared)."""

@@ -135,7 +135,7 @@ class ReactAgent(BaseAgent):
         from ._handoff import members
 
         agent = members(self).get(path[0]) if path else None
-        return agent is not None and agent._loop_speaks(path[1:])
+        return agent is not None and agent.running.loop_speaks(path[1:])
 
     def _loop_speaks(self, path: tuple[str, ...]) -> bool:
         return not path
