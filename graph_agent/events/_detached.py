@@ -166,7 +166,7 @@ def _interrupt(value: Any, depth: int) -> Any:
 
 
 def _state(value: Any, depth: int) -> Any:
-    return type(value)(_dict(value._data, depth))  # the same read-only view, over a copy
+    return type(value)(_dict(value.stored, depth))  # the same read-only view, over a copy
 
 
 # The graph's own mutable value types, by where they are defined: naming them here keeps this

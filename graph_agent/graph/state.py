@@ -69,6 +69,13 @@ class OverAllState(Mapping[str, Any]):
     def values(self) -> ValuesView[Any]:
         return {k: _frozen(v) for k, v in self._data.items()}.values()
 
+    @property
+    def stored(self) -> Mapping[str, Any]:
+        """The values as the state holds them, not copied: for a reader that copies what it
+        keeps (an event's payload copy). What changes them changes the run and its
+        checkpoints; ``data()`` and the other readers hand out copies."""
+        return self._data
+
     def data(self) -> dict[str, Any]:
         """A copy of the state as a plain dict (lists and dicts copied too)."""
         return {k: _frozen(v) for k, v in self._data.items()}
