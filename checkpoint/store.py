@@ -11,7 +11,15 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["BaseStore", "Item", "MemoryStore"]
+__all__ = [
+    "BaseStore",
+    "Item",
+    "MemoryStore",
+    "Namespace",
+    "checked_namespace",
+    "listed_namespaces",
+    "search_page",
+]
 
 Namespace = tuple[str, ...]
 
@@ -27,11 +35,14 @@ class Item:
     updated_at: datetime
 
 
-def _namespace(namespace: Iterable[str] | str, what: str = "namespace") -> Namespace:
+def checked_namespace(namespace: Iterable[str] | str) -> Namespace:
+    """``namespace`` as a tuple (a string is one part); a ``ValueError`` saying what a
+    namespace is unless every part is a non-empty string. For a store's methods (``put``,
+    ``get``, ``delete``)."""
     parts = (namespace,) if isinstance(namespace, str) else tuple(namespace)
     if not all(isinstance(p, str) and p for p in parts):
         raise ValueError(
-            f"a {what} is a tuple of non-empty strings, e.g. ('users', 'u1'); got {namespace!r}"
+            f"a namespace is a tuple of non-empty strings, e.g. ('users', 'u1'); got {namespace!r}"
         )
     return parts
 
@@ -42,10 +53,12 @@ def _matches(value: Any, where: Mapping[str, Any] | None) -> bool:
     return isinstance(value, Mapping) and all(value.get(k) == v for k, v in where.items())
 
 
-def _page(
+def search_page(
     items: Iterable[Item], where: Mapping[str, Any] | None, limit: int, offset: int
 ) -> builtins.list[Item]:
-    """The items matching ``where``, newest update first, ``offset`` skipped, at most ``limit``."""
+    """What a store's ``search`` returns of ``items`` (those under its prefix): the ones
+    whose dict value has the ``where`` fields, newest update first, ``offset`` skipped, at
+    most ``limit``."""
     found = [item for item in items if _matches(item.value, where)]
     found.sort(key=lambda i: i.updated_at, reverse=True)
     return found[offset : offset + limit]
@@ -108,9 +121,12 @@ class BaseStore(abc.ABC):
         return await asyncio.to_thread(self.list_namespaces, prefix, max_depth, limit)
 
 
-def _cut(
+def listed_namespaces(
     namespaces: Iterable[Namespace], prefix: Namespace, max_depth: int | None, limit: int
 ) -> builtins.list[Namespace]:
+    """What a store's ``list_namespaces`` returns of ``namespaces`` (those holding an item):
+    the ones under ``prefix``, sorted, cut to ``max_depth`` parts (once each), at most
+    ``limit``."""
     found: dict[Namespace, None] = {}
     for ns in sorted(namespaces):
         if ns[: len(prefix)] == prefix:
@@ -129,7 +145,7 @@ class MemoryStore(BaseStore):
         return f"MemoryStore(namespaces={len(self._items)})"
 
     def put(self, namespace: Iterable[str], key: str, value: Any) -> None:
-        ns = _namespace(namespace)
+        ns = checked_namespace(namespace)
         now = _now()
         with self._lock:
             bucket = self._items.setdefault(ns, {})
@@ -138,10 +154,10 @@ class MemoryStore(BaseStore):
 
     def get(self, namespace: Iterable[str], key: str) -> Item | None:
         with self._lock:
-            return self._items.get(_namespace(namespace), {}).get(key)
+            return self._items.get(checked_namespace(namespace), {}).get(key)
 
     def delete(self, namespace: Iterable[str], key: str) -> None:
-        ns = _namespace(namespace)
+        ns = checked_namespace(namespace)
         with self._lock:
             bucket = self._items.get(ns)
             if bucket is not None:
@@ -164,10 +180,10 @@ class MemoryStore(BaseStore):
                 if ns[: len(prefix)] == prefix
                 for item in self._items[ns].values()
             ]
-        return _page(items, filter, limit, offset)
+        return search_page(items, filter, limit, offset)
 
     def list_namespaces(
         self, prefix: Iterable[str] = (), max_depth: int | None = None, limit: int = 100
     ) -> builtins.list[Namespace]:
         with self._lock:
-            return _cut(self._items, tuple(prefix), max_depth, limit)
+            return listed_namespaces(self._items, tuple(prefix), max_depth, limit)

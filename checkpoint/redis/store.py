@@ -13,7 +13,14 @@ from urllib.parse import quote
 
 from .._savers.closing import Closing
 from ..serde import Serializer
-from ..store import BaseStore, Item, Namespace, _cut, _namespace, _page
+from ..store import (
+    BaseStore,
+    Item,
+    Namespace,
+    checked_namespace,
+    listed_namespaces,
+    search_page,
+)
 
 __all__ = ["RedisStore"]
 
@@ -198,7 +205,7 @@ class RedisStore(BaseStore, Closing):
 
     def put(self, namespace: Iterable[str], key: str, value: Any) -> None:
         """Store ``value`` under ``(namespace, key)``; an update keeps ``created_at``."""
-        ns = _namespace(namespace)
+        ns = checked_namespace(namespace)
         self._check_legacy()
         now = time.time()
         old = self.client.hget(self._key(ns), _utf8(key))
@@ -208,14 +215,14 @@ class RedisStore(BaseStore, Closing):
 
     def get(self, namespace: Iterable[str], key: str) -> Item | None:
         """The item at ``(namespace, key)``, or None."""
-        ns = _namespace(namespace)
+        ns = checked_namespace(namespace)
         self._check_legacy()
         blob = self.client.hget(self._key(ns), _utf8(key))
         return None if blob is None else self._item(ns, key, blob)
 
     def delete(self, namespace: Iterable[str], key: str) -> None:
         """Remove the item at ``(namespace, key)`` (nothing there is no error)."""
-        ns = _namespace(namespace)
+        ns = checked_namespace(namespace)
         self._delete_script(keys=[self._key(ns), self._index], args=[_utf8(key), _member(ns)])
 
     def _namespaces(self, prefix: Namespace) -> builtins.list[Namespace]:
@@ -246,11 +253,11 @@ class RedisStore(BaseStore, Closing):
             for ns in self._namespaces(tuple(namespace_prefix))
             for key, blob in self.client.hgetall(self._key(ns)).items()
         ]
-        return _page(items, filter, limit, offset)
+        return search_page(items, filter, limit, offset)
 
     def list_namespaces(
         self, prefix: Iterable[str] = (), max_depth: int | None = None, limit: int = 100
     ) -> builtins.list[Namespace]:
         """The namespaces under ``prefix`` that hold an item, sorted, cut to ``max_depth``
         parts, at most ``limit``."""
-        return _cut(self._namespaces(tuple(prefix)), tuple(prefix), max_depth, limit)
+        return listed_namespaces(self._namespaces(tuple(prefix)), tuple(prefix), max_depth, limit)
