@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from checkpoint.slots import slot_setters
 from graph_agent.graph import OverAllState, RunnableConfig, run_coroutine_sync
@@ -62,9 +62,42 @@ _REQUEST_FIELDS = slot_setters(ModelRequest)
 ModelCallHandler = Callable[[ModelRequest], ChatResponse]
 ToolCallHandler = Callable[[ToolCallRequest], str]
 
+_Request = TypeVar("_Request")
+_Result = TypeVar("_Result")
+
 
 def _overrides(obj: object, base: type, name: str) -> bool:
     return getattr(type(obj), name) is not getattr(base, name)
+
+
+def _sync_default(
+    interceptor: object,
+    base: type,
+    twin: str,
+    request: _Request,
+    handler: Callable[[_Request], _Result],
+) -> _Result:
+    """What a sync intercept method does unless a subclass overrides it: the async ``twin``
+    on the run's loop when the subclass overrides that one, else the call itself."""
+    if _overrides(interceptor, base, twin):
+        result: _Result = _run_sync(getattr(interceptor, twin)(request, _to_async(handler)))
+        return result
+    return handler(request)
+
+
+async def _async_default(
+    interceptor: object,
+    base: type,
+    twin: str,
+    request: _Request,
+    handler: Callable[[_Request], Awaitable[_Result]],
+) -> _Result:
+    """What an async intercept method does unless a subclass overrides it: the sync ``twin``
+    in a worker thread when the subclass overrides that one, else the call itself."""
+    if _overrides(interceptor, base, twin):
+        result: _Result = await _in_thread(getattr(interceptor, twin), request, handler)
+        return result
+    return await handler(request)
 
 
 class ModelInterceptor:
@@ -85,18 +118,12 @@ class ModelInterceptor:
     tools: Sequence[Any] = ()
 
     def intercept_model(self, request: ModelRequest, handler: ModelCallHandler) -> ChatResponse:
-        if _overrides(self, ModelInterceptor, "aintercept_model"):
-            response: ChatResponse = _run_sync(self.aintercept_model(request, _to_async(handler)))
-            return response
-        return handler(request)
+        return _sync_default(self, ModelInterceptor, "aintercept_model", request, handler)
 
     async def aintercept_model(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ChatResponse]]
     ) -> ChatResponse:
-        if _overrides(self, ModelInterceptor, "intercept_model"):
-            response: ChatResponse = await _in_thread(self.intercept_model, request, handler)
-            return response
-        return await handler(request)
+        return await _async_default(self, ModelInterceptor, "intercept_model", request, handler)
 
 
 class ToolInterceptor:
@@ -109,18 +136,12 @@ class ToolInterceptor:
     """
 
     def intercept_tool_call(self, request: ToolCallRequest, handler: ToolCallHandler) -> str:
-        if _overrides(self, ToolInterceptor, "aintercept_tool_call"):
-            text: str = _run_sync(self.aintercept_tool_call(request, _to_async(handler)))
-            return text
-        return handler(request)
+        return _sync_default(self, ToolInterceptor, "aintercept_tool_call", request, handler)
 
     async def aintercept_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[str]]
     ) -> str:
-        if _overrides(self, ToolInterceptor, "intercept_tool_call"):
-            text: str = await _in_thread(self.intercept_tool_call, request, handler)
-            return text
-        return await handler(request)
+        return await _async_default(self, ToolInterceptor, "intercept_tool_call", request, handler)
 
 
 def _to_async(handler: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
