@@ -1,10 +1,10 @@
-"""What every flow shares: its options, their checks, and the graph it compiles to (one
+"""What every flow shares: its options (``FlowOptions``), their checks, and the graph it compiles to (one
 thread, sub-agents as subgraphs under namespaces, one checkpoint chain)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
@@ -21,9 +21,11 @@ from ...graph import (
 from ...messages import AssistantMessage
 from ...models import ChatModel
 from .._keys import MESSAGES
+from .._option_record import add_option_methods
 from .._subagent import ACTIVE_AGENTS, NAME, RESULTS, Shape, SubAgentNode, with_usage
 from .._unanswered import answer_unfinished_calls
 from ..base import BaseAgent
+from ._options import FlowOptions
 
 __all__ = ["FlowAgent", "FlowAgentBuilder"]
 
@@ -72,17 +74,21 @@ class FlowAgent(BaseAgent):
         output_key: str | None = None,
         **options: Any,
     ) -> None:
+        # the keywords are FlowOptions' options of every flow, ``options`` a flow's own
+        # (tests/agent/test_flow_options.py checks the signature against the record)
+        given = FlowOptions.of(type(self), {**locals(), **options})
         problems: list[str] = []
-        self.name = name or ""
-        self.description = description
-        self.output_key = output_key
-        self.sub_agents: tuple[BaseAgent, ...] = tuple(sub_agents)
-        self.saver = saver if saver is not None else MemorySaver()
-        self._listeners = tuple(listeners)
+        self.name = given.name or ""
+        self.description = given.description
+        self.output_key = given.output_key
+        self.sub_agents: tuple[BaseAgent, ...] = tuple(given.sub_agents)
+        self.saver = given.saver if given.saver is not None else MemorySaver()
+        self._listeners = tuple(given.listeners)
         self._check_common(problems)
-        self._configure(options, problems)
-        if options:
-            problems.append(f"unknown option(s) {sorted(options)} for a {type(self).__name__}")
+        self._configure(given, problems)
+        unknown = FlowOptions.unknown(type(self), options)
+        if unknown:
+            problems.append(f"unknown option(s) {unknown} for a {type(self).__name__}")
         if problems:
             raise AgentBuildError(name, problems)
         self._graph = self._compile()
@@ -93,9 +99,9 @@ class FlowAgent(BaseAgent):
 
     # -- what each flow says -----------------------------------------------------------------
 
-    def _model_option(self, options: dict[str, Any], problems: list[str], role: str) -> Any:
+    def _model_option(self, options: FlowOptions, problems: list[str], role: str) -> Any:
         """The ``model`` option of a flow whose model chooses (a router, a supervisor)."""
-        model = options.pop("model", None)
+        model = options.model
         if model is None:
             problems.append(f"no model: the {role} needs one to choose, e.g. .model(model)")
         elif not isinstance(model, ChatModel):
@@ -111,18 +117,17 @@ class FlowAgent(BaseAgent):
                     ".description('what it does')"
                 )
 
-    def _count_option(
-        self, options: dict[str, Any], problems: list[str], name: str, default: int
-    ) -> int:
-        """A positive int option (``max_iterations``); ``default`` when missing or wrong."""
-        count = options.pop(name, default)
+    def _count_option(self, options: FlowOptions, problems: list[str], name: str) -> int:
+        """A positive int option (``max_iterations``); its default when wrong."""
+        count = getattr(options, name)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             problems.append(f"{name} must be a positive int, got {count!r}")
+            default: int = FlowOptions.default(name)
             return default
         return count
 
-    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
-        """Take this flow's own options out of ``options`` and check them."""
+    def _configure(self, options: FlowOptions, problems: list[str]) -> None:
+        """Check this flow's own options in ``options`` and keep them."""
 
     def _compile(self) -> CompiledGraph:
         """The flow's graph, with its saver and listeners."""
@@ -292,68 +297,27 @@ Flow = TypeVar("Flow", bound=FlowAgent)
 
 
 class FlowAgentBuilder(Generic[Flow]):
-    """Collects a flow's options; ``build()`` makes it (``AgentBuildError`` lists every
-    problem). Every method returns the builder; ``sub_agents`` accumulates."""
+    """Collects a flow's options and ``build()``s it; every method returns the builder. Get
+    one with ``X.builder()`` (``SequentialAgent.builder()``, ...).
+
+    There is one method per option of any flow, of the same name as the keyword
+    (docs/multi-agent.md lists them); a flow given another kind's option says so at
+    ``build()``. ``sub_agents`` and ``listeners`` take any number of values and accumulate
+    across calls; the others take one value, the last call wins. ``build()`` checks
+    everything at once and raises ``AgentBuildError`` listing every problem.
+    """
 
     def __init__(self, make: Callable[..., Flow]) -> None:
-        self._make = make
+        self._make = make  # the flow's class: the builder passes it the options as keywords
         self._options: dict[str, Any] = {}
 
-    def _set(self, key: str, value: Any) -> FlowAgentBuilder[Flow]:
-        self._options[key] = value
-        return self
+    if TYPE_CHECKING:  # the option methods are made from FlowOptions below
 
-    def name(self, name: str) -> FlowAgentBuilder[Flow]:
-        return self._set("name", name)
-
-    def description(self, text: str) -> FlowAgentBuilder[Flow]:
-        """What the flow does (a router or supervisor above it reads it)."""
-        return self._set("description", text)
-
-    def sub_agents(self, *agents: BaseAgent) -> FlowAgentBuilder[Flow]:
-        self._options.setdefault("sub_agents", []).extend(agents)
-        return self
-
-    def saver(self, saver: BaseCheckpointSaver) -> FlowAgentBuilder[Flow]:
-        return self._set("saver", saver)
-
-    def listeners(self, *listeners: Any) -> FlowAgentBuilder[Flow]:
-        self._options.setdefault("listeners", []).extend(listeners)
-        return self
-
-    def output_key(self, key: str) -> FlowAgentBuilder[Flow]:
-        """A state key that receives the flow's result (for a flow above it)."""
-        return self._set("output_key", key)
-
-    # flow-specific options (a flow that does not take one says so at build())
-
-    def merge_strategy(self, strategy: Any) -> FlowAgentBuilder[Flow]:
-        """ParallelAgent: "dict" (default), "list", "concat" or a function of the results."""
-        return self._set("merge_strategy", strategy)
-
-    def max_concurrency(self, count: int) -> FlowAgentBuilder[Flow]:
-        """ParallelAgent: at most this many sub-agents run at once."""
-        return self._set("max_concurrency", count)
-
-    def max_iterations(self, count: int) -> FlowAgentBuilder[Flow]:
-        """LoopAgent: rounds of its sub-agents (at most, with ``until``)."""
-        return self._set("max_iterations", count)
-
-    def until(self, predicate: Callable[[OverAllState], bool]) -> FlowAgentBuilder[Flow]:
-        """LoopAgent: stop after the round at which ``predicate(state)`` is true."""
-        return self._set("until", predicate)
-
-    def model(self, model: Any) -> FlowAgentBuilder[Flow]:
-        """LlmRoutingAgent and SupervisorAgent: the model that chooses."""
-        return self._set("model", model)
-
-    def instruction(self, text: str) -> FlowAgentBuilder[Flow]:
-        """LlmRoutingAgent and SupervisorAgent: instructions for the choosing model."""
-        return self._set("instruction", text)
-
-    def fallback_agent(self, agent: BaseAgent) -> FlowAgentBuilder[Flow]:
-        """LlmRoutingAgent: the agent that answers when the model names no valid one."""
-        return self._set("fallback_agent", agent)
+        def __getattr__(self, option: str) -> Callable[..., FlowAgentBuilder[Flow]]: ...
 
     def build(self) -> Flow:
+        """The flow of the options given so far; ``AgentBuildError`` lists every problem."""
         return self._make(**self._options)
+
+
+add_option_methods(FlowAgentBuilder, FlowOptions)

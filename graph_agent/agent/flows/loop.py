@@ -8,6 +8,7 @@ from typing import Any
 
 from ...graph import END, START, OverAllState, StateGraph
 from ._base import FlowAgent, FlowAgentBuilder
+from ._options import FlowOptions
 
 __all__ = ["LoopAgent"]
 
@@ -29,9 +30,9 @@ class LoopAgent(FlowAgent):
         """``.name().sub_agents(...).max_iterations(n).until(predicate)`` (+ saver, ...)."""
         return FlowAgentBuilder(LoopAgent)
 
-    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
-        self.max_iterations: int = self._count_option(options, problems, "max_iterations", 10)
-        until = options.pop("until", None)
+    def _configure(self, options: FlowOptions, problems: list[str]) -> None:
+        self.max_iterations: int = self._count_option(options, problems, "max_iterations")
+        until = options.until
         if until is not None and not callable(until):
             problems.append(f"until must be a function (state) -> bool, got {until!r}")
             until = None

@@ -8,6 +8,7 @@ from typing import Any
 from ...graph import END, START, StateGraph
 from .._subagent import Shape
 from ._base import FlowAgent, FlowAgentBuilder
+from ._options import FlowOptions
 
 __all__ = ["MERGE_STRATEGIES", "ParallelAgent"]
 
@@ -51,8 +52,8 @@ class ParallelAgent(FlowAgent):
         """``.name().sub_agents(...).merge_strategy(...).max_concurrency(n)`` (+ saver, ...)."""
         return FlowAgentBuilder(ParallelAgent)
 
-    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
-        strategy = options.pop("merge_strategy", "dict")
+    def _configure(self, options: FlowOptions, problems: list[str]) -> None:
+        strategy = options.merge_strategy
         if isinstance(strategy, str) and strategy in MERGE_STRATEGIES:
             self.merge: Callable[[dict[str, Any]], Any] = MERGE_STRATEGIES[strategy]
         elif callable(strategy):
@@ -64,7 +65,7 @@ class ParallelAgent(FlowAgent):
                 "function of the results (a dict by agent name)"
             )
         self.merge_strategy = strategy
-        count = options.pop("max_concurrency", None)
+        count = options.max_concurrency
         if count is not None and (
             isinstance(count, bool) or not isinstance(count, int) or count < 1
         ):

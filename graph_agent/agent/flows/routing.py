@@ -19,6 +19,7 @@ from .._subagent import RESULTS, Shape, conversation, with_task
 from .._usage import add_usage, usage_dict
 from ..base import BaseAgent
 from ._base import FlowAgent, FlowAgentBuilder
+from ._options import FlowOptions
 
 __all__ = ["LlmRoutingAgent"]
 
@@ -87,10 +88,10 @@ class LlmRoutingAgent(FlowAgent):
         """``.name().model(m).sub_agents(...).fallback_agent(a).instruction(...)``."""
         return FlowAgentBuilder(LlmRoutingAgent)
 
-    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
+    def _configure(self, options: FlowOptions, problems: list[str]) -> None:
         self.model = self._model_option(options, problems, "router")
-        self.instruction: str | None = options.pop("instruction", None)
-        fallback = options.pop("fallback_agent", None)
+        self.instruction: str | None = options.instruction
+        fallback = options.fallback_agent
         if fallback is not None and not isinstance(fallback, BaseAgent):
             problems.append(f"fallback_agent {fallback!r} is not an agent")
             fallback = None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ...errors import GraphRecursionError
 from ...graph import CompiledGraph
 from .._agent_ref import ConfigLike
 from ..react import ReactAgent
 from ._base import FlowAgent, FlowAgentBuilder
+from ._options import FlowOptions
 
 __all__ = ["SupervisorAgent"]
 
@@ -45,11 +46,10 @@ class SupervisorAgent(FlowAgent):
         """``.name().model(m).sub_agents(...).instruction(...)`` (+ saver, listeners, ...)."""
         return FlowAgentBuilder(SupervisorAgent)
 
-    def _configure(self, options: dict[str, Any], problems: list[str]) -> None:
+    def _configure(self, options: FlowOptions, problems: list[str]) -> None:
         self.model = self._model_option(options, problems, "supervisor")
-        self.instruction: str | None = options.pop("instruction", None)
-        count = self._count_option(options, problems, "max_iterations", 10)
-        self.max_iterations: int = count
+        self.instruction: str | None = options.instruction
+        self.max_iterations: int = self._count_option(options, problems, "max_iterations")
         self._check_descriptions(problems, "the supervisor's model")
 
     def _compile(self) -> CompiledGraph:
