@@ -18,9 +18,12 @@ from ..graph import (
     StateGraph,
 )
 from ..messages import AssistantMessage
-from . import _nodes
+from ._hook_node import hook_node
 from ._keys import JUMP_TO, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, PRIVATE_KEYS
+from ._model_node import model_node
+from ._node_kit import Logic, agent_nodes, last_message
 from ._parts import AgentParts
+from ._tool_node import tool_node
 from ._toolset import AgentTools
 from ._unanswered import answer_unfinished_calls
 
@@ -81,49 +84,28 @@ def build_graph(
         JumpTo.END.value: end_entry,
     }
 
-    for position in HookPosition:
-        for hook in chains[position]:
-            graph.add_node(
-                node_name(hook, position), *_nodes.both(_nodes.hook_logic(hook, position))
-            )
-    # What the model node and the tool node need, made once; neither sees the parts.
-    tools = AgentTools(
-        parts.name,
-        parts.tools,
-        parts.tool_providers,
-        parts.interceptor_tools,
-        intercepted=bool(parts.model_interceptors),
-    )
-    chain = _nodes.ModelChain(parts.model, parts.model_interceptors)
+    # Each node reads what it needs from the parts once; the tools are shared by the two.
+    tools = AgentTools(parts)
+    nodes = {node_name(h, p): hook_node(h, p) for p in HookPosition for h in chains[p]}
+    nodes[MODEL] = model_node(parts, tools)
+    nodes[TOOLS] = tool_node(parts, tools)
     output = parts.output
-    model = _nodes.model_logic(
-        chain, tools, parts.system, parts.tool_context, parts.output_key, output
-    )
-    run_tools = _nodes.tool_logic(
-        parts.manager,
-        tools,
-        parts.tool_context,
-        parts.store,
-        parts.output_key,
-        output,
-        parts.handoffs,
-    )
-    graph.add_node(MODEL, *_nodes.both(model))
-    graph.add_node(TOOLS, *_nodes.both(run_tools))
 
     # Each hop is either a fixed next node or a route (a router and its labels -> nodes).
     Route = tuple[Callable[[OverAllState], str], dict[str, str]]
-    after_model_route: Route = (_nodes.after_model_route, {"tools": TOOLS, "end": end_entry})
+    after_model_route: Route = (_after_model_route, {"tools": TOOLS, "end": end_entry})
     before_input: Callable[..., Any] = answer_unfinished_calls
     if output is not None:  # a rejected answer goes back to the model; spent retries fail
-        graph.add_node(OUTPUT_FAILED, *_nodes.both(_output_failed(output)))
+        nodes[OUTPUT_FAILED] = _output_failed(output)
         graph.add_edge(OUTPUT_FAILED, END)
         after_model_route = (
             _output_route,
             {"tools": TOOLS, "end": end_entry, "retry": model_entry, "failed": OUTPUT_FAILED},
         )
         before_input = _new_run
-    after_tools_route: Route = (_nodes.after_tools_route, {"model": model_entry, "end": end_entry})
+    after_tools_route: Route = (_after_tools_route, {"model": model_entry, "end": end_entry})
+    for name, logic in nodes.items():
+        graph.add_node(name, *agent_nodes(logic))
 
     def link(source: str, hook: Hook | None, then: str | Route) -> None:
         """``source`` -> ``then``; a hook that may jump gets a router that honours ``jump_to``."""
@@ -173,19 +155,35 @@ def build_graph(
     )
 
 
+def _after_model_route(state: OverAllState) -> str:
+    """Tool calls go to the tool node; an answer ends the run."""
+    message = last_message(state)
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        return "tools"
+    return "end"
+
+
+def _after_tools_route(state: OverAllState) -> str:
+    """Back to the model, or to the end when the batch was return-direct."""
+    message = last_message(state)
+    if isinstance(message, AssistantMessage) and message.metadata.get("return_direct"):
+        return "end"
+    return "model"
+
+
 def _output_route(state: OverAllState) -> str:
-    """After the model of an agent with an ``output_type``: ``_nodes.after_model_route``, or
+    """After the model of an agent with an ``output_type``: ``_after_model_route``, or
     back to the model when the model node sent the answer back (its update ends with the
     feedback), or to ``output_failed`` when the retries are spent."""
     if state.get(OUTPUT_FAILURE) is not None:
         return "failed"
-    message = _nodes.last_message(state)
+    message = last_message(state)
     if isinstance(message, AssistantMessage):
         return "tools" if message.tool_calls else "end"
     return "retry"
 
 
-def _output_failed(output: OutputSpec) -> _nodes.Logic:
+def _output_failed(output: OutputSpec) -> Logic:
     """The node a run with no valid structured answer ends in: it raises, after the model
     node's step kept the last attempt (its final-answer calls answered)."""
 

@@ -1,28 +1,33 @@
 """The agent's tools as its nodes see them: what a model call is offered, what a tool call may
 use, and the innermost tool interceptor that answers rejected calls.
 
-A leaf of the agent package: the nodes (``_nodes``) call into it, it calls nothing back.
+A leaf of the agent package: the nodes (``_model_node``, ``_tool_node``) call into it, it calls nothing back.
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import ToolResolutionError
 from ..graph import OverAllState, RunnableConfig
 from ..messages import Message
+from ..models import ToolCallingChatOptions
 from ..tools import (
     ToolCallback,
     ToolCallRequest,
-    ToolProvider,
     ToolProviderRequest,
     as_tool_callbacks,
 )
 from ..tools.context import STATE
 from ..tools.request import answered
 from ._keys import OFFERED, REJECTED
+
+if TYPE_CHECKING:
+    from ._parts import AgentParts
 
 _NONE_SEEN: Mapping[str, ToolCallback] = {}
 
@@ -51,36 +56,67 @@ class OfferedByThread:
 
 class AgentTools:
     """The agent's tools, its tool providers, the tools its model interceptors declare, and
-    what each conversation's model was offered. Shared by the model and the tool node."""
+    what each conversation's model was offered; made once from the agent's parts and shared
+    by the model node (``options_for``, ``remember``) and the tool node (``for_tool_calls``)."""
 
     __slots__ = (
+        "final_tools",
         "intercepted",
         "interceptor_tools",
+        "last_options",
         "name",
         "offered",
         "own_by_name",
         "providers",
+        "response_format",
+        "tool_context",
         "tools",
     )
 
-    def __init__(
-        self,
-        name: str,
-        tools: Sequence[ToolCallback],
-        providers: Sequence[ToolProvider],
-        interceptor_tools: Mapping[str, ToolCallback],
-        intercepted: bool,
-    ) -> None:
-        self.name = name  # the agent's, for error messages
-        self.tools = tuple(tools)
+    def __init__(self, parts: AgentParts) -> None:
+        self.name = parts.name  # the agent's, for error messages
+        self.tools = tuple(parts.tools)
         # The agent's own tools by name, made once (looked up at each tool step).
         self.own_by_name = {t.tool_definition.name: t for t in self.tools}
-        self.providers = tuple(providers)
+        self.providers = tuple(parts.tool_providers)
         # Tools model interceptors declare they may add (``ModelInterceptor.tools``), by name.
-        self.interceptor_tools = interceptor_tools
+        self.interceptor_tools = parts.interceptor_tools
         # Only model interceptors offer other tools than the agent's own.
-        self.intercepted = intercepted
+        self.intercepted = bool(parts.model_interceptors)
         self.offered = OfferedByThread()
+        self.tool_context = parts.tool_context
+        output = parts.output
+        # With an ``output_type``: its final-answer tools beside the agent's own (never
+        # instead of them), and the structured-output format of every request (``native``).
+        self.final_tools = output.final_tools if output is not None else ()
+        self.response_format = output.response_format if output is not None else None
+        self.last_options: ToolCallingChatOptions | None = None
+
+    def options_for(
+        self, messages: Sequence[Message], state: OverAllState, config: RunnableConfig
+    ) -> ToolCallingChatOptions:
+        """The options of a model request on ``messages``: the tools offered, the agent's
+        ``tool_context`` and the response format. The last request's options again while the
+        tools offered are the same objects and its ``tool_context`` still holds the agent's
+        entries (options are frozen; making one, 17 fields checked, costs more than the rest
+        of a request)."""
+        offered = self.for_messages(messages, state, config)
+        if self.final_tools:
+            offered.extend(self.final_tools)
+        last = self.last_options
+        if (
+            last is not None
+            and len(last.tool_callbacks) == len(offered)
+            and all(map(operator.is_, last.tool_callbacks, offered))
+            and last.tool_context == self.tool_context
+        ):
+            return last
+        self.last_options = made = ToolCallingChatOptions(
+            tool_callbacks=tuple(offered),
+            tool_context=dict(self.tool_context),
+            response_format=self.response_format,
+        )
+        return made
 
     def for_messages(
         self, messages: Sequence[Message], state: OverAllState, config: RunnableConfig

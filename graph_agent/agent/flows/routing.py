@@ -14,7 +14,8 @@ from ...graph import END, START, OverAllState, RunnableConfig, Send, StateGraph
 from ...messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ...models import ToolCallingChatOptions
 from .._keys import MESSAGES
-from .._nodes import ModelChain, _CallModel, both
+from .._model_call import CallModel, ModelChain
+from .._node_kit import both
 from .._subagent import RESULTS, Shape, conversation, with_task
 from .._usage import add_usage, usage_dict
 from ..base import BaseAgent
@@ -156,7 +157,7 @@ class LlmRoutingAgent(FlowAgent):
             text = ""
             usage: dict[str, int] = {}
             for _ in range(RETRIES + 1):
-                response = yield _CallModel(chain, ModelRequest(asked, options, state, config))
+                response = yield CallModel(chain, ModelRequest(asked, options, state, config))
                 if response.metadata.usage is not None:
                     usage = add_usage(usage, usage_dict(response.metadata.usage))
                 text = response.result.output.text
