@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checkpoint import BaseCheckpointSaver
-from checkpoint.effects import Effect
 
 from ..graph import (
     END,
@@ -14,14 +13,13 @@ from ..graph import (
     CompiledGraph,
     KeyStrategyLike,
     OverAllState,
-    RunnableConfig,
     StateGraph,
 )
 from ..messages import AssistantMessage
 from ._hook_node import hook_node
 from ._keys import JUMP_TO, OUTPUT_ATTEMPTS, OUTPUT_FAILURE, PRIVATE_KEYS
 from ._model_node import model_node
-from ._node_kit import Logic, agent_nodes, last_message
+from ._node_kit import agent_nodes, last_message
 from ._parts import AgentParts
 from ._tool_node import tool_node
 from ._toolset import AgentTools
@@ -30,7 +28,6 @@ from ._unanswered import answer_unfinished_calls
 if TYPE_CHECKING:
     from hooks import Hook, HookPosition
 
-    from ._output import OutputSpec
 
 MODEL = "model"
 TOOLS = "tools"
@@ -96,7 +93,7 @@ def build_graph(
     after_model_route: Route = (_after_model_route, {"tools": TOOLS, "end": end_entry})
     before_input: Callable[..., Any] = answer_unfinished_calls
     if output is not None:  # a rejected answer goes back to the model; spent retries fail
-        nodes[OUTPUT_FAILED] = _output_failed(output)
+        nodes[OUTPUT_FAILED] = output.failed
         graph.add_edge(OUTPUT_FAILED, END)
         after_model_route = (
             _output_route,
@@ -181,17 +178,6 @@ def _output_route(state: OverAllState) -> str:
     if isinstance(message, AssistantMessage):
         return "tools" if message.tool_calls else "end"
     return "retry"
-
-
-def _output_failed(output: OutputSpec) -> Logic:
-    """The node a run with no valid structured answer ends in: it raises, after the model
-    node's step kept the last attempt (its final-answer calls answered)."""
-
-    def logic(state: OverAllState, config: RunnableConfig) -> Generator[Effect, Any, Any]:
-        raise output.error(state)
-        yield  # a generator, as every node's logic is
-
-    return logic
 
 
 def _new_run(

@@ -427,6 +427,13 @@ class OutputSpec:
         metadata = dict(responses.metadata) if responses is not None else {}
         return ToolResponseMessage(responses=ordered, metadata=metadata)
 
+    def failed(self, state: Any, config: Any) -> Generator[Effect, Any, Any]:
+        """The logic of the node a run with no valid structured answer ends in
+        (``output_failed``): it raises ``error``, after the model node's step kept the last
+        attempt (its final-answer calls answered)."""
+        raise self.error(state)
+        yield  # a generator, as every node's logic is
+
     def error(self, state: Any) -> OutputValidationError:
         """What ``output_failed`` raises, from the record the model node kept."""
         failure = state.get(OUTPUT_FAILURE) or {}
