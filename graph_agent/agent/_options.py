@@ -3,7 +3,9 @@ and the form of its builder method. ``ReactAgent(...)``'s keywords match this re
 checks the signature against it; type checkers and editors read the signature),
 ``ReactAgent.builder()``'s methods are made from it, the build checks it
 (``_build.assemble``), and the options table of docs/agents.md is rendered from it (a test
-checks the page). Adding an option: a field here and the keyword in ``ReactAgent.__init__``."""
+checks the page). Adding an option: a field here and the keyword in ``ReactAgent.__init__``;
+then ``python tests/agent/test_option_methods.py`` writes the builder method's types again
+(``agent/_option_methods.py``; a test fails until it does)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from ._option_methods import AgentOptionMethods
 from ._option_record import add_option_methods
 from ._options import AgentOptions
 
@@ -13,12 +14,12 @@ __all__ = ["ReactAgentBuilder"]
 Agent = TypeVar("Agent")
 
 
-class ReactAgentBuilder(Generic[Agent]):
+class ReactAgentBuilder(AgentOptionMethods, Generic[Agent]):
     """Collects options and ``build()``s a ``ReactAgent``; every method returns the builder.
     Get one with ``ReactAgent.builder()``.
 
     There is one method per option of ``ReactAgent(...)``, of the same name (docs/agents.md
-    lists them). List options (``tools``, ``hooks``, ...) take any number of values and
+    lists them), made from ``AgentOptions`` (``AgentOptionMethods`` types them). List options (``tools``, ``hooks``, ...) take any number of values and
     accumulate across calls; ``tool_context`` and ``key_strategies`` merge; the others take
     one value, the last call wins. ``build()`` checks everything at once and raises
     ``AgentBuildError`` listing every problem.
@@ -27,10 +28,6 @@ class ReactAgentBuilder(Generic[Agent]):
     def __init__(self, make: Callable[..., Agent]) -> None:
         self._make = make  # the agent class: the builder passes it the options as keywords
         self._options: dict[str, Any] = {}
-
-    if TYPE_CHECKING:  # the option methods are made from AgentOptions below
-
-        def __getattr__(self, option: str) -> Callable[..., ReactAgentBuilder[Agent]]: ...
 
     def output_type(self, output_type: Any, strategy: str = "auto") -> ReactAgentBuilder[Agent]:
         """The type the final answer must validate as: a pydantic model, a dataclass, a

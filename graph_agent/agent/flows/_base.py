@@ -4,7 +4,7 @@ thread, sub-agents as subgraphs under namespaces, one checkpoint chain)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from checkpoint import BaseCheckpointSaver, MemorySaver
 
@@ -21,6 +21,7 @@ from ...graph import (
 from ...messages import AssistantMessage
 from ...models import ChatModel
 from .._keys import MESSAGES
+from .._option_methods import FlowOptionMethods
 from .._option_record import add_option_methods
 from .._subagent import ACTIVE_AGENTS, NAME, RESULTS, Shape, SubAgentNode, with_usage
 from .._unanswered import answer_unfinished_calls
@@ -296,7 +297,7 @@ def _value_of(state: OverAllState, agent: BaseAgent, answer: AssistantMessage | 
 Flow = TypeVar("Flow", bound=FlowAgent)
 
 
-class FlowAgentBuilder(Generic[Flow]):
+class FlowAgentBuilder(FlowOptionMethods, Generic[Flow]):
     """Collects a flow's options and ``build()``s it; every method returns the builder. Get
     one with ``X.builder()`` (``SequentialAgent.builder()``, ...).
 
@@ -310,10 +311,6 @@ class FlowAgentBuilder(Generic[Flow]):
     def __init__(self, make: Callable[..., Flow]) -> None:
         self._make = make  # the flow's class: the builder passes it the options as keywords
         self._options: dict[str, Any] = {}
-
-    if TYPE_CHECKING:  # the option methods are made from FlowOptions below
-
-        def __getattr__(self, option: str) -> Callable[..., FlowAgentBuilder[Flow]]: ...
 
     def build(self) -> Flow:
         """The flow of the options given so far; ``AgentBuildError`` lists every problem."""

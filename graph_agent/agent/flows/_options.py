@@ -5,7 +5,8 @@ against this record); a flow's own options come as further keywords, and a flow 
 does not take says so (``taken_by``). ``FlowAgentBuilder``'s methods are made from this
 record, every flow's reads its values from it (defaults included), and the options table of
 docs/multi-agent.md is rendered from it (a test checks the page). Adding an option of one
-flow: a field here, and its check and use in that flow's ``_configure``."""
+flow: a field here, and its check and use in that flow's ``_configure``; then
+``python tests/agent/test_option_methods.py`` writes the builder method's types again."""
 
 from __future__ import annotations
 
