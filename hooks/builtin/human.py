@@ -12,10 +12,30 @@ from graph_agent.graph import OverAllState, Overwrite, RunnableConfig, interrupt
 from graph_agent.messages import MESSAGES, REJECTED, AssistantMessage, ToolCall
 
 from ..base import HookResult, ModelHook
+from ._hitl_shapes import (
+    ALL_DECISIONS,
+    DECISIONS_USAGE,
+    DecisionType,
+    allowed_decisions,
+    approval_request,
+    check_allowed,
+    is_approval_request,
+    is_decisions,
+    pending_of,
+    read_decisions,
+)
 from ._messages import call_arguments, messages_of, pending_calls
 from .errors import ToolFeedbackError
 
-__all__ = ["DEFAULT_DESCRIPTION_PREFIX", "Decision", "HumanInTheLoopHook", "ToolFeedback"]
+__all__ = [
+    "DEFAULT_DESCRIPTION_PREFIX",
+    "Decision",
+    "DecisionType",
+    "HumanInTheLoopHook",
+    "ToolFeedback",
+    "feedback_for_request",
+    "is_approval_request",
+]
 
 Decision = Literal["approved", "rejected", "edited"]
 DECISIONS: tuple[Decision, ...] = ("approved", "rejected", "edited")
@@ -111,7 +131,9 @@ _FIELDS = {f.name for f in dataclasses.fields(ToolFeedback)}
 
 _USAGE = (
     "resume with Command(resume=ToolFeedback(...)) when one call is pending, or with a list "
-    "of ToolFeedback (each with its tool_call_id) or a dict {tool_call_id: ToolFeedback}"
+    "of ToolFeedback (each with its tool_call_id) or a dict {tool_call_id: ToolFeedback}, "
+    'a ToolFeedback as JSON being {"tool_call_id": ..., "decision": "approved" | '
+    '"rejected" | "edited", "reason": ..., "arguments": {...}}; or ' + DECISIONS_USAGE
 )
 
 
@@ -131,9 +153,24 @@ def _coerce(value: Any) -> ToolFeedback:
     raise ToolFeedbackError(f"expected a ToolFeedback, got {value!r}; {_USAGE}")
 
 
-def match_feedback(feedback: Any, calls: Sequence[ToolCall]) -> dict[str, ToolFeedback]:
-    """The feedback for each pending call, by call id; ``ToolFeedbackError`` if any call has
-    none, if feedback names a call that is not pending, or names one twice."""
+def feedback_for_request(request: Mapping[str, Any], feedback: Any) -> dict[str, ToolFeedback]:
+    """The feedback for each call a pause's ``request`` (its interrupt value) waits on, by call
+    id, from an answer in our shape (``ToolFeedback``s) or LangChain's (``{"decisions":
+    [...]}``, in the order of ``action_requests``); each decision one its tool allows.
+    ``ToolFeedbackError`` (saying what is wrong and the shapes expected) if it does not fit."""
+    calls = pending_of(request)
+    if is_decisions(feedback):
+        rows = read_decisions(feedback, calls)
+        return {r.call_id: ToolFeedback(*r) for r in rows}
+    decided = match_feedback(feedback, [c.id for c in calls])
+    for call in calls:
+        check_allowed(call, decided[call.id].decision)
+    return decided
+
+
+def match_feedback(feedback: Any, ids: Sequence[str]) -> dict[str, ToolFeedback]:
+    """The feedback for each pending call (``ids``), by call id; ``ToolFeedbackError`` if any
+    call has none, if feedback names a call that is not pending, or names one twice."""
     items: list[tuple[str | None, ToolFeedback]]
     if isinstance(feedback, ToolFeedback) or (
         isinstance(feedback, Mapping) and "decision" in feedback
@@ -153,7 +190,6 @@ def match_feedback(feedback: Any, calls: Sequence[ToolCall]) -> dict[str, ToolFe
         items = [(item.tool_call_id, item) for item in map(_coerce, feedback)]
     else:
         raise ToolFeedbackError(f"cannot use {feedback!r} as tool feedback; {_USAGE}")
-    ids = [c.id for c in calls]
     if any(call_id is None for call_id, _ in items):
         if len(items) != 1 or len(ids) != 1:
             raise ToolFeedbackError(
@@ -181,32 +217,42 @@ class HumanInTheLoopHook(ModelHook):
     """Pauses the run before the tools of ``interrupt_on`` run, until a person decides.
 
     ``interrupt_on`` lists tool names, or maps a name to ``True`` (ask), ``False`` (do not
-    ask) or a description shown to the person (instead of ``description_prefix``). After each
-    model answer (``after_model``) that calls a listed tool, the hook calls ``interrupt()``
-    with ``{"type": "tool_approval", "tool_calls": [{"id", "name", "arguments",
-    "description"}, ...]}`` (the listed calls only; ``arguments`` parsed from JSON), and the
-    thread pauses (``agent.get_state(config).interrupts``). The agent needs a saver (the
-    default ``MemorySaver`` is one).
+    ask), a description shown to the person (instead of ``description_prefix``), or, as
+    LangChain's ``HumanInTheLoopMiddleware`` takes it, ``{"allowed_decisions": [...],
+    "description": ...}`` (decisions among ``"approve"``, ``"edit"``, ``"reject"`` and
+    ``"respond"``; all four unless said). After each model answer (``after_model``) that calls
+    a listed tool, the hook calls ``interrupt()`` with ``{"type": "tool_approval",
+    "tool_calls": [{"id", "name", "arguments", "description"}, ...], "action_requests":
+    [{"name", "args", "description"}, ...], "review_configs": [{"action_name",
+    "allowed_decisions"}, ...]}`` (the listed calls only, in the same order in each list;
+    ``arguments`` parsed from JSON; the last two are LangChain's ``HITLRequest``, which
+    front ends such as agent-chat-ui show), and the thread pauses
+    (``agent.get_state(config).interrupts``). The agent needs a saver (the default
+    ``MemorySaver`` is one).
 
     Resume with ``agent.call(Command(resume=feedback), config)``: one ``ToolFeedback`` (one
-    call pending), a list of them, or a dict ``{call_id: ToolFeedback}``. Approved calls run
-    as asked; a rejected call does not run and the model gets "The user rejected this tool
-    call: <reason>" as its result (through the state key ``rejected_tool_calls``); an edited
-    call runs with the edited arguments (the assistant message is rewritten; its metadata
-    ``edited_tool_calls`` keeps the original arguments by call id). Calls of tools not listed
-    run without asking. Feedback that misses a pending call or names an unknown one raises
-    ``ToolFeedbackError`` and leaves the thread paused.
+    call pending), a list of them, a dict ``{call_id: ToolFeedback}``, or LangChain's
+    ``{"decisions": [...]}`` (one per call, in order; ``respond`` is a rejection whose reason
+    is the person's answer). Approved calls run as asked; a rejected call does not run and
+    the model gets "The user rejected this tool call: <reason>" as its result (through the
+    state key ``rejected_tool_calls``); an edited call runs with the edited arguments (the
+    assistant message is rewritten; its metadata ``edited_tool_calls`` keeps the original
+    arguments by call id). Calls of tools not listed run without asking. Feedback that
+    misses a pending call, names an unknown one, is malformed or is a decision its tool does
+    not allow raises ``ToolFeedbackError`` (saying the shapes expected) and leaves the thread
+    paused.
     """
 
     def __init__(
         self,
-        interrupt_on: Mapping[str, str | bool] | Sequence[str],
+        interrupt_on: Mapping[str, str | bool | Mapping[str, Any]] | Sequence[str],
         description_prefix: str = DEFAULT_DESCRIPTION_PREFIX,
         *,
         name: str | None = None,
     ) -> None:
         self.descriptions: dict[str, str] = {}
-        entries: Mapping[str, str | bool] = (
+        self.allowed: dict[str, tuple[DecisionType, ...]] = {}
+        entries: Mapping[str, str | bool | Mapping[str, Any]] = (
             {interrupt_on: True}
             if isinstance(interrupt_on, str)
             else interrupt_on
@@ -216,15 +262,20 @@ class HumanInTheLoopHook(ModelHook):
         for tool_name, setting in entries.items():
             if not isinstance(tool_name, str) or not tool_name:
                 raise TypeError(f"interrupt_on: tool names must be strings, got {tool_name!r}")
+            if setting is False:
+                continue
+            allowed, description = ALL_DECISIONS, description_prefix
             if isinstance(setting, str):
-                self.descriptions[tool_name] = setting
-            elif setting is True:
-                self.descriptions[tool_name] = description_prefix
-            elif setting is not False:
+                description = setting
+            elif isinstance(setting, Mapping):
+                allowed, description = _setting(tool_name, setting, description_prefix)
+            elif setting is not True:
                 raise TypeError(
-                    f"interrupt_on[{tool_name!r}] must be True, False or a description, "
-                    f"got {setting!r}"
+                    f"interrupt_on[{tool_name!r}] must be True, False, a description or "
+                    f'{{"allowed_decisions": [...], "description": ...}}, got {setting!r}'
                 )
+            self.descriptions[tool_name] = description
+            self.allowed[tool_name] = allowed
         self.description_prefix = description_prefix
         if name is not None:
             self.name = name
@@ -247,14 +298,20 @@ class HumanInTheLoopHook(ModelHook):
             f"Arguments: {call.arguments}",
         }
 
+    def request(self, calls: Sequence[ToolCall]) -> dict[str, Any]:
+        """The pause's value for ``calls`` (JSON-friendly): ours and LangChain's shape."""
+        return approval_request(
+            [self.describe(c) for c in calls], [self.allowed[c.name] for c in calls]
+        )
+
     def after_model(self, state: OverAllState, config: RunnableConfig) -> HookResult:
         messages = messages_of(state)
         last = messages[-1] if messages else None
         calls = [c for c in pending_calls(last) if c.name in self.descriptions]
         if not calls or not isinstance(last, AssistantMessage):
             return None
-        request = {"type": "tool_approval", "tool_calls": [self.describe(c) for c in calls]}
-        decided = match_feedback(interrupt(request), calls)
+        request = self.request(calls)
+        decided = feedback_for_request(request, interrupt(request))
         update: dict[str, Any] = {}
         rejected = {
             i: f.reason or NO_REASON for i, f in decided.items() if f.decision == "rejected"
@@ -272,3 +329,23 @@ class HumanInTheLoopHook(ModelHook):
             message = last.model_copy(update={"tool_calls": edited, "metadata": metadata})
             update[MESSAGES] = Overwrite([*messages[:-1], message])
         return update or None
+
+
+def _setting(
+    tool_name: str, setting: Mapping[str, Any], description_prefix: str
+) -> tuple[tuple[DecisionType, ...], str]:
+    """``interrupt_on[tool_name]`` given as LangChain's ``InterruptOnConfig``, checked."""
+    unknown = sorted(set(setting) - {"allowed_decisions", "description"})
+    if unknown:
+        raise TypeError(
+            f"interrupt_on[{tool_name!r}] has unknown key(s) {unknown}; known: "
+            "allowed_decisions, description"
+        )
+    description = setting.get("description", description_prefix)
+    if not isinstance(description, str):
+        raise TypeError(
+            f"interrupt_on[{tool_name!r}]['description'] must be text, got {description!r}"
+        )
+    return allowed_decisions(
+        tool_name, setting.get("allowed_decisions", ALL_DECISIONS)
+    ), description

@@ -117,6 +117,10 @@ def test_the_run_pauses_before_a_listed_tool(mode: str, saver: MemorySaver) -> N
     state = snapshot(agent)
     assert state.next == ("HumanInTheLoopHook.after_model",)
     (pending,) = state.interrupts
+    description = (
+        'Tool execution requires approval\n\nTool: send_payment\nArguments: {"to": "bob", '
+        '"amount": 250}'
+    )
     assert pending.value == {
         "type": "tool_approval",
         "tool_calls": [
@@ -124,7 +128,21 @@ def test_the_run_pauses_before_a_listed_tool(mode: str, saver: MemorySaver) -> N
                 "id": "p1",
                 "name": "send_payment",
                 "arguments": {"to": "bob", "amount": 250},
-                "description": 'Tool execution requires approval\n\nTool: send_payment\nArguments: {"to": "bob", "amount": 250}',
+                "description": description,
+            }
+        ],
+        # the same, as LangChain's HumanInTheLoopMiddleware asks (front ends read this)
+        "action_requests": [
+            {
+                "name": "send_payment",
+                "args": {"to": "bob", "amount": 250},
+                "description": description,
+            }
+        ],
+        "review_configs": [
+            {
+                "action_name": "send_payment",
+                "allowed_decisions": ["approve", "edit", "reject", "respond"],
             }
         ],
     }
@@ -323,7 +341,7 @@ def test_tool_feedback_is_checkpointable() -> None:
 def test_interrupt_on_is_checked() -> None:
     assert HumanInTheLoopHook("send_payment").tool_names == ("send_payment",)
     assert HumanInTheLoopHook({"a": True, "b": False, "c": "why"}).tool_names == ("a", "c")
-    with pytest.raises(TypeError, match="must be True, False or a description"):
+    with pytest.raises(TypeError, match="must be True, False, a description or"):
         HumanInTheLoopHook({"a": 1})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match="tool names must be strings"):
         HumanInTheLoopHook([3])  # type: ignore[list-item]
