@@ -1,0 +1,297 @@
+"""The front end people already use, unchanged: a small React chat of the suite's own
+(``tests/server/usestream/``) on ``@langchain/langgraph-sdk``'s ``useStream`` hook, what
+agent-chat-ui and LangChain's front-end docs are built on, bundled by esbuild and run in
+headless Chromium from an origin of its own (as agent-chat-ui is: the server lets it in with
+``allow_origins``) against a real uvicorn: a conversation of two turns, the answer streamed
+as it grows, a tool call and its result, an approval answered in LangChain's shape
+(``{"decisions": [{"type": "approve"}]}``), and a switch between threads.
+
+Needs Node.js and the packages pinned by ``tests/server/usestream/package-lock.json``
+(``npm ci``: ``.ci/run`` installs them in a cache and sets ``USESTREAM_JS`` to their
+``node_modules``), Playwright's Python package and Debian's chromium; without them the tests
+skip and say so (fail on CI: tests/_needs.py). Each test saves screenshots in its
+``tmp_path``, copied to the artifacts folder with ``GRAPH_AGENT_TEST_ARTIFACTS`` (test_page.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import FileResponse, Response
+from starlette.routing import Route
+
+from checkpoint import MemorySaver
+from graph_agent import ReactAgent, ScriptedChatModel
+from graph_agent.server import create_app
+from hooks import HumanInTheLoopHook
+from tests._needs import unavailable
+
+from .conftest import live_server
+from .served_kit import get_weather, refund
+from .test_page import CHROMIUM, TIMEOUT, PacedScriptedChatModel, asks, says, screenshot, sync_api
+
+HERE = Path(__file__).resolve().parent / "usestream"
+PACKAGES = ("@langchain/langgraph-sdk", "@langchain/core", "react", "react-dom", "esbuild")
+
+# every text an assistant bubble showed, in order, and a call to the test at each
+AI_TEXTS = """
+window.aiTexts = [];
+new MutationObserver(() => {
+  for (const node of document.querySelectorAll(".msg.ai .text")) {
+    const text = node.textContent;
+    if (text && !window.aiTexts.includes(text)) {
+      window.aiTexts.push(text);
+      if (window.bubbleDrawn) window.bubbleDrawn(text);
+    }
+  }
+}).observe(document, {childList: true, subtree: true, characterData: true});
+"""
+
+
+def node_modules() -> Path | None:
+    given = os.environ.get("USESTREAM_JS")
+    for where in (Path(given) if given else None, HERE / "node_modules"):
+        if where is not None and all((where / name).is_dir() for name in PACKAGES):
+            return where
+    return None
+
+
+@pytest.fixture(scope="module")
+def front_end(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The app bundled by esbuild into a folder of its own: index.html and app.js."""
+    modules, node = node_modules(), shutil.which("node")
+    if modules is None or node is None:
+        unavailable(
+            "needs node and the packages of tests/server/usestream: "
+            "npm ci --prefix tests/server/usestream (or USESTREAM_JS=<their node_modules>); "
+            ".ci/run installs both"
+        )
+    work = tmp_path_factory.mktemp("usestream")
+    shutil.copytree(HERE / "src", work / "src")
+    (work / "node_modules").symlink_to(modules)  # esbuild resolves imports next to the source
+    out = work / "dist"
+    started = time.monotonic()
+    built = subprocess.run(
+        [str(modules / "esbuild" / "bin" / "esbuild"), "src/app.jsx", "--bundle",
+         "--format=esm", "--target=es2020", f"--outfile={out / 'app.js'}",
+         '--define:process.env.NODE_ENV="production"', "--log-level=warning"],
+        cwd=work, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    print(f"esbuild bundled the useStream app in {time.monotonic() - started:.2f}s")
+    shutil.copy(HERE / "index.html", out / "index.html")
+    return out
+
+
+@contextmanager
+def served(agent: ReactAgent, front_end: Path) -> Iterator[str]:
+    """The front end served on one origin and ``agent`` (as ``agent``) on another that lets
+    it in, as agent-chat-ui runs beside ``langgraph dev``; yields the page's URL."""
+
+    async def index(request: Any) -> FileResponse:
+        return FileResponse(front_end / "index.html")
+
+    async def bundle(request: Any) -> FileResponse:
+        return FileResponse(front_end / "app.js", media_type="text/javascript")
+
+    async def no_icon(request: Any) -> Response:
+        return Response(status_code=204)
+
+    files = Starlette(
+        routes=[Route("/", index), Route("/app.js", bundle), Route("/favicon.ico", no_icon)]
+    )
+    with (
+        live_server(files) as origin,
+        live_server(create_app({"agent": agent}, allow_origins=[origin])) as api,
+    ):
+        yield f"{origin}/?api={api}&assistant=agent"
+
+
+def chat_agent(script: list[Any], drawn: threading.Event | None = None) -> ReactAgent:
+    """An agent with a tool (``get_weather``) and one that needs a person's approval
+    (``refund``); with ``drawn``, each answer waits after its first piece until the page has
+    drawn it (PacedScriptedChatModel)."""
+    model = ScriptedChatModel(script) if drawn is None else PacedScriptedChatModel(script, drawn)
+    return ReactAgent(
+        name="agent",
+        model=model,
+        tools=[get_weather, refund],
+        hooks=[HumanInTheLoopHook(["refund"])],
+        saver=MemorySaver(),
+    )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page that keeps its uncaught errors and console errors (``page.errors``: the hook
+    logs a failed stream there) and every request the server refused (``page.refused``: an
+    endpoint useStream needs and we lack shows there)."""
+    context = browser.new_context(viewport={"width": 1100, "height": 760})
+    opened = context.new_page()
+    opened.set_default_timeout(TIMEOUT)
+    opened.add_init_script(AI_TEXTS)
+    errors: list[str] = []
+    refused: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda line: errors.append(line.text) if line.type == "error" else None)
+    opened.on(
+        "response",
+        lambda answer: refused.append(described(answer)) if answer.status >= 400 else None,
+    )
+    # (Chromium may call a stream read to its end ERR_ABORTED when the page lets go of it
+    # before the browser heard the response was complete: what the user sees tells instead)
+    opened.on(
+        "requestfailed",
+        lambda request: (
+            refused.append(f"{request.method} {request.url}: {request.failure}")
+            if request.failure != "net::ERR_ABORTED"
+            else None
+        ),
+    )
+    opened.errors = errors
+    opened.refused = refused
+    try:
+        yield opened
+    finally:
+        context.close()
+
+
+def described(answer: Any) -> str:
+    return f"{answer.request.method} {answer.url}: {answer.status} {answer.text()[:300]}"
+
+
+def say(page: Any, text: str) -> None:
+    page.fill("#input", text)
+    page.click("#send")
+
+
+def answered(page: Any, text: str) -> None:
+    """Wait until an assistant bubble says ``text`` and the run is over."""
+    page.locator(".msg.ai .text", has_text=text).wait_for()
+    page.wait_for_selector("#app[data-loading=false]")
+
+
+def shown(page: Any) -> list[tuple[str, str]]:
+    """Each message on screen: its kind (human, ai, tool) and its text (a tool's result)."""
+    return [
+        (kind.split()[1], text)
+        for kind, text in page.eval_on_selector_all(
+            "#messages .msg",
+            "els => els.map(e => [e.className, e.querySelector('.text')?.textContent ?? ''])",
+        )
+    ]
+
+
+def test_a_conversation_streams_its_answer_and_shows_the_tool_call(
+    front_end: Path, page: Any, tmp_path: Path
+) -> None:
+    drawn = threading.Event()
+    page.expose_function("bubbleDrawn", lambda text: drawn.set())
+    final = "It is sunny in Paris today."
+    script = [asks("get_weather", {"city": "Paris"}, "call_1"), says(final), says("Rain tomorrow.")]
+    with served(chat_agent(script, drawn), front_end) as url:
+        page.goto(url)
+        page.wait_for_selector("#app[data-loading=false]")
+        say(page, "Weather in Paris?")
+        answered(page, final)
+        # streamed: the bubble showed the answer growing before it was whole
+        grown = page.evaluate("window.aiTexts")
+        assert [text for text in grown if text != final and final.startswith(text)], grown
+        call = page.locator(".msg.ai .tool-call[data-name=get_weather]")
+        assert json.loads(call.locator("pre.args").inner_text()) == {"city": "Paris"}
+        thread = page.get_attribute("#app", "data-thread")
+        assert thread
+        screenshot(page, tmp_path, "usestream-streamed-answer")
+
+        say(page, "And tomorrow?")  # the conversation goes on in the same thread
+        answered(page, "Rain tomorrow.")
+        assert shown(page) == [
+            ("human", "Weather in Paris?"),
+            ("ai", ""),
+            ("tool", "sunny in Paris"),
+            ("ai", final),
+            ("human", "And tomorrow?"),
+            ("ai", "Rain tomorrow."),
+        ]
+        assert page.get_attribute("#app", "data-thread") == thread
+        screenshot(page, tmp_path, "usestream-conversation")
+    assert page.errors == [] and page.refused == []
+
+
+def test_switching_threads_shows_each_conversation_and_goes_on_where_it_was(
+    front_end: Path, page: Any, tmp_path: Path
+) -> None:
+    script = [
+        asks("get_weather", {"city": "Paris"}, "call_1"),
+        says("It is sunny in Paris."),
+        asks("get_weather", {"city": "Rome"}, "call_2"),
+        says("It is sunny in Rome."),
+        says("Still sunny in Paris."),
+    ]
+    with served(chat_agent(script), front_end) as url:
+        page.goto(url)
+        page.wait_for_selector("#app[data-loading=false]")
+        say(page, "Weather in Paris?")
+        answered(page, "It is sunny in Paris.")
+        paris = page.get_attribute("#app", "data-thread")
+        page.click("#new-thread")
+        page.wait_for_selector("#app[data-thread='']")
+        assert shown(page) == []
+        say(page, "Weather in Rome?")
+        answered(page, "It is sunny in Rome.")
+        rome = page.get_attribute("#app", "data-thread")
+        assert paris and rome and paris != rome
+        # the thread list (POST /threads/search), newest first, named by its first message
+        page.wait_for_selector(f"#threads .thread[data-thread='{paris}']")
+        assert page.locator("#threads .thread").all_inner_texts() == [
+            "Weather in Rome?",
+            "Weather in Paris?",
+        ]
+
+        page.click(f"#threads .thread[data-thread='{paris}']")
+        page.locator(".msg.ai .text", has_text="It is sunny in Paris.").wait_for()
+        page.wait_for_selector("#app[data-loading=false]")
+        assert shown(page) == [
+            ("human", "Weather in Paris?"),
+            ("ai", ""),
+            ("tool", "sunny in Paris"),
+            ("ai", "It is sunny in Paris."),
+        ]
+        screenshot(page, tmp_path, "usestream-thread-switched")
+        say(page, "Still sunny?")  # the old thread goes on where it was
+        answered(page, "Still sunny in Paris.")
+        assert page.get_attribute("#app", "data-thread") == paris
+        assert [text for _, text in shown(page)][-2:] == ["Still sunny?", "Still sunny in Paris."]
+        assert len(shown(page)) == 6
+
+        page.click(f"#threads .thread[data-thread='{rome}']")
+        page.locator(".msg.ai .text", has_text="It is sunny in Rome.").wait_for()
+        assert shown(page) == [
+            ("human", "Weather in Rome?"),
+            ("ai", ""),
+            ("tool", "sunny in Rome"),
+            ("ai", "It is sunny in Rome."),
+        ]
+        screenshot(page, tmp_path, "usestream-threads")
+    assert page.errors == [] and page.refused == []
