@@ -66,9 +66,32 @@ def test_every_module_the_page_imports_is_served_as_javascript_with_the_page_s_h
             assert script.headers["content-type"] == "text/javascript; charset=utf-8", name
             assert headers_of(script) == page_headers, name
             seen[name] = script.text
-            waiting += re.findall(r'^import [^;]*? from "\./([\w.-]+\.js)";', script.text, re.M)
+            waiting += imports(script.text)
     assert sorted(seen) == sorted(p.name for p in STATIC.glob("*.js"))
     assert any("run_events" in text for text in seen.values())
+
+
+def imports(module: str) -> list[str]:
+    """The page's own modules that ``module`` (a module's text) imports."""
+    return re.findall(r'^import [^;]*? from "\./([\w.-]+\.js)";', module, re.M)
+
+
+def test_the_page_s_modules_are_small_and_import_no_cycle() -> None:
+    """Several people work on the page at once: each module keeps to one part of it (at most
+    400 lines), and a module imports only modules below it (a part that must call one above
+    is handed the function, as approvals.js is with onResume)."""
+    graph = {p.name: imports(p.read_text()) for p in STATIC.glob("*.js")}
+    for name in graph:
+        lines = len((STATIC / name).read_text().splitlines())
+        assert lines <= 400, f"{name} has {lines} lines: split it"
+
+    def walk(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"import cycle: {' -> '.join((*path, name))}"
+        for imported in graph[name]:
+            walk(imported, (*path, name))
+
+    for name in graph:
+        walk(name, ())
 
 
 @pytest.mark.parametrize("path", ["/static/nope.js", "/static/..%2F_page.py", "/static/.hidden"])

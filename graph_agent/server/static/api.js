@@ -83,7 +83,7 @@ export async function apiJson(method, path, body) {
   return text.trim() ? JSON.parse(text) : null;
 }
 
-// -- Server-Sent Events over fetch --------------------------------------------------------
+// Server-Sent Events over fetch.
 
 // Yields {event, data, id} per event; `id` is the last id seen (kept across events, as the
 // SSE spec says). Lines end with \n, \r or \r\n; comments (heartbeats) are skipped.

@@ -1,0 +1,85 @@
+// The thread shown: its state read from the server (messages, waiting interrupts, status)
+// and drawn; and the threads this browser made, kept in its local storage.
+
+import { $, h, enc, oneLine, textOf } from "./dom.js";
+import { S } from "./state.js";
+import { apiJson } from "./api.js";
+import { renderMessages } from "./chat.js";
+import { renderInterrupts } from "./approvals.js";
+
+function threadsKey(graphId) {
+  return `graph-agent:threads:${graphId}`;
+}
+
+export function knownThreads(graphId) {
+  try {
+    return JSON.parse(localStorage.getItem(threadsKey(graphId)) || "[]");
+  } catch (_) {
+    return [];
+  }
+}
+
+export function rememberThread(graphId, thread) {
+  const list = knownThreads(graphId).filter((t) => t.thread_id !== thread.thread_id);
+  list.unshift(thread);
+  localStorage.setItem(threadsKey(graphId), JSON.stringify(list.slice(0, 50)));
+}
+
+export function forgetThread(graphId, threadId) {
+  const list = knownThreads(graphId).filter((t) => t.thread_id !== threadId);
+  localStorage.setItem(threadsKey(graphId), JSON.stringify(list));
+}
+
+export function titleOf(messages) {
+  const first = (messages || []).find((m) => m.type === "human");
+  return first ? oneLine(textOf(first.content), 40) : "";
+}
+
+export function showThread(threadId) {
+  S.threadId = threadId;
+  S.messages = [];
+  S.streaming.clear();
+  S.interrupts = [];
+  S.decisions.clear();
+  S.answers.clear();
+  S.runs = [];
+  $("timeline").replaceChildren(h("p", { class: "empty", text: "Each run's nodes, model calls and tool calls show here." }));
+  renderMessages();
+  renderInterrupts();
+  setStatus(null);
+  const params = new URLSearchParams({ agent: S.assistant ? S.assistant.graph_id : "" });
+  if (threadId) params.set("thread", threadId);
+  history.replaceState(null, "", `#${params}`);
+}
+
+export async function refreshThread() {
+  const threadId = S.threadId;
+  if (!threadId) return;
+  const [thread, state] = await Promise.all([
+    apiJson("GET", `threads/${enc(threadId)}`),
+    apiJson("GET", `threads/${enc(threadId)}/state`),
+  ]);
+  if (S.threadId !== threadId) return;
+  S.messages = (state.values && state.values.messages) || [];
+  S.streaming.clear();
+  S.interrupts = state.interrupts || [];
+  for (const table of [S.decisions, S.answers]) {
+    for (const id of [...table.keys()]) if (!S.interrupts.some((i) => i.id === id)) table.delete(id);
+  }
+  setStatus(thread.status);
+  renderMessages();
+  renderInterrupts();
+  const title = titleOf(S.messages);
+  if (title && S.assistant) {
+    rememberThread(S.assistant.graph_id, { thread_id: threadId, title });
+    const option = [...$("thread").options].find((o) => o.value === threadId);
+    if (option) option.textContent = `${title} · ${threadId.slice(0, 8)}`;
+  }
+}
+
+function setStatus(status) {
+  const pill = $("thread-status");
+  pill.hidden = !status;
+  pill.textContent = status || "";
+  pill.className = `pill ${status || ""}`;
+}
