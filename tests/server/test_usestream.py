@@ -295,3 +295,48 @@ def test_switching_threads_shows_each_conversation_and_goes_on_where_it_was(
         ]
         screenshot(page, tmp_path, "usestream-threads")
     assert page.errors == [] and page.refused == []
+
+
+def test_an_approval_in_langchains_shape_approves_and_rejects(
+    front_end: Path, page: Any, tmp_path: Path
+) -> None:
+    script = [
+        asks("refund", {"amount": 5}, "call_7"),
+        says("Refunded 5 euros."),
+        asks("refund", {"amount": 50}, "call_8"),
+        says("I did not refund 50 euros."),
+    ]
+    with served(chat_agent(script), front_end) as url:
+        page.goto(url)
+        page.wait_for_selector("#app[data-loading=false]")
+        say(page, "Refund my 5 euros")
+        # the pause as LangChain's human-in-the-loop middleware describes it
+        action = page.locator(".interrupt.approval .action[data-name=refund]")
+        action.wait_for()
+        assert json.loads(action.locator("pre.args").inner_text()) == {"amount": 5}
+        assert {"approve", "reject"} <= set(action.locator(".allowed").inner_text().split())
+        page.wait_for_selector("#app[data-loading=false]")
+        screenshot(page, tmp_path, "usestream-approval")
+
+        page.click(".interrupt.approval button.approve")  # {"decisions": [{"type": "approve"}]}
+        answered(page, "Refunded 5 euros.")
+        assert page.locator(".interrupt").count() == 0
+        assert shown(page) == [
+            ("human", "Refund my 5 euros"),
+            ("ai", ""),
+            ("tool", "refunded 5"),
+            ("ai", "Refunded 5 euros."),
+        ]
+
+        say(page, "And 50 more")
+        action.locator("pre.args", has_text="50").wait_for()
+        page.wait_for_selector("#app[data-loading=false]")
+        # {"decisions": [{"type": "reject", "message": "Not now."}]}: the tool does not run
+        page.click(".interrupt.approval button.reject")
+        answered(page, "I did not refund 50 euros.")
+        assert page.locator(".interrupt").count() == 0
+        after = shown(page)[4:]
+        assert [kind for kind, _ in after] == ["human", "ai", "tool", "ai"]
+        assert "Not now." in after[2][1] and "refunded" not in after[2][1]
+        screenshot(page, tmp_path, "usestream-rejected")
+    assert page.errors == [] and page.refused == []
