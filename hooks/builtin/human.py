@@ -143,13 +143,16 @@ def _coerce(value: Any) -> ToolFeedback:
     if isinstance(value, Mapping) and "decision" in value:
         unknown = set(value) - _FIELDS
         if unknown:
-            raise ToolFeedbackError(f"unknown ToolFeedback field(s) {sorted(unknown)}")
-        return ToolFeedback(
-            value.get("tool_call_id"),
-            value["decision"],
-            reason=value.get("reason"),
-            arguments=value.get("arguments"),
-        )
+            raise ToolFeedbackError(f"unknown ToolFeedback field(s) {sorted(unknown)}; {_USAGE}")
+        try:
+            return ToolFeedback(
+                value.get("tool_call_id"),
+                value["decision"],
+                reason=value.get("reason"),
+                arguments=value.get("arguments"),
+            )
+        except ToolFeedbackError as error:  # sent as JSON: say the shapes expected
+            raise ToolFeedbackError(f"{error}; {_USAGE}") from None
     raise ToolFeedbackError(f"expected a ToolFeedback, got {value!r}; {_USAGE}")
 
 
