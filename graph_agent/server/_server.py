@@ -39,6 +39,7 @@ from ..runs import (
 from ._http import HEARTBEAT_SECONDS, HTTPProblem, sse_response
 from ._mistakes import client_mistake
 from ._request import Fields, json_body, run_config_fields
+from ._resume_check import check_resume
 from ._wire_encoder import snapshots_needed
 from ._wire_messages import error_to_wire
 from ._wire_read import WireEntry, check_last_event_id, wire_batches
@@ -335,6 +336,10 @@ class Server:
                 f"thread {plan.thread_id!r} belongs to {record.graph_id!r}, not "
                 f"{served.graph_id!r}",
             )
+        answer = plan.value if isinstance(plan.value, Command) and plan.value.has_resume else None
+        # a busy thread may be at another pause by the time this run starts: the run checks
+        if answer is not None and not await self.runs.busy(plan.thread_id):
+            await check_resume(served.graph, plan.thread_id, answer.resume)
         record.graph_id = served.graph_id
         record.updated_at = now()
         # as LangGraph's server does: thread lists filter on these (threads.search)
