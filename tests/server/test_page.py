@@ -1,29 +1,22 @@
-"""The web page at ``/``, driven in headless Chromium (Debian's ``chromium``, through
-Playwright's Python package with the system browser: nothing is downloaded) against a real
-uvicorn: a streamed answer with its tool call and model calls (tokens, durations) in the
+"""The web page at ``/``, driven in headless Chromium against a real uvicorn (tests/server/
+page_kit.py): a streamed answer with its tool call and model calls (tokens, durations) in the
 timeline, an interrupt approved from the page and one edited after a reload, sub-agents nested
 in the timeline (an agent used as a tool, a flow's), a failing tool and a failing run, a
 stream cut short and rejoined after its last event id, the bearer token asked for.
 
-Each test saves a screenshot in its ``tmp_path``; with ``GRAPH_AGENT_TEST_ARTIFACTS`` set
-(to a folder, or to ``1`` for ``tests/server/artifacts/``) it is copied there too. Skipped,
-saying why, when Playwright or Chromium is missing (``.ci/run`` installs Chromium, the
-``dev`` extra Playwright); on CI that is a failure (tests/_needs.py).
+Each test saves a screenshot (page_kit.screenshot: in its ``tmp_path``, and in the artifacts
+folder when ``GRAPH_AGENT_TEST_ARTIFACTS`` is set).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from checkpoint import MemorySaver
 from graph_agent import (
@@ -39,23 +32,11 @@ from graph_agent import (
 )
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
-from tests._needs import need_module, unavailable
 
 from ..agent.flow_kit import Meeting
 from .conftest import live_server
+from .page_kit import TIMEOUT, browser_fixture, page_fixture, say, screenshot  # noqa: F401
 from .served_kit import get_weather, refund
-
-sync_api = need_module("playwright.sync_api", "Playwright's Python package is in the dev extra")
-
-CHROMIUM = (
-    os.environ.get("GRAPH_AGENT_CHROMIUM")
-    or shutil.which("chromium")
-    or shutil.which("chromium-browser")
-)
-if CHROMIUM is None:
-    unavailable("needs Debian's chromium on PATH (or GRAPH_AGENT_CHROMIUM); .ci/run installs it")
-
-TIMEOUT = 15_000  # ms, for each wait in the page
 
 
 def asks(name: str, arguments: dict[str, Any], call_id: str) -> ChatResponse:
@@ -120,71 +101,6 @@ def boss_agent() -> ReactAgent:
         [asks("researcher", {"input": "Weather in Rome?"}, "call_b"), says("Rome: sunny.")]
     )
     return ReactAgent(name="boss", model=model, tools=[helper.as_tool()], saver=MemorySaver())
-
-
-STREAMED_BUBBLES = """
-window.streamedBubbles = [];
-new MutationObserver((records) => {
-  for (const record of records) {
-    for (const node of record.addedNodes) {
-      if (node.classList && node.classList.contains("streaming")) {
-        const text = node.querySelector(".text");
-        window.streamedBubbles.push(text ? text.textContent : "");
-        if (text && text.textContent && window.bubbleDrawn) window.bubbleDrawn(text.textContent);
-      }
-    }
-  }
-}).observe(document, {childList: true, subtree: true});
-"""
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        # the system's browser: Playwright downloads none (a chromium that is there but does
-        # not start fails the test rather than skipping it)
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(TIMEOUT)
-    # what every bubble of a message being streamed said when it was drawn
-    opened.add_init_script(STREAMED_BUBBLES)
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.errors = errors
-    try:
-        yield opened
-    finally:
-        context.close()
-
-
-def screenshot(page: Any, tmp_path: Path, name: str) -> Path:
-    """The page as a PNG in ``tmp_path``, copied to the artifacts folder when asked for."""
-    shot = tmp_path / f"{name}.png"
-    page.screenshot(path=str(shot), full_page=True)
-    wanted = os.environ.get("GRAPH_AGENT_TEST_ARTIFACTS")
-    if wanted:
-        folder = (
-            Path(__file__).with_name("artifacts")
-            if wanted in ("1", "true", "yes")
-            else Path(wanted)
-        )
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, folder / shot.name)
-    return shot
-
-
-def say(page: Any, text: str) -> None:
-    page.fill("#input", text)
-    page.click("#send")
 
 
 def test_chat_streams_the_answer_shows_the_tool_call_and_approves_an_interrupt(
