@@ -45,10 +45,12 @@ function messageView(message) {
   }
   const role = type === "human" ? "user" : type === "ai" ? "assistant" : type;
   const calls = [...(message.tool_calls || []), ...(message.invalid_tool_calls || [])];
-  return h("div", { class: `msg ${role}`, dataset: { id: message.id || "" } },
+  const cut = Boolean(message.response_metadata && message.response_metadata.cut); // stopped mid-answer
+  return h("div", { class: `msg ${role}${cut ? " cut" : ""}`, dataset: { id: message.id || "" } },
     h("span", { class: "who", text: role === "user" ? "You" : role === "assistant" ? message.name || (S.assistant && S.assistant.name) || "Agent" : role }),
     text ? h("div", { class: "text", text }) : null,
-    calls.map((c) => toolCallChip(c.name, c.args)));
+    calls.map((c) => toolCallChip(c.name, c.args)),
+    cut ? h("span", { class: "cut-note", text: "stopped here", title: "The run was stopped: this is what was streamed of the answer" }) : null);
 }
 
 export function renderMessages() {

@@ -8,7 +8,7 @@ import { S } from "./state.js";
 import { ApiError, askToken, apiJson } from "./api.js";
 import { onResume } from "./approvals.js";
 import { renderMessages } from "./chat.js";
-import { startRun, abortRunning } from "./runs.js";
+import { startRun, stopRun, abortRunning } from "./runs.js";
 import { selectAgent, newThread, selectThread } from "./threads.js";
 
 async function send() {
@@ -40,6 +40,7 @@ async function start() {
       guard(send)();
     }
   });
+  $("stop").addEventListener("click", guard(stopRun));
   $("agent").addEventListener("change", guard(() => selectAgent($("agent").value)));
   $("thread").addEventListener("change", guard(() => $("thread").value && selectThread($("thread").value)));
   $("new-thread").addEventListener("click", guard(async () => {

@@ -1,6 +1,6 @@
 // Runs: one started from the page and streamed (messages, values, run_events) into the
-// chat, the timeline and the graph; the thread's earlier runs replayed from their kept
-// events, and one still going on joined live.
+// chat, the timeline and the graph, and stopped with Stop; the thread's earlier runs
+// replayed from their kept events, and one still going on joined live.
 
 import { $, enc, errorText, notice } from "./dom.js";
 import { S } from "./state.js";
@@ -18,6 +18,7 @@ function handle(event, data, ctx) {
   if (mode === "metadata") {
     ctx.runId = data && data.run_id;
     ctx.timeline.setRunId(ctx.runId);
+    if (ctx.stopping && ctx.runId) cancel(ctx); // Stop was pressed before the run had its id
   } else if (mode === "run_events") {
     ctx.timeline.add(data);
     if (ctx.live && !ns.length && S.graph) S.graph.track(data);
@@ -44,9 +45,6 @@ export async function startRun(body) {
   const assistant = S.assistant;
   if (!threadId || !assistant) return;
   const controller = new AbortController();
-  S.running = { abort: controller, threadId };
-  setBusy(true);
-  notice(null);
   const timeline = addTimeline();
   const ctx = {
     threadId,
@@ -59,6 +57,9 @@ export async function startRun(body) {
     signal: controller.signal,
     timeline,
   };
+  S.running = { abort: controller, threadId, ctx };
+  setBusy(true);
+  notice(null);
   S.graph && S.graph.reset();
   try {
     const response = await api(
@@ -92,8 +93,31 @@ export async function startRun(body) {
 function setBusy(busy) {
   $("send").disabled = busy;
   $("input").disabled = busy;
+  $("stop").hidden = !busy;
+  $("stop").disabled = false;
   $("composer").classList.toggle("busy", busy);
   for (const button of document.querySelectorAll("#interrupts button")) button.disabled = busy;
+}
+
+// Stop: the run being streamed is cancelled at once (`action=interrupt`: the thread keeps
+// what the run did, and the part of an answer already streamed, marked cut); its stream
+// then ends as any run's does, and the thread's state is read again. Pressed before the run
+// has its id (the stream's first event), the cancel is sent when the id comes.
+export async function stopRun() {
+  const running = S.running;
+  if (!running || running.ctx.stopping) return;
+  running.ctx.stopping = true;
+  $("stop").disabled = true;
+  if (running.ctx.runId) await cancel(running.ctx);
+}
+
+async function cancel(ctx) {
+  const path = `threads/${enc(ctx.threadId)}/runs/${enc(ctx.runId)}/cancel?action=interrupt`;
+  await apiJson("POST", path).catch((error) => {
+    $("stop").disabled = false;
+    ctx.stopping = false;
+    notice(`Could not stop the run: ${error.detail || error.message}`);
+  });
 }
 
 export function abortRunning() {
@@ -122,7 +146,7 @@ export async function replayRuns(threadId) {
     const controller = new AbortController();
     const ctx = { threadId, runId: run.run_id, lastId: "-1", live, failed: false, status: run.status, rejoins: 0, signal: controller.signal, timeline };
     if (live) {
-      S.running = { abort: controller, threadId };
+      S.running = { abort: controller, threadId, ctx };
       setBusy(true);
     }
     try {

@@ -12,7 +12,7 @@ export const S = {
   interrupts: [], // the thread's waiting interrupts
   decisions: new Map(), // interrupt id -> Map(tool call id -> feedback), until all are decided
   answers: new Map(), // interrupt id -> its resume value, until every interrupt has one
-  running: null, // the run being streamed: {abort, threadId}
+  running: null, // the run being streamed: {abort, threadId, ctx} (ctx: see runs.js)
   deltas: 0, // streamed message chunks shown (all runs)
   runs: [], // RunTimeline objects of the thread shown
   graph: null, // GraphView of the selected assistant

@@ -44,8 +44,11 @@ class RunTimeline {
     this.status.className = `pill ${text}`;
   }
 
+  // `status`: the run's, as the server says it ("interrupted" is a cancelled run), or
+  // "running" when the page stopped following a run that goes on.
   finish(status) {
-    if (this.status.textContent === "running") this.setStatus(status === "running" ? "stopped" : status || "done");
+    const shown = { running: "stopped", interrupted: "cancelled" }[status] || status || "done";
+    if (this.status.textContent === "running") this.setStatus(shown);
     this.root.classList.remove("live");
     for (const row of this.rows.values()) if (row.li.classList.contains("open")) row.li.classList.replace("open", "unfinished");
   }
