@@ -13,6 +13,7 @@ from ..runs import Run
 from ._http import HTTPProblem, json_when_ready, route
 from ._request import MAX_LIMIT, query_int
 from ._server import Server, read_body, server_of, wire_status
+from ._wire_stream import parse_stream_modes
 
 __all__ = ["RUN_ROUTES"]
 
@@ -114,12 +115,21 @@ async def run_join(request: Request) -> Response:
 
 
 async def run_rejoin(request: Request) -> Response:
+    """Join a run's stream, in the modes it was asked for or in those of ``stream_mode``
+    (a run's log keeps every event, so any client can read any run's timeline)."""
     server = server_of(request)
     run = await _run(server, request)
+    # (the Python client sends ``stream_mode=`` when it names none)
+    asked = [mode for mode in request.query_params.getlist("stream_mode") if mode]
+    try:
+        modes = parse_stream_modes(asked[0] if len(asked) == 1 else asked) if asked else None
+    except ValueError as error:
+        raise HTTPProblem(422, str(error)) from None
     return server.stream(
         run,
         request.headers.get("last-event-id"),
         cancel_on_disconnect=_flag(request, "cancel_on_disconnect"),
+        modes=modes,
     )
 
 

@@ -42,7 +42,7 @@ from ._request import Fields, json_body, run_config_fields
 from ._resume_check import check_resume
 from ._wire_encoder import snapshots_needed
 from ._wire_messages import error_to_wire
-from ._wire_read import WireEntry, check_last_event_id, wire_batches
+from ._wire_read import WireEntry, check_last_event_id, reader_modes, wire_batches
 from ._wire_state import (
     assistant_id_for,
     command_from_wire,
@@ -347,6 +347,8 @@ class Server:
         record.metadata.setdefault("assistant_id", assistant_id_for(served.graph_id))
         await self.save_thread(record)
         kwargs = {k: v for k, v in body.items() if k != "assistant_id"}
+        if not kwargs.get("stream_mode"):  # the modes it runs in: none for a waited run
+            kwargs["stream_mode"] = list(plan.modes)
         try:
             run = await self.runs.start(
                 plan.thread_id,
@@ -500,20 +502,30 @@ class Server:
         return values_to_wire(output.values, thread_id=run.thread_id, interrupts=waiting)
 
     def stream(
-        self, run: Run, last_event_id: str | None, *, cancel_on_disconnect: bool = False
+        self,
+        run: Run,
+        last_event_id: str | None,
+        *,
+        cancel_on_disconnect: bool = False,
+        modes: list[str] | None = None,
     ) -> Response:
-        """The run's events as SSE, from after ``last_event_id`` (none: from the start), with
-        heartbeats while it is quiet; with ``cancel_on_disconnect``, a client that goes away
-        before the run ends cancels it."""
+        """The run's events as SSE, from after ``last_event_id`` (none: from the start), in
+        ``modes`` (``None``: those the run was asked for), with heartbeats while it is quiet;
+        with ``cancel_on_disconnect``, a client that goes away before the run ends cancels
+        it."""
         try:
-            seen = check_last_event_id(run, last_event_id)
+            modes = reader_modes(run, modes)
+        except ValueError as error:
+            raise HTTPProblem(422, str(error)) from None
+        try:
+            seen = check_last_event_id(run, last_event_id, modes)
         except ValueError as error:
             raise HTTPProblem(400, str(error)) from None
 
         async def batches() -> AsyncIterator[list[WireEntry]]:
             finished = False
             try:
-                async for batch in wire_batches(run, seen, idle=self.heartbeat):
+                async for batch in wire_batches(run, seen, idle=self.heartbeat, modes=modes):
                     yield batch
                 finished = True
             finally:

@@ -240,3 +240,49 @@ def test_a_failed_runs_error_reads_back_the_same_and_hides_a_third_partys_messag
     assert (live[-1].event, live[-1].data) == ("error", error)
     assert [(p.event, p.data) for p in replayed] == [(p.event, p.data) for p in live]
     assert answer == again == {"__error__": error}
+
+
+def test_any_run_is_read_in_the_modes_its_reader_asks_before_and_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A run streamed in ``messages-tuple`` only (as agent-chat-ui asks), or not streamed at
+    all, still has its whole timeline: a join in ``run_events`` gets every event, live and
+    after a restart; a mode that needs states the run did not keep, or one we do not serve,
+    is a 422 saying why."""
+    db = tmp_path / "threads.sqlite"
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        thread = client.threads.create()["thread_id"]
+        chat = list(
+            client.runs.stream(thread, "weather", input=said("rain?"), stream_mode="messages-tuple")
+        )
+        assert all(p.event in ("metadata", "messages") for p in chat), [p.event for p in chat]
+        run_id = client.runs.list(thread)[0]["run_id"]
+        live = list(client.runs.join_stream(thread, run_id, stream_mode="run_events"))
+        client.runs.wait(thread, "weather", input=said("snow?"))  # streams nothing
+        waited = next(r["run_id"] for r in client.runs.list(thread) if r["run_id"] != run_id)
+    with server_on(db) as url, get_sync_client(url=url) as client:
+        replayed = list(client.runs.join_stream(thread, run_id, stream_mode=["run_events"]))
+        later = list(
+            client.runs.join_stream(thread, run_id, stream_mode="run_events", last_event_id="3")
+        )
+        in_values = list(client.runs.join_stream(thread, run_id, stream_mode="values"))
+        waited_events = list(client.runs.join_stream(thread, waited, stream_mode="run_events"))
+        as_values = httpx.get(
+            f"{url}/threads/{thread}/runs/{waited}/stream", params={"stream_mode": "values"}
+        )
+        unknown = httpx.get(
+            f"{url}/threads/{thread}/runs/{run_id}/stream", params={"stream_mode": "pictures"}
+        )
+    kinds = [p.data["kind"] for p in live if p.event == "run_events"]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end", kinds
+    assert {"node_start", "model_start", "model_end", "checkpoint"} <= set(kinds), kinds
+    assert [(p.event, p.data) for p in replayed] == [(p.event, p.data) for p in live]
+    assert [p.data for p in later] == [p.data for p in live][3:]
+    assert in_values[-1].event == "values"  # its states were kept: messages-tuple needs them
+    assert in_values[-1].data["messages"][-1]["content"] == "weather says: rain?"
+    waited_kinds = [p.data["kind"] for p in waited_events if p.event == "run_events"]
+    assert waited_kinds[0] == "run_start" and waited_kinds[-1] == "run_end", waited_kinds
+    assert as_values.status_code == 422  # a run with no stream kept no state to show
+    assert "kept no state of its thread" in as_values.json()["detail"]
+    assert "'run_events'" in as_values.json()["detail"]
+    assert unknown.status_code == 422 and "pictures" in unknown.json()["detail"]
