@@ -1,12 +1,14 @@
-"""The web page at ``/``: pick an agent and a thread, chat with streamed answers, approve,
-edit or reject an interrupt, and see each run as a timeline and the agent's graph.
+"""The web page at ``/``: pick an agent and a thread, chat with streamed answers, stop a
+run, approve, edit or reject an interrupt, and see each run as a timeline and the agent's
+graph.
 
 Plain HTML, CSS and JavaScript modules in ``static/`` (``main.js`` imports the others, each
 served as ``text/javascript`` with the page's headers, as a browser wants a module; shipped
-as package data; no build step, no external library, works offline). The page speaks only the public Agent Protocol endpoints
-the server answers to any client (``/assistants/search``, ``/threads``, ``.../state``,
-``.../runs/stream`` with the ``run_events`` mode, ``.../runs/{id}/stream`` to rejoin, and
-``/assistants/{id}/graph``).
+as package data; no build step, no external library, works offline). The page speaks only
+the public Agent Protocol endpoints the server answers to any client
+(``/assistants/search``, ``/threads``, ``.../state``, ``.../runs/stream`` with the
+``run_events`` mode, ``.../runs/{id}/stream`` to rejoin, ``.../runs/{id}/cancel`` to stop,
+and ``/assistants/{id}/graph``).
 
 The page itself holds no data, so it is served ahead of the bearer-token check
 (``mount_page``): a browser can load it, and it asks for the token the API wants.
