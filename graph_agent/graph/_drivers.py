@@ -184,7 +184,12 @@ def _progress_done(step: DurableStep, run: RunScope) -> Exception | None:
 
 def _report(effects: Generator[Effect, Any, None], stop: BaseException) -> None:
     """Hand ``stop`` (not an ``Exception``: a task's failure is its result) to the core at the
-    effect it waits on, so the run reports its end (``run_error``), then let it go."""
+    effect it waits on, so the run reports its end (``run_error``), then let it go. A
+    ``GeneratorExit`` (the caller closed the stream, or dropped the run) closes the core: a
+    normal stop, which the core reports."""
+    if isinstance(stop, GeneratorExit):
+        effects.close()
+        return
     if isinstance(stop, Exception):
         return  # raised by the core itself: reported there
     with contextlib.suppress(BaseException):  # the caller raises ``stop`` itself
@@ -276,10 +281,41 @@ def drive(
                 send = effect.run(io)
             except Exception as exc:
                 failure = exc
-    except GeneratorExit:  # the caller closed the stream: a normal stop, which the core reports
-        effects.close()
+    except BaseException as stop:  # Ctrl-C, a cancelled task, a closed stream: see _report
+        _report(effects, stop)
         raise
-    except BaseException as stop:  # Ctrl-C, a cancelled task: the core reports it too
+
+
+async def _until_outputs(
+    effects: Generator[Effect, Any, None], io: GraphIO, emits: bool
+) -> list[NodeOutput] | None:
+    """Perform effects without blocking the event loop until the core emits node outputs
+    (returned, when ``emits``; dropped otherwise) or ends (``None``). An effect that fails with
+    an ``Exception`` is thrown back into the core, which reports the run's error and raises
+    it; a cancellation or Ctrl-C is reported to the core and raised."""
+    send: Any = None
+    failure: Exception | None = None
+    try:
+        while True:
+            try:
+                effect = effects.throw(failure) if failure is not None else effects.send(send)
+            except StopIteration:
+                return None
+            except StepCancelled:
+                raise asyncio.CancelledError from None
+            failure = None
+            if type(effect) is EmitEffect:
+                if emits:
+                    return effect.outputs
+                send = None
+                continue
+            try:
+                pending = effect.arun(io)
+                del effect
+                send = await pending
+            except Exception as exc:
+                failure = exc
+    except BaseException as stop:  # Ctrl-C, a cancelled task, a dropped run: see _report
         _report(effects, stop)
         raise
 
@@ -291,31 +327,21 @@ async def adrive(
 ) -> AsyncIterator[NodeOutput]:
     """Perform every effect without blocking the event loop; yield emitted node outputs."""
     io = GraphIO(saver, run)
-    send: Any = None
-    failure: Exception | None = None
-    try:
-        while True:
-            try:
-                effect = effects.throw(failure) if failure is not None else effects.send(send)
-            except StopIteration:
-                return
-            except StepCancelled:
-                raise asyncio.CancelledError from None
-            failure = None
-            if type(effect) is EmitEffect:
-                for output in effect.outputs:
-                    yield output
-                send = None
-                continue
-            try:
-                pending = effect.arun(io)
-                del effect
-                send = await pending
-            except Exception as exc:
-                failure = exc
-    except GeneratorExit:  # the caller closed the stream: a normal stop, which the core reports
-        effects.close()
-        raise
-    except BaseException as stop:  # Ctrl-C, a cancelled task: the core reports it too
-        _report(effects, stop)
-        raise
+    while (outputs := await _until_outputs(effects, io, True)) is not None:
+        try:
+            for output in outputs:
+                yield output
+        except BaseException as stop:  # the caller closed the stream, or Ctrl-C: see _report
+            _report(effects, stop)
+            raise
+
+
+def adrive_to_end(
+    effects: Generator[Effect, Any, None],
+    saver: BaseCheckpointSaver | None,
+    run: RunScope,
+) -> Awaitable[object]:
+    """``adrive`` for a caller that takes no outputs (they are dropped): one coroutine for the
+    whole run, where an async generator would add its ``asend`` object and asyncio's weak
+    reference to it, two more objects for the collector while the run waits."""
+    return _until_outputs(effects, GraphIO(saver, run), False)

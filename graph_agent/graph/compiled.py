@@ -20,7 +20,7 @@ from ..errors import GraphUsageError
 from ..events import RunEvent
 from ..events.listeners import run_listeners
 from ._core import GraphRun
-from ._drivers import adrive, drive
+from ._drivers import adrive, adrive_to_end, drive
 from ._effects import LoadEffect, SaverOnly
 from ._mermaid import Inside, draw_mermaid
 from ._pauses import interrupt_of
@@ -267,8 +267,7 @@ class CompiledGraph:
         del inputs  # the run holds it as long as it needs it, no longer
         bound = scope.bus is not None and scope.bus.bind_loop(asyncio.get_running_loop())
         try:
-            async for _ in adrive(run.effects(), self.saver, scope):
-                pass
+            await adrive_to_end(run.effects(), self.saver, scope)
         finally:
             if bound:
                 assert scope.bus is not None
@@ -401,8 +400,7 @@ class CompiledGraph:
         cfg = RunnableConfig.coerce(config)
         scope = self._scope(cfg, None)
         update = StateUpdate(self._spec, cfg, values, as_node, scope)
-        async for _ in adrive(update.effects(), self.saver, scope):
-            pass
+        await adrive_to_end(update.effects(), self.saver, scope)
         return update.config.replace(checkpoint_id=update.new_checkpoint_id)
 
     # -- composing -------------------------------------------------------------------------
