@@ -20,11 +20,11 @@ re-run, and the graph stores what was kept before the cancellation goes on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -47,12 +47,22 @@ class WorkerCall:
     """One call handed to a worker thread. ``waiter`` is set (to ``None``) on the loop once the
     worker finished; then ``finished`` is true and ``outcome()`` returns or raises."""
 
-    __slots__ = ("_error", "_loop", "_value", "finished", "waiter")
+    __slots__ = ("_args", "_context", "_error", "_fn", "_loop", "_value", "finished", "waiter")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        context: contextvars.Context,
+    ) -> None:
         self._loop = loop
         self.waiter: asyncio.Future[None] = loop.create_future()
         self.finished = False
+        # what the worker runs, let go of once it ran (the call is the queue's item itself)
+        self._fn: Callable[..., Any] | None = fn
+        self._args: tuple[Any, ...] = args
+        self._context: contextvars.Context | None = context
         self._value: Any = None
         self._error: BaseException | None = None
 
@@ -70,11 +80,18 @@ class WorkerCall:
             self.waiter.set_result(None)
         return self.waiter
 
-    def _finish(self, value: Any, error: BaseException | None) -> None:
-        """Worker thread: keep the outcome and wake the loop."""
-        self._value, self._error = value, error
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            self._loop.call_soon_threadsafe(self._settle)
+    def _run(self) -> None:
+        """Worker thread: run the call, keep its outcome and let its loop settle it."""
+        fn, args, context = self._fn, self._args, self._context
+        self._fn = self._context = None
+        self._args = ()
+        assert fn is not None and context is not None, "a call runs once"
+        try:
+            self._value = context.run(fn, *args)
+        except BaseException as exc:
+            self._error = exc
+        del fn, args, context
+        _finished_on(self._loop).add(self)
 
     def _settle(self) -> None:
         self.finished = True
@@ -82,18 +99,68 @@ class WorkerCall:
             self.waiter.set_result(None)
 
 
+class _Finished:
+    """The calls a loop's workers finished, settled on the loop together: one callback (a
+    handle, its context copy, a wake-up of the loop's selector) for all the calls that finish
+    while the loop is busy, where one per call would be three objects more per waiting run
+    until the loop gets to it."""
+
+    __slots__ = ("_calls", "_lock", "_scheduled")
+
+    def __init__(self) -> None:
+        self._calls: list[WorkerCall] = []
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def add(self, call: WorkerCall) -> None:
+        """Worker thread: ``call`` finished; have its loop settle it."""
+        with self._lock:
+            self._calls.append(call)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            call._loop.call_soon_threadsafe(self._settle)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            with self._lock:
+                self._calls.clear()
+
+    def _settle(self) -> None:
+        with self._lock:
+            calls, self._calls = self._calls, []
+            self._scheduled = False
+        for call in calls:
+            call._settle()
+
+
+_finished: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Finished] = (
+    weakref.WeakKeyDictionary()
+)
+_finished_lock = threading.Lock()
+
+
+def _finished_on(loop: asyncio.AbstractEventLoop) -> _Finished:
+    finished = _finished.get(loop)
+    if finished is None:
+        with _finished_lock:
+            finished = _finished.get(loop)
+            if finished is None:
+                finished = _finished[loop] = _Finished()
+    return finished
+
+
 class _Workers:
     """The threads and their queue; threads start only when no started one is idle."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[WorkerCall] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._started = 0
         self._lock = threading.Lock()
 
-    def submit(self, job: tuple[Any, ...]) -> None:
-        self._jobs.put(job)
+    def submit(self, call: WorkerCall) -> None:
+        self._jobs.put(call)
         if self._idle.acquire(blocking=False):
             return
         with self._lock:
@@ -106,13 +173,9 @@ class _Workers:
     def _work(self) -> None:
         jobs, idle = self._jobs, self._idle
         while True:
-            context, fn, args, call = jobs.get()
-            try:
-                value, error = context.run(fn, *args), None
-            except BaseException as exc:
-                value, error = None, exc
-            call._finish(value, error)
-            del context, fn, args, call, value, error
+            call = jobs.get()
+            call._run()
+            del call
             idle.release()
 
 
@@ -120,25 +183,33 @@ _workers = _Workers(WORKERS)
 
 
 def _fresh_after_fork() -> None:
-    global _workers
+    global _workers, _finished_lock
     _workers = _Workers(WORKERS)  # a forked child has none of the parent's threads
+    _finished_lock = threading.Lock()
+    _finished.clear()
 
 
 os.register_at_fork(after_in_child=_fresh_after_fork)
 
 
+def _start(fn: Callable[..., Any], args: tuple[Any, ...]) -> WorkerCall:
+    loop = asyncio.get_running_loop()
+    call = WorkerCall(loop, fn, args, contextvars.copy_context())
+    _workers.submit(call)
+    return call
+
+
 def start_in_worker(fn: Callable[..., Any], *args: Any) -> WorkerCall:
     """Hand ``fn(*args)`` to a worker thread, in a copy of the current context; call it on
     the event loop's thread."""
-    call = WorkerCall(asyncio.get_running_loop())
-    _workers.submit((contextvars.copy_context(), fn, args, call))
-    return call
+    return _start(fn, args)
 
 
 async def to_worker(fn: Callable[..., Any], *args: Any) -> Any:
     """``await asyncio.to_thread(fn, *args)`` for less: run ``fn(*args)`` in a worker thread
     with the caller's context. Cancelled, it stops waiting; the thread runs on."""
-    call = start_in_worker(fn, *args)
+    call = _start(fn, args)
+    del fn, args  # the worker lets go of them once the call ran: not kept while it waits
     await call.waiter
     return call.outcome()
 
@@ -161,7 +232,8 @@ class FinishedAfterCancel(asyncio.CancelledError):
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` in a worker thread with the caller's context (as ``asyncio.to_thread``);
     cancelled, it waits for the thread and raises ``FinishedAfterCancel`` with the outcome."""
-    call = start_in_worker(fn, *args)
+    call = _start(fn, args)
+    del fn, args  # the worker lets go of them once the call ran: not kept while it waits
     try:
         await call.waiter
     except asyncio.CancelledError:
