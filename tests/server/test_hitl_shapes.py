@@ -62,7 +62,7 @@ def url() -> Iterator[str]:
         yield base
 
 
-USER = {"messages": [{"role": "user", "content": "refund 5 and close"}]}
+USER: dict[str, Any] = {"messages": [{"role": "user", "content": "refund 5 and close"}]}
 
 
 def agent_chat_ui_shows_approval(interrupt: Any) -> bool:
@@ -199,7 +199,7 @@ def test_an_answer_addressed_by_interrupt_id_is_checked_too(url: str) -> None:
         thread = client.threads.create()["thread_id"]
         client.runs.wait(thread, "bank", input=USER)
         (pending,) = client.threads.get_state(thread)["interrupts"]
-        wrong = {pending["id"]: {"decisions": []}}
+        wrong: dict[str, Any] = {pending["id"]: {"decisions": []}}
         with pytest.raises(UnprocessableEntityError) as caught:
             client.runs.create(thread, "bank", command={"resume": wrong})
         assert "0 decision(s) for 2 pending tool call(s)" in str(caught.value.body)
