@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from ._constants import END, START
+
+if TYPE_CHECKING:
+    from ._validate import Shape
 
 DIRECTIONS = frozenset({"TD", "TB", "BT", "LR", "RL"})
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_]")
@@ -46,12 +48,12 @@ class Inside:
     its graph, and what is drawn inside its own nodes."""
 
     title: str
-    graph: nx.DiGraph
+    graph: Shape
     inside: Mapping[str, Sequence[Inside]]
 
 
 def draw_mermaid(
-    graph: nx.DiGraph,
+    graph: Shape,
     *,
     direction: str = "TD",
     inside: Mapping[str, Sequence[Inside]] | None = None,
@@ -71,7 +73,7 @@ def draw_mermaid(
 
 
 def _draw(
-    graph: nx.DiGraph,
+    graph: Shape,
     inside: Mapping[str, Sequence[Inside]],
     prefix: str,
     ids: dict[str, str],

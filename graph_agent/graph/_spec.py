@@ -5,10 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
-
-import networkx as nx
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
 from ..errors import GraphValidationError
 from ._merge import rules_of
@@ -144,6 +142,15 @@ class BranchSpec:
         self.takes_config = _takes_config(fn, f"router of the conditional edge from '{source}'")
 
 
+class Adjacent(Protocol):
+    """A directed graph's nodes (iterated) and the nodes next to each (``_validate.Shape``,
+    or a networkx ``DiGraph``)."""
+
+    def __iter__(self) -> Iterator[str]: ...
+    def successors(self, node: str) -> Iterable[str]: ...
+    def predecessors(self, node: str) -> Iterable[str]: ...
+
+
 class Reachability:
     """Which scheduled nodes hold a node back at a join, from how many edges it takes to get
     from one node to another; worked out per node on demand (only steps that run several
@@ -151,7 +158,7 @@ class Reachability:
 
     __slots__ = ("_blockers", "_graph", "_lock", "_pred", "_succ")
 
-    def __init__(self, graph: nx.DiGraph) -> None:
+    def __init__(self, graph: Adjacent) -> None:
         self._graph = graph
         self._succ: dict[str, list[str]] = {}
         self._pred: dict[str, list[str]] = {}
@@ -169,17 +176,17 @@ class Reachability:
                     graph = self._graph
                     self._succ = {n: list(graph.successors(n)) for n in graph}
                     self._pred = {n: list(graph.predecessors(n)) for n in graph}
-                onward = _distances(self._succ, node)
+                onward = distances(self._succ, node)
                 found = frozenset(
                     m
-                    for m, d in _distances(self._pred, node).items()
+                    for m, d in distances(self._pred, node).items()
                     if m not in onward or d < onward[m]
                 )
                 self._blockers[node] = found
         return found
 
 
-def _distances(adjacent: Mapping[str, list[str]], source: str) -> dict[str, int]:
+def distances(adjacent: Mapping[str, list[str]], source: str) -> dict[str, int]:
     """Edges from ``source`` to every node reachable over ``adjacent`` (itself excluded)."""
     seen = {source: 0}
     layer = [source]

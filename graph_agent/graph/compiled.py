@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from checkpoint import BaseCheckpointSaver, Checkpoint, CheckpointNotFoundError, new_run_id
 from checkpoint.effects import aperform, perform
@@ -29,10 +27,13 @@ from ._streams import async_event_stream, sync_event_stream
 from ._subgraph import NS_SEP, SubgraphNode
 from ._tasks import SENDS_KEY
 from ._update import StateUpdate
-from ._validate import build_digraph
+from ._validate import Shape, build_digraph
 from .config import RunnableConfig
 from .state import OverAllState
 from .types import Command, Interrupt, NodeOutput, StateSnapshot
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["CompiledGraph"]
 
@@ -152,7 +153,7 @@ class CompiledGraph:
         self,
         spec: GraphSpec,
         saver: BaseCheckpointSaver | None,
-        digraph: nx.DiGraph,
+        digraph: Shape,
         listeners: Iterable[Any] = (),
     ):
         self._spec = spec
@@ -438,7 +439,7 @@ class CompiledGraph:
     def get_graph(self) -> nx.DiGraph:
         """A copy of the graph as a networkx ``DiGraph`` (START, END and every node; edges
         carry ``conditional`` and ``label``)."""
-        return self._digraph.copy()
+        return self._digraph.to_networkx()
 
     def draw_mermaid(self, direction: str = "TD", *, subgraphs: bool = True) -> str:
         """Mermaid ``flowchart`` text of the graph, conditional edges dotted and labelled;

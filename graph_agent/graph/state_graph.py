@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 from ..errors import GraphUsageError, GraphValidationError
 from ._constants import END, START
 from ._spec import (
@@ -24,6 +22,8 @@ from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from checkpoint import BaseCheckpointSaver
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "StateGraph"]
@@ -175,7 +175,7 @@ class StateGraph:
 
     def get_graph(self) -> nx.DiGraph:
         """The networkx ``DiGraph`` as built so far (see ``CompiledGraph.get_graph``)."""
-        return build_digraph(self._nodes, self._edges, self._branches)
+        return build_digraph(self._nodes, self._edges, self._branches).to_networkx()
 
     def compile(
         self,
@@ -245,10 +245,8 @@ class StateGraph:
         digraph = build_digraph(self._nodes, self._edges, self._branches)
         # Joins wait on the edges the graph declares: a router without a path map declares
         # none, so it does not hold back the nodes beside it.
-        declared = nx.restricted_view(
-            digraph,
-            [],
-            [
+        declared = digraph.without(
+            edges=[
                 (u, v)
                 for u, v, d in digraph.edges(data=True)
                 if d["conditional"] and u in self._branches and self._branches[u].path_map is None
@@ -256,7 +254,7 @@ class StateGraph:
         )
         if recursion_limit is None:
             recursion_limit = DEFAULT_RECURSION_LIMIT
-            if nx.is_directed_acyclic_graph(digraph):
+            if digraph.is_acyclic():
                 recursion_limit = max(recursion_limit, len(self._nodes))
         spec = GraphSpec(
             nodes=self._nodes,
