@@ -1,7 +1,9 @@
 // A small chat front end on @langchain/langgraph-sdk's React `useStream` hook, written the
 // way agent-chat-ui and LangChain's front-end docs use it: nothing here knows graph-agent.
 // tests/server/test_usestream.py bundles it with esbuild and drives it in headless Chromium.
-// The server and the assistant come from the page's query: ?api=<url>&assistant=<id>.
+// The server and the assistant come from the page's query: ?api=<url>&assistant=<id>; the
+// thread shown is kept there too (&thread=<id>, as agent-chat-ui keeps it), and &reconnect=1
+// turns on useStream's reconnectOnMount (a reload rejoins the run it was streaming).
 import React, { useCallback, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { useStream } from "@langchain/langgraph-sdk/react";
@@ -9,6 +11,14 @@ import { useStream } from "@langchain/langgraph-sdk/react";
 const query = new URLSearchParams(window.location.search);
 const API_URL = query.get("api");
 const ASSISTANT_ID = query.get("assistant") ?? "agent";
+const RECONNECT = query.get("reconnect") === "1";
+
+function keepThreadInUrl(threadId) {
+  const url = new URL(window.location.href);
+  if (threadId) url.searchParams.set("thread", threadId);
+  else url.searchParams.delete("thread");
+  window.history.replaceState(null, "", url);
+}
 
 function textOf(content) {
   if (typeof content === "string") return content;
@@ -47,6 +57,10 @@ function Message({ message }) {
 // review_configs: [{action_name, allowed_decisions}]}; answered with {decisions: [...]}.
 function Approval({ value, onDecide }) {
   const requests = value?.action_requests;
+  if (value === undefined) {
+    // useStream's word for a thread paused before a step with no interrupt of its own
+    return <div className="interrupt breakpoint">Paused before the next step</div>;
+  }
   if (!Array.isArray(requests)) {
     return (
       <div className="interrupt unknown">
@@ -89,7 +103,7 @@ function threadLabel(thread) {
 }
 
 function App() {
-  const [threadId, setThreadId] = useState(null);
+  const [threadId, setThreadId] = useState(query.get("thread"));
   const [threads, setThreads] = useState([]);
   const [draft, setDraft] = useState("");
   const stream = useStream({
@@ -99,7 +113,9 @@ function App() {
     threadId,
     onThreadId: setThreadId,
     fetchStateHistory: true,
+    reconnectOnMount: RECONNECT,
   });
+  useEffect(() => keepThreadInUrl(threadId), [threadId]);
 
   const refreshThreads = useCallback(() => {
     stream.client.threads
@@ -152,6 +168,9 @@ function App() {
           <input id="input" value={draft} onChange={(e) => setDraft(e.target.value)} />
           <button id="send" type="submit" disabled={stream.isLoading}>
             Send
+          </button>
+          <button id="stop" type="button" disabled={!stream.isLoading} onClick={() => stream.stop()}>
+            Stop
           </button>
         </form>
       </main>
