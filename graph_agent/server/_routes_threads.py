@@ -1,4 +1,5 @@
-"""The routes of assistants and threads: search, read, create, state, history."""
+"""The routes of assistants and threads: search, read, create, state, history (and a
+thread's checkpoints as a light list, ours)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from starlette.responses import JSONResponse, Response
 
 from ..graph import RunnableConfig
 from ._http import HTTPProblem, route
-from ._request import MAX_LIMIT, Fields, run_config_fields
+from ._request import MAX_LIMIT, Fields, query_int, run_config_fields
 from ._server import now, read_body, server_of
+from ._wire_history import checkpoint_entries
 from ._wire_state import (
     assistant_to_wire,
     checkpoint_to_wire,
@@ -261,6 +263,24 @@ async def thread_history(request: Request) -> Response:
     return JSONResponse(states)
 
 
+@route("/threads/{thread_id}/checkpoints", ["GET"])
+async def thread_checkpoints(request: Request) -> Response:
+    """The thread's checkpoints, newest first, without their states (``limit``, up to
+    1,000; ``before``: the checkpoints before that one): a history view's list. Each says
+    its step, the nodes that wrote it, what runs next, when, and which keys it changed; the
+    state at one is ``GET /threads/{id}/state/{checkpoint_id}``."""
+    server = server_of(request)
+    record = await server.find_thread(request.path_params["thread_id"])
+    limit = query_int(request, "limit", 100, 1, MAX_LIMIT)
+    before = request.query_params.get("before") or None
+    served_ = server.graph_of(record)
+    if served_ is None:
+        return JSONResponse([])
+    config = RunnableConfig(thread_id=record.thread_id, checkpoint_id=before)
+    snapshots = [s async for s in served_.graph.aget_state_history(config, limit=limit + 1)]
+    return JSONResponse(checkpoint_entries(snapshots, limit))
+
+
 THREAD_ROUTES = [
     assistants_search,
     assistant_schemas,
@@ -274,6 +294,7 @@ THREAD_ROUTES = [
     thread_state_of,
     thread_update,
     thread_history,
+    thread_checkpoints,
     thread_get,
     thread_patch,
     thread_delete,
