@@ -129,7 +129,8 @@ export function abortRunning() {
 }
 
 // The thread's earlier runs, from their kept events (Last-Event-ID -1: from the start); a
-// run still going on is joined live.
+// run still going on is joined live, and followed after this returns (until it ends or is
+// stopped).
 export async function replayRuns(threadId) {
   let runs = [];
   try {
@@ -140,30 +141,35 @@ export async function replayRuns(threadId) {
   runs = runs.slice(0, RUNS_SHOWN).reverse();
   for (const run of runs) {
     if (S.threadId !== threadId) return;
-    const live = ["pending", "running"].includes(run.status);
-    const timeline = addTimeline(run.created_at);
-    timeline.setRunId(run.run_id);
-    const controller = new AbortController();
-    const ctx = { threadId, runId: run.run_id, lastId: "-1", live, failed: false, status: run.status, rejoins: 0, signal: controller.signal, timeline };
+    const replayed = replayRun(threadId, run);
+    if (!["pending", "running"].includes(run.status)) await replayed;
+  }
+}
+
+async function replayRun(threadId, run) {
+  const live = ["pending", "running"].includes(run.status);
+  const timeline = addTimeline(run.created_at);
+  timeline.setRunId(run.run_id);
+  const controller = new AbortController();
+  const ctx = { threadId, runId: run.run_id, lastId: "-1", live, failed: false, status: run.status, rejoins: 0, signal: controller.signal, timeline };
+  if (live) {
+    S.running = { abort: controller, threadId, ctx };
+    setBusy(true);
+  }
+  try {
+    const response = await api("GET", `threads/${enc(threadId)}/runs/${enc(run.run_id)}/stream`, undefined, {
+      headers: { Accept: "text/event-stream", "Last-Event-ID": "-1" },
+      signal: controller.signal,
+    });
+    await follow(response, ctx, handle);
+  } catch (_) {
+    /* a run whose events are gone: its header is all there is */
+  } finally {
+    timeline.finish(ctx.failed ? "error" : live ? ctx.status : run.status);
     if (live) {
-      S.running = { abort: controller, threadId, ctx };
-      setBusy(true);
-    }
-    try {
-      const response = await api("GET", `threads/${enc(threadId)}/runs/${enc(run.run_id)}/stream`, undefined, {
-        headers: { Accept: "text/event-stream", "Last-Event-ID": "-1" },
-        signal: controller.signal,
-      });
-      await follow(response, ctx, handle);
-    } catch (_) {
-      /* a run whose events are gone: its header is all there is */
-    } finally {
-      timeline.finish(ctx.failed ? "error" : live ? ctx.status : run.status);
-      if (live) {
-        if (S.running && S.running.abort === controller) S.running = null;
-        if (!S.running) setBusy(false);
-        if (S.threadId === threadId) await refreshThread();
-      }
+      if (S.running && S.running.abort === controller) S.running = null;
+      if (!S.running) setBusy(false);
+      if (S.threadId === threadId) await refreshThread().catch((error) => notice(`Could not read the thread: ${error.detail || error.message}`));
     }
   }
 }
