@@ -2,11 +2,12 @@
 (``tests/server/usestream/``) on ``@langchain/langgraph-sdk``'s ``useStream`` hook, what
 agent-chat-ui and LangChain's front-end docs are built on, bundled by esbuild and run in
 headless Chromium from an origin of its own (as agent-chat-ui is: the server lets it in with
-``allow_origins``) against a real uvicorn: a conversation of two turns, the answer streamed
-as it grows, a tool call and its result, an approval answered in LangChain's shape
-(``{"decisions": [{"type": "approve"}]}``, and a rejection), a switch between threads; and
-two things the hook does beside: a reload in the middle of an answer rejoins the run
-(``reconnectOnMount``), and ``stop()`` ends the run, what was streamed kept.
+``allow_origins``) against a real uvicorn (the thread switch against ``graph-agent serve``,
+threads in SQLite): a conversation of two turns, the answer streamed as it grows, a tool
+call and its result, an approval answered in LangChain's shape (``{"decisions": [{"type":
+"approve"}]}``, and a rejection), a switch between threads; and two things the hook does
+beside: a reload in the middle of an answer rejoins the run (``reconnectOnMount``), and
+``stop()`` ends the run, what was streamed kept.
 
 Needs Node.js and the packages pinned by ``tests/server/usestream/package-lock.json``
 (``make test`` and ``.ci/run`` install them once in a cache, ``.ci/npm-cached``, and set
@@ -42,8 +43,9 @@ from graph_agent import ReactAgent, ScriptedChatModel
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
 from tests._needs import unavailable
+from tests.redis_servers import free_port
 
-from .conftest import live_server
+from .conftest import live_server, serve_process, stop_process
 from .page_kit import TIMEOUT, browser_fixture, say, screenshot  # noqa: F401
 from .served_kit import get_weather, refund
 from .test_page import PacedScriptedChatModel, asks, says
@@ -102,9 +104,8 @@ def front_end(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextmanager
-def served(agent: ReactAgent, front_end: Path) -> Iterator[str]:
-    """The front end served on one origin and ``agent`` (as ``agent``) on another that lets
-    it in, as agent-chat-ui runs beside ``langgraph dev``; yields the page's URL."""
+def front_end_origin(front_end: Path) -> Iterator[str]:
+    """The bundled front end served on an origin of its own; yields that origin."""
 
     async def index(request: Any) -> FileResponse:
         return FileResponse(front_end / "index.html")
@@ -118,11 +119,32 @@ def served(agent: ReactAgent, front_end: Path) -> Iterator[str]:
     files = Starlette(
         routes=[Route("/", index), Route("/app.js", bundle), Route("/favicon.ico", no_icon)]
     )
+    with live_server(files) as origin:
+        yield origin
+
+
+@contextmanager
+def served(agent: ReactAgent, front_end: Path) -> Iterator[str]:
+    """The front end on one origin and ``agent`` (as ``agent``, in this process) on another
+    that lets it in, as agent-chat-ui runs beside ``langgraph dev``; yields the page's URL."""
     with (
-        live_server(files) as origin,
+        front_end_origin(front_end) as origin,
         live_server(create_app({"agent": agent}, allow_origins=[origin])) as api,
     ):
         yield f"{origin}/?api={api}&assistant=agent"
+
+
+@contextmanager
+def served_by_cli(module: Path, front_end: Path, db: Path) -> Iterator[str]:
+    """As ``served``, the agent of ``module`` served by ``graph-agent serve`` (a process of
+    its own, threads in the SQLite file ``db``, ``--allow-origin`` the front end's)."""
+    with front_end_origin(front_end) as origin:
+        port = free_port()
+        process = serve_process(module, db, port, "--allow-origin", origin, "--no-access-log")
+        try:
+            yield f"{origin}/?api=http://127.0.0.1:{port}&assistant=agent"
+        finally:
+            stop_process(process)
 
 
 def chat_agent(script: list[Any], drawn: threading.Event | None = None) -> ReactAgent:
@@ -236,17 +258,35 @@ def test_a_conversation_streams_its_answer_and_shows_the_tool_call(
     assert page.errors == [] and page.refused == []
 
 
+AGENT_MODULE = """
+import json
+
+from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall
+from tests.server.served_kit import get_weather
+
+
+def asks(city: str, call_id: str) -> AssistantMessage:
+    call = ToolCall(id=call_id, name="get_weather", arguments=json.dumps({"city": city}))
+    return AssistantMessage("", tool_calls=[call])
+
+
+script = [
+    asks("Paris", "call_1"),
+    "It is sunny in Paris.",
+    asks("Rome", "call_2"),
+    "It is sunny in Rome.",
+    "Still sunny in Paris.",
+]
+agent = ReactAgent(name="agent", model=ScriptedChatModel(script), tools=[get_weather])
+"""
+
+
 def test_switching_threads_shows_each_conversation_and_goes_on_where_it_was(
     front_end: Path, page: Any, tmp_path: Path
 ) -> None:
-    script = [
-        asks("get_weather", {"city": "Paris"}, "call_1"),
-        says("It is sunny in Paris."),
-        asks("get_weather", {"city": "Rome"}, "call_2"),
-        says("It is sunny in Rome."),
-        says("Still sunny in Paris."),
-    ]
-    with served(chat_agent(script), front_end) as url:
+    module = tmp_path / "weather.py"
+    module.write_text(AGENT_MODULE)
+    with served_by_cli(module, front_end, tmp_path / "threads.sqlite") as url:
         page.goto(url)
         page.wait_for_selector("#app[data-loading=false]")
         say(page, "Weather in Paris?")
