@@ -84,7 +84,7 @@ def front_end(tmp_path_factory: pytest.TempPathFactory) -> Path:
         unavailable(
             "needs node and the packages of tests/server/usestream: "
             "npm ci --prefix tests/server/usestream (or USESTREAM_JS=<their node_modules>); "
-            ".ci/run installs both"
+            "make test installs them where npm is (.ci/npm-cached), .ci/run Node.js too"
         )
     work = tmp_path_factory.mktemp("usestream")
     shutil.copytree(HERE / "src", work / "src")
