@@ -5,7 +5,7 @@ headless Chromium from an origin of its own (as agent-chat-ui is: the server let
 ``allow_origins``) against a real uvicorn (the thread switch against ``graph-agent serve``,
 threads in SQLite): a conversation of two turns, the answer streamed as it grows, a tool
 call and its result, an approval answered in LangChain's shape (``{"decisions": [{"type":
-"approve"}]}``, and a rejection), a switch between threads; and two things the hook does
+"approve"}]}``, a rejection, an edit), a switch between threads; and two things the hook does
 beside: a reload in the middle of an answer rejoins the run (``reconnectOnMount``), and
 ``stop()`` ends the run, what was streamed kept.
 
@@ -334,7 +334,7 @@ def test_switching_threads_shows_each_conversation_and_goes_on_where_it_was(
     assert page.errors == [] and page.refused == []
 
 
-def test_an_approval_in_langchains_shape_approves_and_rejects(
+def test_an_approval_in_langchains_shape_approves_rejects_and_edits(
     front_end: Path, page: Any, tmp_path: Path
 ) -> None:
     script = [
@@ -342,6 +342,8 @@ def test_an_approval_in_langchains_shape_approves_and_rejects(
         says("Refunded 5 euros."),
         asks("refund", {"amount": 50}, "call_8"),
         says("I did not refund 50 euros."),
+        asks("refund", {"amount": 7}, "call_9"),
+        says("Refunded 3 euros."),
     ]
     with served(chat_agent(script), front_end) as url:
         page.goto(url)
@@ -376,6 +378,19 @@ def test_an_approval_in_langchains_shape_approves_and_rejects(
         assert [kind for kind, _ in after] == ["human", "ai", "tool", "ai"]
         assert "Not now." in after[2][1] and "refunded" not in after[2][1]
         screenshot(page, tmp_path, "usestream-rejected")
+
+        say(page, "And 7 more")
+        action.locator("pre.args", has_text="7").wait_for()
+        page.wait_for_selector("#app[data-loading=false]")
+        # {"decisions": [{"type": "edit", "edited_action": {"name": "refund", "args": ...}}]}
+        action.locator("textarea.edit-args").fill('{"amount": 3}')
+        screenshot(page, tmp_path, "usestream-editing")
+        page.click(".interrupt.approval button.edit")
+        answered(page, "Refunded 3 euros.")
+        assert page.locator(".interrupt").count() == 0
+        assert shown(page)[10:] == [("tool", "refunded 3"), ("ai", "Refunded 3 euros.")]
+        edited = page.locator(".msg.ai .tool-call[data-name=refund]").nth(2)
+        assert json.loads(edited.locator("pre.args").inner_text()) == {"amount": 3}
     assert page.errors == [] and page.refused == []
 
 

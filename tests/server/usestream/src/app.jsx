@@ -54,9 +54,14 @@ function Message({ message }) {
 }
 
 // LangChain's human-in-the-loop request: {action_requests: [{name, args, description}],
-// review_configs: [{action_name, allowed_decisions}]}; answered with {decisions: [...]}.
+// review_configs: [{action_name, allowed_decisions}]}; answered with {decisions: [...]},
+// one per action request: {type: "approve"}, {type: "reject", message},
+// {type: "edit", edited_action: {name, args}}.
 function Approval({ value, onDecide }) {
   const requests = value?.action_requests;
+  const [edits, setEdits] = useState(() =>
+    (Array.isArray(requests) ? requests : []).map((request) => JSON.stringify(request.args)),
+  );
   if (value === undefined) {
     // useStream's word for a thread paused before a step with no interrupt of its own
     return <div className="interrupt breakpoint">Paused before the next step</div>;
@@ -71,12 +76,14 @@ function Approval({ value, onDecide }) {
   const allowed = (name) =>
     (value.review_configs ?? []).find((config) => config.action_name === name)
       ?.allowed_decisions ?? ["approve", "reject"];
+  const decision = (type, request, index) => {
+    if (type === "reject") return { type, message: "Not now." };
+    if (type === "edit") return { type, edited_action: { name: request.name, args: JSON.parse(edits[index]) } };
+    return { type };
+  };
   const decideAll = (type) =>
-    onDecide({
-      decisions: requests.map(() =>
-        type === "reject" ? { type, message: "Not now." } : { type },
-      ),
-    });
+    onDecide({ decisions: requests.map((request, index) => decision(type, request, index)) });
+  const editable = requests.every((request) => allowed(request.name).includes("edit"));
   return (
     <div className="interrupt approval">
       {requests.map((request, index) => (
@@ -85,11 +92,23 @@ function Approval({ value, onDecide }) {
           <pre className="args">{JSON.stringify(request.args)}</pre>
           {request.description ? <p className="description">{request.description}</p> : null}
           <span className="allowed">{allowed(request.name).join(" ")}</span>
+          {editable ? (
+            <textarea
+              className="edit-args"
+              value={edits[index]}
+              onChange={(e) => setEdits(edits.map((text, i) => (i === index ? e.target.value : text)))}
+            />
+          ) : null}
         </div>
       ))}
       <button className="approve" onClick={() => decideAll("approve")}>
         Approve
       </button>
+      {editable ? (
+        <button className="edit" onClick={() => decideAll("edit")}>
+          Send edited
+        </button>
+      ) : null}
       <button className="reject" onClick={() => decideAll("reject")}>
         Reject
       </button>
@@ -161,7 +180,7 @@ function App() {
           ))}
         </div>
         {interrupt && !stream.isLoading ? (
-          <Approval value={interrupt.value} onDecide={decide} />
+          <Approval key={interrupt.id ?? JSON.stringify(interrupt.value)} value={interrupt.value} onDecide={decide} />
         ) : null}
         {stream.error ? <div id="error">{String(stream.error?.message ?? stream.error)}</div> : null}
         <form id="composer" onSubmit={send}>
