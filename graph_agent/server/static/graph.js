@@ -1,5 +1,5 @@
 // The agent's graph (GET /assistants/{id}/graph) drawn as SVG, ranked from __start__, with
-// the nodes of the live run lit as they start and end.
+// the nodes of the live run lit as they start and end, and a checkpoint's picked in the history.
 
 import { $, h, enc } from "./dom.js";
 import { S } from "./state.js";
@@ -148,7 +148,14 @@ class GraphView {
   }
 
   reset() {
-    for (const box of this.boxes.values()) box.g.classList.remove("active", "visited");
+    for (const box of this.boxes.values()) box.g.classList.remove("active", "visited", "wrote", "next");
+  }
+
+  // A checkpoint picked in the history: the nodes whose writes made it, and those it runs next.
+  highlight(wrote, next) {
+    for (const box of this.boxes.values()) box.g.classList.remove("wrote", "next");
+    for (const id of wrote || []) this.boxes.get(id)?.g.classList.add("wrote");
+    for (const id of next || []) this.boxes.get(id)?.g.classList.add("next");
   }
 
   track(ev) {

@@ -1,7 +1,7 @@
-// The graph-agent web page: chat with a served agent, approve its interrupts, watch each run
-// as a timeline and the graph it runs. Plain JavaScript modules, no build step, no
-// dependencies: it talks only to the server's public Agent Protocol endpoints (the ones
-// langgraph-sdk uses).
+// The graph-agent web page: chat with a served agent (or run any graph from a form), approve
+// its interrupts, watch each run as a timeline and the graph it runs, and travel its history.
+// Plain JavaScript modules, no build step, no dependencies: it talks only to the server's
+// public Agent Protocol endpoints (the ones langgraph-sdk uses) and a few of ours.
 
 import { $, h, notice } from "./dom.js";
 import { S } from "./state.js";
@@ -10,6 +10,9 @@ import { onResume } from "./approvals.js";
 import { renderMessages } from "./chat.js";
 import { startRun, stopRun, abortRunning } from "./runs.js";
 import { selectAgent, newThread, selectThread } from "./threads.js";
+import { onInput } from "./form.js";
+import { onHistoryRun } from "./history.js";
+import { refreshThread } from "./thread.js";
 
 async function send() {
   const input = $("input");
@@ -65,4 +68,9 @@ async function start2() {
 }
 
 onResume((resume) => startRun({ command: { resume } }));
+onInput(async (input) => {
+  if (!S.threadId) await newThread();
+  await startRun({ input });
+});
+onHistoryRun((body) => startRun(body), refreshThread);
 document.addEventListener("DOMContentLoaded", guard(start));

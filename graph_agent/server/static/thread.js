@@ -1,11 +1,14 @@
-// The thread shown: its state read from the server (messages, waiting interrupts, status)
-// and drawn; and the threads this browser made, kept in its local storage.
+// The thread shown: its state read from the server (messages, or any values as a tree;
+// waiting interrupts, status) and drawn, with its checkpoints; and the threads this browser
+// made, kept in its local storage.
 
-import { $, h, enc, oneLine, textOf } from "./dom.js";
+import { $, h, enc, notice, oneLine, textOf } from "./dom.js";
 import { S } from "./state.js";
 import { apiJson } from "./api.js";
 import { renderMessages } from "./chat.js";
 import { renderInterrupts } from "./approvals.js";
+import { showMode } from "./form.js";
+import { clearHistory, loadHistory } from "./history.js";
 
 function threadsKey(graphId) {
   return `graph-agent:threads:${graphId}`;
@@ -47,6 +50,8 @@ export function showThread(threadId) {
   renderMessages();
   renderInterrupts();
   setStatus(null);
+  clearHistory();
+  showMode(null).catch(() => {});
   const params = new URLSearchParams({ agent: S.assistant ? S.assistant.graph_id : "" });
   if (threadId) params.set("thread", threadId);
   history.replaceState(null, "", `#${params}`);
@@ -69,6 +74,8 @@ export async function refreshThread() {
   setStatus(thread.status);
   renderMessages();
   renderInterrupts();
+  await showMode(state.values || null);
+  loadHistory(threadId).catch((error) => notice(`Could not read the thread's checkpoints: ${error.detail || error.message}`));
   const title = titleOf(S.messages);
   if (title && S.assistant) {
     rememberThread(S.assistant.graph_id, { thread_id: threadId, title });
