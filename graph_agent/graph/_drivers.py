@@ -30,7 +30,7 @@ from .._runtime.workers import SIBLING_FAILED, StepCancelled
 from ..errors import GraphUsageError
 from ._effects import Effect, EmitEffect, ExecuteEffect
 from ._progress import DurableStep, stores_progress
-from ._task_run import run_once, task_steps
+from ._task_run import arun_once, run_once, task_steps
 from ._tasks import Task, TaskResult
 from .types import NodeOutput
 
@@ -56,6 +56,8 @@ def _arun_task(
     task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
 ) -> Awaitable[TaskResult]:
     """Run a node without blocking the loop (a sync-only node in a worker thread)."""
+    if task.node.retry is None:
+        return arun_once(task, run, resume, can_interrupt)
     return aperform(task_steps(task, run, resume, can_interrupt))
 
 

@@ -194,6 +194,27 @@ def run_once(
     return _ended(task, scope, out)
 
 
+async def arun_once(
+    task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
+) -> TaskResult:
+    """``run_once`` in an async run: one coroutine where ``aperform`` driving ``_attempt``
+    would be a coroutine and a generator, one object more while the node waits."""
+    scope = _begin(task, run, resume, can_interrupt, {}, 1)
+    node = task.node
+    outer = current_task.get()
+    current_task.set(scope)
+    try:
+        if node.afn is not None:
+            out = await _call(node.afn, node.afn_takes_config, task)
+        else:
+            out = await _in_thread(task)
+    except BaseException as stop:
+        return _stopped(task, scope, stop, 1, True)
+    finally:
+        current_task.set(outer)
+    return _ended(task, scope, out)
+
+
 def _retrying(
     task: Task, run: RunScope, resume: Mapping[str, Any], can_interrupt: bool
 ) -> Generator[Effect, Any, TaskResult]:
