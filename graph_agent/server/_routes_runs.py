@@ -115,8 +115,9 @@ async def run_join(request: Request) -> Response:
 
 
 async def run_rejoin(request: Request) -> Response:
-    """Join a run's stream, in the modes it was asked for or in those of ``stream_mode``
-    (a run's log keeps every event, so any client can read any run's timeline)."""
+    """Join a run's stream, in the modes it was asked for or in those of ``stream_mode``, with
+    its subgraphs' parts as it was asked for or as ``stream_subgraphs`` says (a run's log
+    keeps every event, so any client can read any run's whole timeline)."""
     server = server_of(request)
     run = await _run(server, request)
     # (the Python client sends ``stream_mode=`` when it names none)
@@ -130,6 +131,9 @@ async def run_rejoin(request: Request) -> Response:
         request.headers.get("last-event-id"),
         cancel_on_disconnect=_flag(request, "cancel_on_disconnect"),
         modes=modes,
+        subgraphs=_flag(request, "stream_subgraphs")
+        if request.query_params.get("stream_subgraphs")
+        else None,
     )
 
 

@@ -508,9 +508,11 @@ class Server:
         *,
         cancel_on_disconnect: bool = False,
         modes: list[str] | None = None,
+        subgraphs: bool | None = None,
     ) -> Response:
         """The run's events as SSE, from after ``last_event_id`` (none: from the start), in
-        ``modes`` (``None``: those the run was asked for), with heartbeats while it is quiet;
+        ``modes`` and with its subgraphs' parts when ``subgraphs`` (``None``: as the run was
+        asked for), with heartbeats while it is quiet;
         with ``cancel_on_disconnect``, a client that goes away before the run ends cancels
         it."""
         try:
@@ -518,14 +520,16 @@ class Server:
         except ValueError as error:
             raise HTTPProblem(422, str(error)) from None
         try:
-            seen = check_last_event_id(run, last_event_id, modes)
+            seen = check_last_event_id(run, last_event_id, modes, subgraphs)
         except ValueError as error:
             raise HTTPProblem(400, str(error)) from None
 
         async def batches() -> AsyncIterator[list[WireEntry]]:
             finished = False
             try:
-                async for batch in wire_batches(run, seen, idle=self.heartbeat, modes=modes):
+                async for batch in wire_batches(
+                    run, seen, idle=self.heartbeat, modes=modes, subgraphs=subgraphs
+                ):
                     yield batch
                 finished = True
             finally:

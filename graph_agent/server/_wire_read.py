@@ -80,12 +80,16 @@ def reader_modes(run: Run, asked: list[str] | None) -> list[str]:
 
 class LogReader:
     """Encodes one run's log entries, in order, into numbered stream parts, in ``modes``
-    (``None``: the modes the run was asked for)."""
+    (``None``: the modes the run was asked for), with its subgraphs' parts when
+    ``subgraphs`` (``None``: as the run was asked for)."""
 
-    def __init__(self, run: Run, modes: list[str] | None = None) -> None:
+    def __init__(
+        self, run: Run, modes: list[str] | None = None, subgraphs: bool | None = None
+    ) -> None:
         self.run = run
         self.modes = run_modes(run) if modes is None else modes
-        self.subgraphs = bool(run.kwargs.get("stream_subgraphs"))
+        own = bool(run.kwargs.get("stream_subgraphs"))
+        self.subgraphs = own if subgraphs is None else subgraphs
         self.count = 0
         self._encoder: RunStreamEncoder | None = None
 
@@ -123,13 +127,15 @@ class LogReader:
         return parts
 
 
-def check_last_event_id(run: Run, last_id: str | None, modes: list[str] | None = None) -> int:
-    """How many parts a reader (in ``modes``) who last saw ``last_id`` has seen;
+def check_last_event_id(
+    run: Run, last_id: str | None, modes: list[str] | None = None, subgraphs: bool | None = None
+) -> int:
+    """How many parts a reader (in ``modes``, ``subgraphs``) who last saw ``last_id`` has seen;
     ``UnknownEventIdError`` for an id the run has not sent (known when this process holds
     the run's log)."""
     seen = position_after(last_id)
     if seen and isinstance(run.log, RunLog):
-        sent = LogReader(run, modes).read(list(run.log.entries))
+        sent = LogReader(run, modes, subgraphs).read(list(run.log.entries))
         if seen > len(sent):
             raise UnknownEventIdError(
                 f"Last-Event-ID {last_id!r} is not an id of this run (it has sent "
@@ -139,12 +145,18 @@ def check_last_event_id(run: Run, last_id: str | None, modes: list[str] | None =
 
 
 async def wire_batches(
-    run: Run, seen: int = 0, *, idle: float | None = None, modes: list[str] | None = None
+    run: Run,
+    seen: int = 0,
+    *,
+    idle: float | None = None,
+    modes: list[str] | None = None,
+    subgraphs: bool | None = None,
 ) -> AsyncIterator[list[WireEntry]]:
-    """The run's stream parts (in ``modes``; ``None``: the run's own) after the first
+    """The run's stream parts (in ``modes`` and ``subgraphs``; ``None``: the run's own) after
+    the first
     ``seen``, as its log grows, in lists of those there at once, until the log ends; with
     ``idle``, an empty list each ``idle`` seconds without a part."""
-    reader = LogReader(run, modes)
+    reader = LogReader(run, modes, subgraphs)
     quiet_since = time.monotonic()
     async for batch in run.log.batches(0, idle=idle):
         fresh = [part for part in reader.read(batch) if int(part.id) > seen]
