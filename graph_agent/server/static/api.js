@@ -135,7 +135,8 @@ export async function* sse(response) {
 }
 
 // Reads one run's stream to its end, handing each event to `onEvent(event, data, ctx)`: rejoins with Last-Event-ID when the connection drops,
-// or when it closes while the run still goes on (as langgraph-sdk does).
+// or when it closes while the run still goes on (as langgraph-sdk does), asking for what
+// `ctx.query` asks (the stream modes a join reads the run in: the ids count in those).
 export async function follow(first, ctx, onEvent) {
   let response = first;
   let tries = 0;
@@ -169,7 +170,7 @@ export async function follow(first, ctx, onEvent) {
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 500 * tries)));
     try {
-      response = await api("GET", `${runPath}/stream`, undefined, {
+      response = await api("GET", `${runPath}/stream${ctx.query || ""}`, undefined, {
         headers: { Accept: "text/event-stream", "Last-Event-ID": ctx.lastId || "-1" },
         signal: ctx.signal,
       });

@@ -1,6 +1,8 @@
 // Runs: one started from the page and streamed (messages, values, run_events) into the
-// chat, the timeline and the graph, and stopped with Stop; the thread's earlier runs
-// replayed from their kept events, and one still going on joined live.
+// chat, the timeline and the graph, and stopped with Stop; every run of the thread, whoever
+// started it (the page, langgraph-sdk, agent-chat-ui, another process), read back in
+// `run_events` (every run's log keeps them, whatever its client streamed), one still going
+// on joined live, and one started elsewhere while the thread is shown found and followed.
 
 import { $, enc, errorText, notice } from "./dom.js";
 import { S } from "./state.js";
@@ -12,16 +14,23 @@ import { refreshThread } from "./thread.js";
 
 const STREAM_MODES = ["messages-tuple", "values", "run_events"];
 const RUNS_SHOWN = 20;
+const LIVE = ["pending", "running"];
+const POLL_MS = 1000; // how often the thread shown is asked for runs started elsewhere
+
+const shown = new Set(); // the ids of the runs of the thread shown that have a card
+let watchGeneration = 0;
 
 function handle(event, data, ctx) {
   const [mode, ...ns] = event.split("|");
   if (mode === "metadata") {
     ctx.runId = data && data.run_id;
+    if (ctx.runId) shown.add(ctx.runId);
     ctx.timeline.setRunId(ctx.runId);
     if (ctx.stopping && ctx.runId) cancel(ctx); // Stop was pressed before the run had its id
   } else if (mode === "run_events") {
     ctx.timeline.add(data);
     if (ctx.live && !ns.length && S.graph) S.graph.track(data);
+    if (ctx.live && ctx.chatFromEvents && ctx.threadId === S.threadId) chatFromEvent(data, ctx);
   } else if (mode === "error") {
     ctx.failed = true;
     ctx.timeline.fail(data);
@@ -128,10 +137,39 @@ export function abortRunning() {
   }
 }
 
-// The thread's earlier runs, from their kept events (Last-Event-ID -1: from the start); a
-// run still going on is joined live, and followed after this returns (until it ends or is
-// stopped).
+// A live run read in `run_events` only (one that kept no state: its client streamed none):
+// the answer streams into the chat from its model's deltas, and the thread's state is read
+// again at each of its checkpoints.
+function chatFromEvent(ev, ctx) {
+  const ns = ev.namespace || [];
+  const call = `${ns.join("|")}|${ev.task_id}`;
+  if (ev.kind === "model_start") {
+    ctx.modelCalls.set(call, (ctx.modelCalls.get(call) || 0) + 1);
+  } else if (ev.kind === "model_delta" && ev.text) {
+    const id = `${ctx.runId}|${call}|${ctx.modelCalls.get(call) || 0}`;
+    stream({ type: "AIMessageChunk", id, content: ev.text }, ns);
+  } else if (ev.kind === "checkpoint" && !ns.length) {
+    const done = new Set(S.streaming.keys()); // the answers streamed before this step was stored
+    ctx.refreshing = ctx.refreshing.then(() => chatAt(ctx.threadId, done)).catch(() => {});
+  }
+}
+
+// The thread's messages read again; the bubbles of the answers in them go (not those of an
+// answer streaming since).
+async function chatAt(threadId, done) {
+  const state = await apiJson("GET", `threads/${enc(threadId)}/state`);
+  if (S.threadId !== threadId || !state) return;
+  S.messages = (state.values && state.values.messages) || [];
+  for (const id of done) S.streaming.delete(id);
+  renderMessages();
+}
+
+// Every run of the thread (the newest RUNS_SHOWN), oldest first, each from its kept events
+// (Last-Event-ID -1: from the start); a run still going on is joined live, and followed after
+// this returns (until it ends or is stopped). Then the thread is watched for runs started
+// elsewhere (see watch).
 export async function replayRuns(threadId) {
+  shown.clear();
   let runs = [];
   try {
     runs = (await apiJson("GET", `threads/${enc(threadId)}/runs?limit=${RUNS_SHOWN}`)) || [];
@@ -139,36 +177,96 @@ export async function replayRuns(threadId) {
     return;
   }
   runs = runs.slice(0, RUNS_SHOWN).reverse();
+  for (const run of runs) shown.add(run.run_id);
   for (const run of runs) {
     if (S.threadId !== threadId) return;
     const replayed = replayRun(threadId, run);
-    if (!["pending", "running"].includes(run.status)) await replayed;
+    if (!LIVE.includes(run.status)) await replayed;
+  }
+  if (S.threadId === threadId) watch(threadId);
+}
+
+// Asks for the thread's runs every POLL_MS while it is shown and no run is followed: a run
+// started elsewhere (langgraph-sdk, another tab) gets its card, and is joined if it goes on.
+function watch(threadId) {
+  const generation = ++watchGeneration;
+  const tick = async () => {
+    if (generation !== watchGeneration || S.threadId !== threadId) return;
+    if (!S.running) await pickUpRuns(threadId).catch(() => {});
+    setTimeout(tick, POLL_MS);
+  };
+  setTimeout(tick, POLL_MS);
+}
+
+async function pickUpRuns(threadId) {
+  const runs = (await apiJson("GET", `threads/${enc(threadId)}/runs?limit=10`)) || [];
+  const fresh = runs.filter((r) => !shown.has(r.run_id)).reverse();
+  let ended = false;
+  for (const run of fresh) {
+    if (S.threadId !== threadId || S.running) break;
+    shown.add(run.run_id);
+    const replayed = replayRun(threadId, run);
+    if (LIVE.includes(run.status)) break; // followed now; the next are picked up after it
+    await replayed;
+    ended = true;
+  }
+  if (ended && S.threadId === threadId && !S.running) await refreshThread();
+}
+
+// A live run is read in the modes that draw the chat too when it kept the thread's state
+// (its client streamed some), else in `run_events` only (a 422 says so); a finished one in
+// `run_events`, which any run can be read in. Sub-agents' events come with them.
+async function joinRun(ctx) {
+  const path = `threads/${enc(ctx.threadId)}/runs/${enc(ctx.runId)}/stream`;
+  const tries = ctx.live ? [STREAM_MODES, ["run_events"]] : [["run_events"]];
+  for (const [i, modes] of tries.entries()) {
+    const query = new URLSearchParams(modes.map((m) => ["stream_mode", m]));
+    query.set("stream_subgraphs", "true");
+    ctx.query = `?${query}`;
+    ctx.chatFromEvents = !modes.includes("values");
+    try {
+      return await api("GET", path + ctx.query, undefined, {
+        headers: { Accept: "text/event-stream", "Last-Event-ID": "-1" },
+        signal: ctx.signal,
+      });
+    } catch (error) {
+      if (error.status !== 422 || i === tries.length - 1) throw error;
+    }
   }
 }
 
 async function replayRun(threadId, run) {
-  const live = ["pending", "running"].includes(run.status);
+  const live = LIVE.includes(run.status);
   const timeline = addTimeline(run.created_at);
   timeline.setRunId(run.run_id);
   const controller = new AbortController();
-  const ctx = { threadId, runId: run.run_id, lastId: "-1", live, failed: false, status: run.status, rejoins: 0, signal: controller.signal, timeline };
+  const ctx = {
+    threadId,
+    runId: run.run_id,
+    lastId: "-1",
+    live,
+    failed: false,
+    status: run.status,
+    rejoins: 0,
+    signal: controller.signal,
+    timeline,
+    modelCalls: new Map(),
+    refreshing: Promise.resolve(),
+  };
   if (live) {
     S.running = { abort: controller, threadId, ctx };
     setBusy(true);
   }
   try {
-    const response = await api("GET", `threads/${enc(threadId)}/runs/${enc(run.run_id)}/stream`, undefined, {
-      headers: { Accept: "text/event-stream", "Last-Event-ID": "-1" },
-      signal: controller.signal,
-    });
-    await follow(response, ctx, handle);
-  } catch (_) {
-    /* a run whose events are gone: its header is all there is */
+    await follow(await joinRun(ctx), ctx, handle);
+  } catch (error) {
+    if (!controller.signal.aborted) timeline.note(`its events could not be read: ${error.detail || error.message}`);
   } finally {
     timeline.finish(ctx.failed ? "error" : live ? ctx.status : run.status);
     if (live) {
       if (S.running && S.running.abort === controller) S.running = null;
       if (!S.running) setBusy(false);
+      await ctx.refreshing;
       if (S.threadId === threadId) await refreshThread().catch((error) => notice(`Could not read the thread: ${error.detail || error.message}`));
     }
   }

@@ -80,7 +80,7 @@ export async function refreshThread() {
   if (title && S.assistant) {
     rememberThread(S.assistant.graph_id, { thread_id: threadId, title });
     const option = [...$("thread").options].find((o) => o.value === threadId);
-    if (option) option.textContent = `${title} · ${threadId.slice(0, 8)}`;
+    if (option) option.textContent = [title, thread.status].join(" · ");
   }
 }
 

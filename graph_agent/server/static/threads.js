@@ -1,5 +1,7 @@
-// Picking an agent and a thread: the agent list, the thread list (the server's and this
-// browser's), a new thread, and switching to another one (its runs replayed).
+// Picking an agent and a thread: the agent list, the thread list (every thread the server
+// keeps, whoever made it, grouped by the graph that ran it; this browser's list of the
+// threads it made is only a fallback when the server does not answer), a new thread, and
+// switching to another one (its runs replayed, its agent selected).
 
 import { $, h, notice } from "./dom.js";
 import { S } from "./state.js";
@@ -8,46 +10,95 @@ import { loadGraph } from "./graph.js";
 import { abortRunning, replayRuns } from "./runs.js";
 import { knownThreads, rememberThread, forgetThread, titleOf, showThread, refreshThread } from "./thread.js";
 
-// The threads of an agent: the server's (POST /threads/search, when it answers) and the
-// ones this browser made.
-async function listThreads(graphId) {
-  const mine = knownThreads(graphId);
-  let found = [];
-  try {
-    found = await apiJson("POST", "threads/search", { metadata: { graph_id: graphId }, limit: 50, offset: 0 });
-  } catch (_) {
-    found = [];
-  }
-  const byId = new Map(mine.map((t) => [t.thread_id, t]));
-  for (const thread of found || []) {
-    const title = titleOf(thread.values && thread.values.messages);
-    byId.set(thread.thread_id, { ...(byId.get(thread.thread_id) || {}), thread_id: thread.thread_id, title: title || (byId.get(thread.thread_id) || {}).title || "" });
-  }
-  return [...byId.values()];
+const THREADS_LISTED = 100;
+const NO_GRAPH = ""; // a thread no run has used yet
+
+let listed = []; // the threads in the list: {thread_id, title, graph_id, status, updated_at}
+
+// A server's thread as the list shows it: its title (metadata's, else its first message),
+// the graph that ran it, its status and when it last changed.
+function entry(thread) {
+  const metadata = thread.metadata || {};
+  const title = metadata.title || metadata.name || titleOf(thread.values && thread.values.messages);
+  return {
+    thread_id: thread.thread_id,
+    title: typeof title === "string" ? title : "",
+    graph_id: metadata.graph_id || metadata.assistant_id || NO_GRAPH,
+    status: thread.status || "",
+    updated_at: thread.updated_at || thread.created_at || "",
+  };
 }
 
-function fillThreads(threads) {
+// Every thread the server keeps (POST /threads/search, the last changed first), after a
+// restart too; those this browser made when the server does not answer.
+async function listThreads() {
+  try {
+    const found = await apiJson("POST", "threads/search", { limit: THREADS_LISTED, offset: 0, sort_by: "updated_at", sort_order: "desc" });
+    return (found || []).map(entry);
+  } catch (_) {
+    const graphId = S.assistant ? S.assistant.graph_id : NO_GRAPH;
+    return knownThreads(graphId).map((t) => ({ ...t, graph_id: graphId, status: "", updated_at: "" }));
+  }
+}
+
+function ago(when) {
+  const time = Date.parse(when);
+  if (!isFinite(time)) return "";
+  const seconds = Math.max(0, (Date.now() - time) / 1000);
+  if (seconds < 60) return "just now";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return new Date(time).toLocaleDateString();
+}
+
+function option(thread) {
+  const label = [thread.title || thread.thread_id.slice(0, 8), thread.status, ago(thread.updated_at)].filter(Boolean).join(" · ");
+  const about = [`thread ${thread.thread_id}`, thread.graph_id && `graph ${thread.graph_id}`, thread.status, thread.updated_at && `updated ${thread.updated_at}`];
+  return h("option", {
+    value: thread.thread_id,
+    text: label,
+    title: about.filter(Boolean).join("\n"),
+    dataset: { graph: thread.graph_id, status: thread.status },
+  });
+}
+
+// The list, grouped by graph: the selected agent's threads first.
+function fillThreads() {
   const select = $("thread");
+  const mine = S.assistant ? S.assistant.graph_id : NO_GRAPH;
+  const graphs = [...new Set(listed.map((t) => t.graph_id))].sort((a, b) => (b === mine) - (a === mine) || (a === NO_GRAPH) - (b === NO_GRAPH) || a.localeCompare(b));
   select.replaceChildren(
-    ...threads.map((t) => h("option", { value: t.thread_id, text: t.title ? `${t.title} · ${t.thread_id.slice(0, 8)}` : t.thread_id })),
+    ...graphs.map((graph) =>
+      h("optgroup", { label: graph || "(not run yet)", dataset: { graph } }, listed.filter((t) => t.graph_id === graph).map(option)),
+    ),
   );
-  if (!threads.length) select.append(h("option", { value: "", text: "(no thread yet)" }));
+  if (S.threadId && !listed.some((t) => t.thread_id === S.threadId)) select.prepend(option({ thread_id: S.threadId, title: "", graph_id: mine, status: "", updated_at: "" }));
+  if (!select.options.length) select.append(h("option", { value: "", text: "(no thread yet)" }));
   select.value = S.threadId || "";
 }
 
-export async function selectAgent(assistantId, threadId) {
-  const assistant = S.assistants.find((a) => a.assistant_id === assistantId || a.graph_id === assistantId) || S.assistants[0];
-  if (!assistant) return;
-  abortRunning();
+function assistantOf(graphId) {
+  return S.assistants.find((a) => a.assistant_id === graphId || a.graph_id === graphId);
+}
+
+function useAssistant(assistant) {
   S.assistant = assistant;
   $("agent").value = assistant.assistant_id;
   localStorage.setItem("graph-agent:agent", assistant.graph_id);
   $("graph-name").textContent = assistant.graph_id;
   loadGraph(assistant);
-  const threads = await listThreads(assistant.graph_id);
-  const wanted = threadId || (threads[0] && threads[0].thread_id) || null;
+}
+
+// `threadId`: the thread to show (else the agent's newest).
+export async function selectAgent(assistantId, threadId) {
+  const assistant = assistantOf(assistantId) || S.assistants[0];
+  if (!assistant) return;
+  abortRunning();
+  useAssistant(assistant);
+  listed = await listThreads();
+  const wanted = threadId || (listed.find((t) => t.graph_id === assistant.graph_id) || {}).thread_id || null;
   S.threadId = null;
-  fillThreads(threads);
+  fillThreads();
   if (wanted) await selectThread(wanted);
   else showThread(null);
 }
@@ -56,14 +107,20 @@ export async function newThread() {
   const assistant = S.assistant;
   const thread = await apiJson("POST", "threads", { metadata: { graph_id: assistant.graph_id } });
   rememberThread(assistant.graph_id, { thread_id: thread.thread_id, title: "" });
+  listed = [entry(thread), ...listed];
   S.threadId = thread.thread_id;
-  fillThreads(knownThreads(assistant.graph_id).concat());
+  fillThreads();
   showThread(thread.thread_id);
+  await replayRuns(thread.thread_id); // (none yet: it watches for runs started elsewhere)
   return thread.thread_id;
 }
 
+// Shows the thread, with the agent that ran it.
 export async function selectThread(threadId) {
   abortRunning();
+  const known = listed.find((t) => t.thread_id === threadId);
+  const assistant = known && known.graph_id && assistantOf(known.graph_id);
+  if (assistant && assistant !== S.assistant) useAssistant(assistant);
   showThread(threadId);
   $("thread").value = threadId;
   try {
@@ -72,7 +129,9 @@ export async function selectThread(threadId) {
     if (error.status === 404) {
       forgetThread(S.assistant.graph_id, threadId);
       notice(`Thread ${threadId} is not on this server (any more).`, "info");
-      fillThreads(knownThreads(S.assistant.graph_id));
+      listed = listed.filter((t) => t.thread_id !== threadId);
+      S.threadId = null;
+      fillThreads();
       showThread(null);
       return;
     }
