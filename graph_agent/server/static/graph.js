@@ -153,7 +153,8 @@ class GraphView {
 
   // A checkpoint picked in the history: the nodes whose writes made it, and those it runs next.
   highlight(wrote, next) {
-    for (const box of this.boxes.values()) box.g.classList.remove("wrote", "next");
+    const picked = (wrote || []).length + (next || []).length > 0; // (the last run's marks give way)
+    for (const box of this.boxes.values()) box.g.classList.remove("wrote", "next", ...(picked ? ["visited", "active"] : []));
     for (const id of wrote || []) this.boxes.get(id)?.g.classList.add("wrote");
     for (const id of next || []) this.boxes.get(id)?.g.classList.add("next");
   }

@@ -160,6 +160,7 @@ function showState(entry, values) {
   edit.disabled = Boolean(S.running);
   fork.disabled = Boolean(S.running) || !entry.next.length;
   $("checkpoint").replaceChildren(header(entry, edit, fork), h("div", { class: "cp-state" }, stateTree(values, entry.changed)));
+  $("checkpoint").scrollTop = 0;
 }
 
 function runFrom(body) {
@@ -176,7 +177,7 @@ function changedKeys(before, after) {
 }
 
 function editState(entry, values) {
-  const text = h("textarea", { class: "state-json", rows: 14, spellcheck: "false", "aria-label": "state as JSON" });
+  const text = h("textarea", { class: "state-json", rows: 8, spellcheck: "false", "aria-label": "state as JSON" });
   text.value = JSON.stringify(values, null, 2);
   const asNode = h("input", { type: "text", class: "as-node", placeholder: "as node (optional)", "aria-label": "as node", list: "graph-nodes" });
   const error = h("p", { class: "card-error", hidden: true });
@@ -213,7 +214,7 @@ function editState(entry, values) {
   const nodes = S.graph ? [...S.graph.boxes.keys()].filter((id) => !id.startsWith("__")) : [];
   $("checkpoint").replaceChildren(
     header(entry),
-    h("p", { class: "muted hint", text: "Change values, then continue: the keys you changed are written as a new checkpoint after this one (a branch), and the thread runs on from it." }),
+    h("p", { class: "muted hint", text: "The keys you change are written as a new checkpoint after this one (a branch); the thread runs on from it." }),
     text,
     h("datalist", { id: "graph-nodes" }, nodes.map((id) => h("option", { value: id }))),
     h("div", { class: "buttons" },
@@ -221,5 +222,6 @@ function editState(entry, values) {
       h("button", { type: "button", class: "primary save", text: "Save and continue", onclick: () => save().catch(shout) }),
       h("button", { type: "button", class: "cancel", text: "Cancel", onclick: () => showState(entry, values) })),
     error);
-  text.focus();
+  $("checkpoint").scrollTop = 0;
+  text.focus({ preventScroll: true });
 }
