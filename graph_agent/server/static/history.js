@@ -38,9 +38,32 @@ export function clearHistory() {
   S.graph && S.graph.highlight([], []);
 }
 
+let reading = null; // the read going on: {threadId, promise, again}
+
 // Reads the thread's checkpoints again (after a run, an edit) and draws them; the one chosen
-// stays chosen when it is still listed.
-export async function loadHistory(threadId) {
+// stays chosen when it is still listed. Asked again while a read goes on (a run read back
+// reads the thread at each of its checkpoints), it reads once more after it, not at once.
+export function loadHistory(threadId) {
+  if (reading && reading.threadId === threadId) {
+    reading.again = true;
+    return reading.promise;
+  }
+  const current = { threadId, again: true };
+  reading = current;
+  current.promise = (async () => {
+    try {
+      while (current.again && S.threadId === threadId) {
+        current.again = false;
+        await readHistory(threadId);
+      }
+    } finally {
+      if (reading === current) reading = null;
+    }
+  })();
+  return current.promise;
+}
+
+async function readHistory(threadId) {
   const ticket = ++view.loading;
   const started = performance.now();
   const entries = (await apiJson("GET", `threads/${enc(threadId)}/checkpoints?limit=${PAGE}`)) || [];
