@@ -34,7 +34,7 @@ class TaskScope:
     calls never take each other's resume values."""
 
     __slots__ = (
-        "_counts",
+        "_interrupts",
         "can_interrupt",
         "kept",
         "key",
@@ -66,7 +66,7 @@ class TaskScope:
         # What this task kept for a re-run (see ``keep``), shared with its child scopes and
         # its retried attempts; stored with the thread when the task fails or pauses.
         self.kept: dict[str, Any] = {} if kept is None else kept
-        self._counts: dict[str, int] = {}
+        self._interrupts = 0  # interrupt() calls made in this scope so far
 
     @property
     def task_id(self) -> str:
@@ -115,8 +115,8 @@ class TaskScope:
         """The id of the next ``interrupt()`` call in this scope: derived from the task id,
         the scope's key and the call's position, so it is the same when the task re-runs."""
         with _COUNTS_LOCK:
-            index = self._counts.get(self.key, 0)
-            self._counts[self.key] = index + 1
+            index = self._interrupts
+            self._interrupts = index + 1
         return derive_id(self.task_id, self.key, index)
 
 
