@@ -165,10 +165,15 @@ def test_a_restarted_server_lists_every_thread_and_its_runs_in_a_fresh_browser(
             assert page.locator("#thread").input_value() == plain
             card = page.locator("#timeline .run")
             assert_whole_timeline(card.first, "Kyiv")
+            # (drawn open for the screenshot: a closed select shows only its choice)
+            page.evaluate("document.querySelector('#thread').size = 4")
             screenshot(page, tmp_path, "page-runs-restarted")
+            page.evaluate("document.querySelector('#thread').removeAttribute('size')")
 
             page.select_option("#thread", titled)
             page.locator("#timeline .run .row.has-sub .row.tool", has_text="get_weather").wait_for()
+            shown = page.locator(f"#thread option[value='{titled}']")
+            assert shown.inner_text().startswith("Trip planning · idle")  # read again
             assert_whole_timeline(page.locator("#timeline .run").first, "Lima")
             assert page.locator("#timeline .run").count() == 1
             assert errors == []
@@ -219,6 +224,7 @@ def test_a_run_the_sdk_starts_while_the_page_shows_the_thread_is_followed_live(
             # the steps done so far are in the chat already (read at each checkpoint)
             page.locator("#messages .msg.user", has_text="Rome").wait_for()
             page.wait_for_selector("#stop", state="visible")
+            page.wait_for_selector("#thread-status.busy")
             screenshot(page, tmp_path, "page-runs-live")
         finally:
             release.set()
@@ -228,6 +234,15 @@ def test_a_run_the_sdk_starts_while_the_page_shows_the_thread_is_followed_live(
         page.wait_for_selector("#stop", state="hidden")
         assert waited and waited[0]["messages"][-1]["content"].endswith("it says: sunny.")
         screenshot(page, tmp_path, "page-runs-live-done")
+
+        # a thread made elsewhere joins the list when the page is seen again
+        other = client.threads.create(metadata={"title": "From a script"})["thread_id"]
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_for_selector(f"#thread option[value='{other}']", state="attached")
+        assert page.locator(f"#thread option[value='{other}']").inner_text() == (
+            "From a script · idle · just now"
+        )
+        assert page.locator("#thread").input_value() == thread  # the one shown stays
         assert page.errors == []
 
 

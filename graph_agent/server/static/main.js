@@ -9,7 +9,7 @@ import { ApiError, askToken, apiJson } from "./api.js";
 import { onResume } from "./approvals.js";
 import { renderMessages } from "./chat.js";
 import { startRun, stopRun, abortRunning } from "./runs.js";
-import { selectAgent, newThread, selectThread } from "./threads.js";
+import { selectAgent, newThread, selectThread, keepListed } from "./threads.js";
 import { onInput } from "./form.js";
 import { onHistoryRun } from "./history.js";
 import { refreshThread } from "./thread.js";
@@ -56,6 +56,7 @@ async function start() {
     await start2();
   }));
   await start2();
+  keepListed();
 }
 
 async function start2() {

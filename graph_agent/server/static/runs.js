@@ -10,7 +10,7 @@ import { api, apiJson, follow } from "./api.js";
 import { stream, renderMessages } from "./chat.js";
 import { renderInterrupts } from "./approvals.js";
 import { addTimeline } from "./timeline.js";
-import { refreshThread } from "./thread.js";
+import { refreshThread, setStatus } from "./thread.js";
 
 const STREAM_MODES = ["messages-tuple", "values", "run_events"];
 const RUNS_SHOWN = 20;
@@ -100,6 +100,7 @@ export async function startRun(body) {
 }
 
 function setBusy(busy) {
+  if (busy) setStatus("busy");
   $("send").disabled = busy;
   $("input").disabled = busy;
   $("stop").hidden = !busy;

@@ -38,6 +38,21 @@ export function titleOf(messages) {
   return first ? oneLine(textOf(first.content), 40) : "";
 }
 
+function ago(when) {
+  const time = Date.parse(when);
+  if (!isFinite(time)) return "";
+  const seconds = Math.max(0, (Date.now() - time) / 1000);
+  if (seconds < 60) return "just now";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return new Date(time).toLocaleDateString();
+}
+
+// A thread as the thread list names it: its title (else its id's start), status and age.
+export function threadLabel(thread) {
+  return [thread.title || thread.thread_id.slice(0, 8), thread.status, ago(thread.updated_at)].filter(Boolean).join(" · ");
+}
+
 export function showThread(threadId) {
   S.threadId = threadId;
   S.messages = [];
@@ -80,11 +95,12 @@ export async function refreshThread() {
   if (title && S.assistant) {
     rememberThread(S.assistant.graph_id, { thread_id: threadId, title });
     const option = [...$("thread").options].find((o) => o.value === threadId);
-    if (option) option.textContent = [title, thread.status].join(" · ");
+    if (option) option.textContent = threadLabel({ ...thread, title: (thread.metadata && thread.metadata.title) || title });
   }
 }
 
-function setStatus(status) {
+// The thread's status pill (`busy` while a run of it is followed).
+export function setStatus(status) {
   const pill = $("thread-status");
   pill.hidden = !status;
   pill.textContent = status || "";

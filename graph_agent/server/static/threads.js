@@ -8,9 +8,10 @@ import { S } from "./state.js";
 import { apiJson } from "./api.js";
 import { loadGraph } from "./graph.js";
 import { abortRunning, replayRuns } from "./runs.js";
-import { knownThreads, rememberThread, forgetThread, titleOf, showThread, refreshThread } from "./thread.js";
+import { knownThreads, rememberThread, forgetThread, titleOf, showThread, refreshThread, threadLabel } from "./thread.js";
 
 const THREADS_LISTED = 100;
+const RELIST_MS = 15000; // how often the list is read again (threads made elsewhere)
 const NO_GRAPH = ""; // a thread no run has used yet
 
 let listed = []; // the threads in the list: {thread_id, title, graph_id, status, updated_at}
@@ -41,22 +42,11 @@ async function listThreads() {
   }
 }
 
-function ago(when) {
-  const time = Date.parse(when);
-  if (!isFinite(time)) return "";
-  const seconds = Math.max(0, (Date.now() - time) / 1000);
-  if (seconds < 60) return "just now";
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
-  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
-  return new Date(time).toLocaleDateString();
-}
-
 function option(thread) {
-  const label = [thread.title || thread.thread_id.slice(0, 8), thread.status, ago(thread.updated_at)].filter(Boolean).join(" · ");
   const about = [`thread ${thread.thread_id}`, thread.graph_id && `graph ${thread.graph_id}`, thread.status, thread.updated_at && `updated ${thread.updated_at}`];
   return h("option", {
     value: thread.thread_id,
-    text: label,
+    text: threadLabel(thread),
     title: about.filter(Boolean).join("\n"),
     dataset: { graph: thread.graph_id, status: thread.status },
   });
@@ -75,6 +65,21 @@ function fillThreads() {
   if (S.threadId && !listed.some((t) => t.thread_id === S.threadId)) select.prepend(option({ thread_id: S.threadId, title: "", graph_id: mine, status: "", updated_at: "" }));
   if (!select.options.length) select.append(h("option", { value: "", text: "(no thread yet)" }));
   select.value = S.threadId || "";
+}
+
+// The list read again (while it is not being picked from), every RELIST_MS and when the
+// page is seen again: threads made elsewhere join it, statuses and titles change.
+export function keepListed() {
+  const relist = async () => {
+    if (document.hidden || document.activeElement === $("thread")) return;
+    const threads = await listThreads();
+    if (document.activeElement === $("thread")) return;
+    listed = threads;
+    fillThreads();
+  };
+  const guarded = () => relist().catch(() => {});
+  setInterval(guarded, RELIST_MS);
+  document.addEventListener("visibilitychange", guarded);
 }
 
 function assistantOf(graphId) {
