@@ -91,6 +91,9 @@ def test_a_checkpoint_shows_its_state_and_nodes_and_a_fork_answers_anew(
         assert page.locator(".msg", has_text="Rain in Oslo.").count() == 0
         expect(page.locator("#history li.cp")).to_have_count(6, timeout=TIMEOUT)
         assert steps(page)[:2] == ["3", "2"]  # the branch's steps, newest first
+        # the old branch's answer and tool step are listed, marked as left
+        off = page.locator("#history li.cp.off")
+        assert off.count() == 2 and "model" in off.first.inner_text()
         screenshot(page, tmp_path, "page-history-forked")
     assert page.errors == []
 

@@ -97,10 +97,19 @@ function clock(iso) {
   return today ? when.toLocaleTimeString() : when.toLocaleString();
 }
 
-function row(entry, index) {
+// The ids on the thread's current branch: the newest checkpoint's and its ancestors'.
+function currentBranch(entries) {
+  const byId = new Map(entries.map((e) => [e.checkpoint_id, e]));
+  const on = new Set();
+  for (let e = entries[0]; e && !on.has(e.checkpoint_id); e = byId.get(e.parent_checkpoint_id)) on.add(e.checkpoint_id);
+  return on;
+}
+
+function row(entry, index, branch) {
   const wrote = entry.nodes.length ? entry.nodes.join(", ") : entry.source || "";
   const changed = entry.changed === null ? "" : entry.changed.join(", ");
-  return h("li", { class: `cp${entry.source === "update" ? " update" : ""}`, dataset: { index, id: entry.checkpoint_id } },
+  const off = !branch.has(entry.checkpoint_id);
+  return h("li", { class: `cp${entry.source === "update" ? " update" : ""}${off ? " off" : ""}`, title: off ? "on an earlier branch (a fork or an edit left it)" : undefined, dataset: { index, id: entry.checkpoint_id } },
     h("span", { class: "step", text: String(entry.step) }),
     h("span", { class: "wrote", text: wrote }),
     entry.next.length ? h("span", { class: "next", text: `→ ${entry.next.join(", ")}` }) : null,
@@ -112,7 +121,8 @@ function row(entry, index) {
 // One DOM build for the whole list, placed at once.
 function drawList() {
   const list = h("ol", { class: "checkpoints", "aria-label": "checkpoints" });
-  list.append(...view.entries.map(row));
+  const branch = currentBranch(view.entries);
+  list.append(...view.entries.map((entry, index) => row(entry, index, branch)));
   const box = $("history");
   if (!view.entries.length) {
     box.replaceChildren(h("p", { class: "empty", text: "No checkpoint yet: run the thread." }));
