@@ -235,6 +235,17 @@ def test_a_run_the_sdk_starts_while_the_page_shows_the_thread_is_followed_live(
         assert waited and waited[0]["messages"][-1]["content"].endswith("it says: sunny.")
         screenshot(page, tmp_path, "page-runs-live-done")
 
+        # one started as agent-chat-ui starts it (values and messages-tuple) shows up too
+        client.runs.create(
+            thread, "boss", input=said("Oslo"), stream_mode=["values", "messages-tuple"]
+        )
+        page.locator("#messages .msg.user", has_text="Oslo").wait_for()
+        cards = page.locator("#timeline .run")
+        cards.nth(1).locator(".pill.done").wait_for()
+        inner = cards.nth(1).locator(".row.tool.has-sub .row.tool", has_text="get_weather")
+        assert inner.locator("pre.result").inner_text() == "sunny in Oslo"
+        assert cards.count() == 2
+
         # a thread made elsewhere joins the list when the page is seen again
         other = client.threads.create(metadata={"title": "From a script"})["thread_id"]
         page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")

@@ -178,12 +178,11 @@ export async function replayRuns(threadId) {
     return;
   }
   runs = runs.slice(0, RUNS_SHOWN).reverse();
+  if (S.threadId !== threadId) return;
   for (const run of runs) shown.add(run.run_id);
-  for (const run of runs) {
-    if (S.threadId !== threadId) return;
-    const replayed = replayRun(threadId, run);
-    if (!LIVE.includes(run.status)) await replayed;
-  }
+  // read side by side (each card is placed at once, in order); the live ones not waited for
+  const replays = runs.map((run) => [run, replayRun(threadId, run)]);
+  await Promise.all(replays.filter(([run]) => !LIVE.includes(run.status)).map(([, replayed]) => replayed));
   if (S.threadId === threadId) watch(threadId);
 }
 
