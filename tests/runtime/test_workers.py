@@ -156,6 +156,39 @@ def test_cancelled_twice_it_stops_waiting() -> None:
         release.set()
 
 
+def test_calls_that_finish_while_the_loop_is_busy_each_get_their_own_outcome() -> None:
+    n = 12
+    finished = threading.Semaphore(0)
+
+    def work(i: int) -> int:
+        try:
+            if i % 3 == 0:
+                raise ValueError(f"call {i}")
+            return i * 10
+        finally:
+            finished.release()
+
+    async def main() -> list[object]:
+        calls = [start_in_worker(work, i) for i in range(n)]
+        for _ in range(n):  # the loop is held until every call has finished
+            assert finished.acquire(timeout=5)
+        outcomes: list[object] = []
+        for call in calls:
+            await call.waiter
+            try:
+                outcomes.append(call.outcome())
+            except ValueError as error:
+                outcomes.append(error)
+        return outcomes
+
+    outcomes = asyncio.run(main())
+    for i, outcome in enumerate(outcomes):
+        if i % 3 == 0:
+            assert isinstance(outcome, ValueError) and str(outcome) == f"call {i}"
+        else:
+            assert outcome == i * 10
+
+
 def test_a_call_that_outlives_its_loop_is_dropped_quietly() -> None:
     release, done = threading.Event(), threading.Event()
 
