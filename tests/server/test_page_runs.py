@@ -112,6 +112,8 @@ def test_runs_the_sdk_started_in_messages_tuple_or_waited_show_their_whole_timel
         assert cards.count() == 2
         assert_whole_timeline(cards.nth(0), "Rome")
         assert_whole_timeline(cards.nth(1), "Oslo")
+        # each says how its client started it
+        assert cards.locator(".via").all_inner_texts() == ["· messages-tuple", "· waited"]
         assert (
             page.locator("#messages .msg.assistant")
             .all_inner_texts()[-1]

@@ -235,10 +235,19 @@ async function joinRun(ctx) {
   }
 }
 
+// How a run was started, unless as this page starts its runs.
+function via(run) {
+  const asked = run.kwargs ? run.kwargs.stream_mode : undefined;
+  if (Array.isArray(asked) && !asked.length) return "waited";
+  const modes = asked === undefined || asked === null ? ["values"] : [].concat(asked);
+  return modes.length === STREAM_MODES.length && STREAM_MODES.every((m) => modes.includes(m)) ? "" : modes.join(", ");
+}
+
 async function replayRun(threadId, run) {
   const live = LIVE.includes(run.status);
   const timeline = addTimeline(run.created_at);
   timeline.setRunId(run.run_id);
+  timeline.setVia(via(run));
   const controller = new AbortController();
   const ctx = {
     threadId,

@@ -27,16 +27,24 @@ class RunTimeline {
     this.status = pill("running");
     this.took = h("span", { class: "took" });
     this.runId = h("span", { class: "run-id muted" });
+    this.via = h("span", { class: "took via" });
     const when = createdAt ? new Date(createdAt) : new Date();
     this.list = h("ol", { class: "rows" });
     this.root = h("section", { class: "run" },
-      h("header", {}, h("b", { text: `Run ${number}` }), h("span", { class: "muted", text: when.toLocaleTimeString() }), this.status, this.took, this.runId),
+      h("header", {}, h("b", { text: `Run ${number}` }), h("span", { class: "muted", text: when.toLocaleTimeString() }), this.status, this.took, this.via, this.runId),
       this.list);
   }
 
   setRunId(runId) {
     this.runId.textContent = runId ? runId.slice(0, 8) : "";
     this.root.dataset.runId = runId || "";
+  }
+
+  // How its client started it, when not from this page: "waited" (no stream), or the
+  // stream modes it asked for.
+  setVia(text) {
+    this.via.textContent = text ? `· ${text}` : "";
+    this.via.title = text ? "how its client started the run" : "";
   }
 
   setStatus(text) {
