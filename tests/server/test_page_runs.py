@@ -141,7 +141,7 @@ def served_on(db: Path) -> Iterator[str]:
 
 
 def test_a_restarted_server_lists_every_thread_and_its_runs_in_a_fresh_browser(
-    browser: Any, tmp_path: Path
+    page: Any, tmp_path: Path
 ) -> None:
     db = tmp_path / "threads.sqlite"
     with served_on(db) as url, get_sync_client(url=url) as client:
@@ -150,37 +150,27 @@ def test_a_restarted_server_lists_every_thread_and_its_runs_in_a_fresh_browser(
         plain = client.threads.create()["thread_id"]
         list(client.runs.stream(plain, "boss", input=said("Kyiv"), stream_mode="messages-tuple"))
     with served_on(db) as url:
-        # a browser context of its own: nothing in its local storage
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        try:
-            page.goto(url + "/")
-            page.wait_for_selector("body[data-ready=true]")
-            options = page.locator("#thread optgroup[data-graph=boss] option")
-            assert options.count() == 2
-            texts = options.all_inner_texts()
-            assert texts[0].startswith("Kyiv · idle")  # the last changed first
-            assert texts[1].startswith("Trip planning · idle")  # its metadata's title
-            assert page.locator("#thread").input_value() == plain
-            card = page.locator("#timeline .run")
-            assert_whole_timeline(card.first, "Kyiv")
-            # (drawn open for the screenshot: a closed select shows only its choice)
-            page.evaluate("document.querySelector('#thread').size = 4")
-            screenshot(page, tmp_path, "page-runs-restarted")
-            page.evaluate("document.querySelector('#thread').removeAttribute('size')")
+        page.goto(url + "/")  # (a browser context of its own: nothing in its local storage)
+        page.wait_for_selector("body[data-ready=true]")
+        options = page.locator("#thread optgroup[data-graph=boss] option")
+        assert options.count() == 2
+        texts = options.all_inner_texts()
+        assert texts[0].startswith("Kyiv · idle")  # the last changed first
+        assert texts[1].startswith("Trip planning · idle")  # its metadata's title
+        assert page.locator("#thread").input_value() == plain
+        assert_whole_timeline(page.locator("#timeline .run").first, "Kyiv")
+        # (drawn open for the screenshot: a closed select shows only its choice)
+        page.evaluate("document.querySelector('#thread').size = 4")
+        screenshot(page, tmp_path, "page-runs-restarted")
+        page.evaluate("document.querySelector('#thread').removeAttribute('size')")
 
-            page.select_option("#thread", titled)
-            page.locator("#timeline .run .row.has-sub .row.tool", has_text="get_weather").wait_for()
-            shown = page.locator(f"#thread option[value='{titled}']")
-            assert shown.inner_text().startswith("Trip planning · idle")  # read again
-            assert_whole_timeline(page.locator("#timeline .run").first, "Lima")
-            assert page.locator("#timeline .run").count() == 1
-            assert errors == []
-        finally:
-            context.close()
+        page.select_option("#thread", titled)
+        page.locator("#timeline .run .row.has-sub .row.tool", has_text="get_weather").wait_for()
+        shown = page.locator(f"#thread option[value='{titled}']")
+        assert shown.inner_text().startswith("Trip planning · idle")  # read again
+        assert_whole_timeline(page.locator("#timeline .run").first, "Lima")
+        assert page.locator("#timeline .run").count() == 1
+        assert page.errors == []
 
 
 class HeldBoss(StreamingOnlyModel):
