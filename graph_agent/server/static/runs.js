@@ -186,13 +186,13 @@ export async function replayRuns(threadId) {
   if (S.threadId === threadId) watch(threadId);
 }
 
-// Asks for the thread's runs every POLL_MS while it is shown and no run is followed: a run
+// Asks for the thread's runs every POLL_MS while it is shown (and seen) and no run is followed: a run
 // started elsewhere (langgraph-sdk, another tab) gets its card, and is joined if it goes on.
 function watch(threadId) {
   const generation = ++watchGeneration;
   const tick = async () => {
     if (generation !== watchGeneration || S.threadId !== threadId) return;
-    if (!S.running) await pickUpRuns(threadId).catch(() => {});
+    if (!S.running && !document.hidden) await pickUpRuns(threadId).catch(() => {});
     setTimeout(tick, POLL_MS);
   };
   setTimeout(tick, POLL_MS);
