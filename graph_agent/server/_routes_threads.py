@@ -13,6 +13,7 @@ from ..graph import RunnableConfig
 from ._http import HTTPProblem, route
 from ._request import MAX_LIMIT, Fields, query_int, run_config_fields
 from ._server import now, read_body, server_of
+from ._stopped import mark_stopped, stopped_error
 from ._wire_history import checkpoint_entries
 from ._wire_state import (
     assistant_to_wire,
@@ -183,7 +184,12 @@ async def _state(request: Request, checkpoint: Any, subgraphs: bool) -> Response
                 404, f"checkpoint {checkpoint!r} not found on thread {record.thread_id!r}"
             )
         return JSONResponse(empty_state_to_wire())
-    return JSONResponse(state_to_wire(snapshot, thread_id=record.thread_id))
+    state = state_to_wire(snapshot, thread_id=record.thread_id)
+    if checkpoint is None:  # the head: left by a stopped run, it is not a breakpoint
+        state = mark_stopped(
+            state, stopped_error(await server.runs.thread_runs(record.thread_id), snapshot)
+        )
+    return JSONResponse(state)
 
 
 def _subgraphs(request: Request) -> bool:
@@ -255,11 +261,17 @@ async def thread_history(request: Request) -> Response:
         if all(first.metadata.get(k) == v for k, v in wanted.items()):
             states.append(state_to_wire(first, thread_id=record.thread_id))
     config = RunnableConfig(thread_id=record.thread_id, checkpoint_id=before)
+    head = before is None  # the first snapshot read is the thread's head
     async for snapshot in served_.graph.aget_state_history(config, limit=None if wanted else limit):
         if len(states) >= limit:
             break
         if all(snapshot.metadata.get(k) == v for k, v in wanted.items()):
-            states.append(state_to_wire(snapshot, thread_id=record.thread_id))
+            state = state_to_wire(snapshot, thread_id=record.thread_id)
+            if head and snapshot.next:  # left by a stopped run, it is not a breakpoint
+                runs = await server.runs.thread_runs(record.thread_id)
+                state = mark_stopped(state, stopped_error(runs, snapshot))
+            states.append(state)
+        head = False
     return JSONResponse(states)
 
 

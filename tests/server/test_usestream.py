@@ -476,12 +476,6 @@ def test_stop_ends_the_run_and_what_was_streamed_stays_in_the_thread(
     assert page.errors == [] and page.refused == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stopped run leaves the thread's head with next=[the step after the cut model "
-    "call] and no task error: useStream reads that as a breakpoint (LangGraph's server marks "
-    "the cancelled task with an error instead, which useStream's stop() drops)",
-)
 def test_a_stopped_thread_is_not_shown_as_paused_at_a_breakpoint(
     front_end: Path, page: Any
 ) -> None:
