@@ -15,6 +15,8 @@ import argparse
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from checkpoint import MemorySaver
 from graph_agent import (
     END,
@@ -40,6 +42,24 @@ REPORT = {
         {"what": "team dinner", "amount": 145.00, "receipt": False},
     ],
 }
+
+
+class Item(TypedDict):
+    what: str
+    amount: float
+    receipt: bool
+
+
+class Report(TypedDict):
+    employee: str
+    department: str
+    items: list[Item]
+
+
+class ExpenseInput(TypedDict):
+    """What a run of this graph takes: the report to approve."""
+
+    report: Report
 
 
 def intake(state: OverAllState) -> dict[str, Any]:
@@ -99,7 +119,7 @@ def decided(state: OverAllState) -> str:
 
 def build_graph() -> CompiledGraph:
     """The workflow, compiled with an in-memory saver (needed to pause and resume)."""
-    g = StateGraph(key_strategies={"findings": KeyStrategy.APPEND})
+    g = StateGraph(key_strategies={"findings": KeyStrategy.APPEND}, input_schema=ExpenseInput)
     for node in (intake, check_policy, check_budget, check_receipts, review, approval, pay, reject):
         g.add_node(node.__name__, node)
     g.add_edge(START, "intake")

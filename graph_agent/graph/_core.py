@@ -131,6 +131,8 @@ class GraphRun(Cursor):
                 f"invoke() input must be a dict of state updates, None (resume) or "
                 f"Command(...), got {type(inputs).__name__}"
             )
+        if self.spec.input_schema is not None:
+            self.spec.input_schema.check(inputs, f"graph '{self.graph_name()}'")
         if checkpoint is not None and checkpoint.interrupts:
             waiting = bool(awaiting(checkpoint.interrupts))
             how = "invoke(Command(resume=value), config)" if waiting else "invoke(None, config)"

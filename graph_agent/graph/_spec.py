@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from ..errors import GraphValidationError
+from ._input_schema import InputSchema
 from ._merge import rules_of
 from .retry import RetryPolicy
 from .state import KeyStrategy, KeyStrategyLike
@@ -214,6 +215,7 @@ class GraphSpec:
         "drawn_inside",
         "edges",
         "has_async",
+        "input_schema",
         "interrupt_after",
         "interrupt_before",
         "is_agent",
@@ -244,6 +246,7 @@ class GraphSpec:
         self.name = name  # compile(name=...): what run events, logs and traces call the graph
         self.is_agent = False  # compile(agent=True): its runs are agent runs (invoke_agent spans)
         self.before_input: BeforeInput | None = None  # compile(before_input=...)
+        self.input_schema: InputSchema | None = None  # StateGraph(input_schema=...)
         # Graphs ``draw_mermaid`` draws inside a node besides a subgraph's (an owner sets it:
         # a supervisor's agents inside its tool node), as (title, spec) pairs.
         self.drawn_inside: dict[str, list[tuple[str, GraphSpec]]] = {}

@@ -166,6 +166,21 @@ class CompiledGraph:
         return tuple(self._spec.nodes)
 
     @property
+    def input_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of a run's new input (``StateGraph(input_schema=...)``), or
+        ``None`` when the graph declares none (any dict of state keys)."""
+        schema = self._spec.input_schema
+        return None if schema is None else schema.json_schema
+
+    def check_input(self, inputs: Mapping[str, Any]) -> None:
+        """``GraphUsageError`` naming each field of a run's new input that does not fit the
+        graph's input schema; nothing when it fits, or when the graph declares none. (Each
+        run checks its new input so; a server checks it before it starts the run.)"""
+        schema = self._spec.input_schema
+        if schema is not None:
+            schema.check(inputs, f"graph '{self._spec.name or 'graph'}'")
+
+    @property
     def name(self) -> str | None:
         """The name given to ``compile(name=...)`` (an agent's graph has the agent's name)."""
         return self._spec.name

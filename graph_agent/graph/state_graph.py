@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import GraphUsageError, GraphValidationError
 from ._constants import END, START
+from ._input_schema import InputSchema
 from ._spec import (
     BeforeInput,
     BranchSpec,
@@ -37,8 +38,11 @@ class StateGraph:
     ``key_strategies`` says how updates to each key merge (``KeyStrategy`` or a callable
     ``(old, new) -> merged``); keys not listed are REPLACE. ``private_keys`` are kept with the
     thread and handed to nodes, but left out of what callers see (``invoke``'s result,
-    ``get_state``, streamed states): bookkeeping such as an agent's ``jump_to``. Every method
-    returns the graph, so calls chain.
+    ``get_state``, streamed states): bookkeeping such as an agent's ``jump_to``.
+    ``input_schema`` (a pydantic model, a dataclass or a TypedDict) says what a run's new input
+    is: served, it is the assistant's ``input_schema`` (the web page's form), and each new
+    input is checked against it (``GraphUsageError`` naming the fields that do not fit) and
+    used as given. Every method returns the graph, so calls chain.
     """
 
     def __init__(
@@ -46,6 +50,7 @@ class StateGraph:
         key_strategies: Mapping[str, KeyStrategyLike] | None = None,
         *,
         private_keys: Iterable[str] = (),
+        input_schema: Any = None,
     ) -> None:
         if isinstance(key_strategies, type) or not isinstance(
             key_strategies, (Mapping, type(None))
@@ -71,6 +76,8 @@ class StateGraph:
                 )
         self.key_strategies: dict[str, KeyStrategyLike] = strategies
         self.private_keys = frozenset(private_keys)
+        # what a run's new input is: clients read it as JSON Schema, each input is checked
+        self.input_schema = InputSchema(input_schema) if input_schema is not None else None
         self._nodes: dict[str, NodeSpec] = {}
         self._edges: list[tuple[str, str]] = []
         self._branches: dict[str, BranchSpec] = {}
@@ -269,6 +276,7 @@ class StateGraph:
             name=name,
         )
         spec.before_input = before_input
+        spec.input_schema = self.input_schema
         spec.is_agent = agent
         return CompiledGraph(spec, saver, digraph, listeners)
 

@@ -67,7 +67,8 @@ async def assistant_graph(request: Request) -> Response:
 
 @route("/assistants/{assistant_id}/schemas", ["GET"])
 async def assistant_schemas(request: Request) -> Response:
-    """The state's keys (our graphs carry no JSON schema of their values)."""
+    """The graph's input schema when it declares one (``StateGraph(input_schema=...)``), and
+    its state's keys (a graph carries no JSON schema of its state's values)."""
     server = server_of(request)
     s = server.assistant(request.path_params["assistant_id"])
     keys: dict[str, Any] = {key: {} for key in s.graph.key_strategies}
@@ -75,7 +76,7 @@ async def assistant_schemas(request: Request) -> Response:
     return JSONResponse(
         {
             "graph_id": s.graph_id,
-            "input_schema": None,
+            "input_schema": s.graph.input_schema,
             "output_schema": None,
             "state_schema": state,
             "config_schema": None,

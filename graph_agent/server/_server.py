@@ -298,9 +298,8 @@ class Server:
                 body.get("stream_mode"), default=() if waited else ("values",)
             )
             config = run_config_from_wire(tid, body)
-            value: Any = (
-                command_from_wire(command) if command else input_from_wire(body.get("input"))
-            )
+            raw, fits = body.get("input"), served.graph.check_input
+            value: Any = command_from_wire(command) if command else input_from_wire(raw, fits=fits)
         except ValueError as error:
             raise HTTPProblem(422, str(error)) from None
         if isinstance(value, Command) and not value.has_resume and value.update is None:

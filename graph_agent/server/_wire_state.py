@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from ..errors import GraphUsageError
 from ..graph import Command, Interrupt, RunnableConfig, StateSnapshot
 from ._wire_inbound import messages_from_wire, short_repr
 from ._wire_messages import (
@@ -56,10 +57,16 @@ INTERRUPT_KEY: Final = "__interrupt__"
 # -- run input, command and config ------------------------------------------------------------
 
 
-def input_from_wire(value: Any, *, message_keys: Iterable[str] = ("messages",)) -> Any:
+def input_from_wire(
+    value: Any,
+    *,
+    message_keys: Iterable[str] = ("messages",),
+    fits: Callable[[Mapping[str, Any]], None] | None = None,
+) -> Any:
     """A run's ``input`` (or a state update's ``values``) as ours: the values under
     ``message_keys`` go through ``messages_from_wire``; ``None`` stays ``None`` (resume).
-    A list of updates (LangGraph's ``[[key, value], ...]`` form) is not a dict: refused."""
+    A list of updates (LangGraph's ``[[key, value], ...]`` form) is not a dict: refused;
+    so is one that ``fits`` refuses (a graph's ``check_input``: its input schema)."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -77,6 +84,11 @@ def input_from_wire(value: Any, *, message_keys: Iterable[str] = ("messages",)) 
                 raise ValueError(f"input[{key!r}]: {error}") from None
         else:
             out[key] = item
+    if fits is not None:
+        try:
+            fits(out)
+        except GraphUsageError as error:
+            raise ValueError(str(error)) from None
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ def approval_workflow() -> Any:
     spec = importlib.util.spec_from_file_location("_page_approval_workflow", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as the CLI loads it: its types are found by name
     spec.loader.exec_module(module)
     return module
 
