@@ -47,9 +47,14 @@ def test_the_approval_workflow_runs_from_the_form_and_its_approval_is_answered(
         assert page.locator("#messages").is_hidden()
         assert page.locator("#input").is_hidden()
         assert page.locator("#state-view").is_visible()
-        # the graph has no input schema: the JSON editor comes first
-        assert page.locator("#use-json").is_checked()
+        # its input schema (ExpenseInput) gives the form its one field, the report (an
+        # object: a JSON box), required; the raw JSON editor is a switch away
+        assert not page.locator("#use-json").is_checked()
+        field = form.locator("label", has_text="report")
+        assert "*" in field.inner_text() and "JSON" in field.inner_text()
+        page.check("#use-json")
         raw = page.locator("#input-json")
+        raw.wait_for(state="visible")
 
         raw.fill("{report: ")  # not JSON: said at once, nothing sent
         page.click("#run-input")
