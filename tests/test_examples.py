@@ -40,6 +40,7 @@ def approval() -> ModuleType:
     spec = importlib.util.spec_from_file_location("_example_approval_workflow", APPROVAL)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import does: its input schema's types by name
     spec.loader.exec_module(module)
     return module
 

@@ -34,7 +34,12 @@ class InputSchema:
             schema = self._adapter.json_schema()
         except (PydanticUserError, TypeError) as error:
             raise GraphValidationError(
-                [f"input_schema {kind.__name__} cannot be described as JSON Schema: {error}"]
+                [
+                    f"input_schema {kind.__name__} cannot be described as JSON Schema: "
+                    f"{error}. Its types are found by name in their module: define them at "
+                    "the top of a module Python imported (one loaded by hand goes in "
+                    "sys.modules first)"
+                ]
             ) from None
         if schema.get("type") != "object":
             raise GraphValidationError(
