@@ -10,6 +10,7 @@ from __future__ import annotations
 from .base import AgentHook, Hook, HookPosition, HookResult, JumpTo, ModelHook
 from .builtin import (
     CallLimitExceededError,
+    ContextEditingInterceptor,
     HumanInTheLoopHook,
     MessageWindowHook,
     ModelCallLimitExceededError,
@@ -35,6 +36,7 @@ from .interceptors import (
 __all__ = [
     "AgentHook",
     "CallLimitExceededError",
+    "ContextEditingInterceptor",
     "Hook",
     "HookPosition",
     "HookResult",

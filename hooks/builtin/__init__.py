@@ -3,6 +3,7 @@ approval of tool calls, and retries and fallbacks for model and tool calls."""
 
 from __future__ import annotations
 
+from .context_editing import ContextEditingInterceptor
 from .errors import (
     CallLimitExceededError,
     ModelCallLimitExceededError,
@@ -22,6 +23,7 @@ from .window import MessageWindowHook, message_window
 
 __all__ = [
     "CallLimitExceededError",
+    "ContextEditingInterceptor",
     "HumanInTheLoopHook",
     "MessageWindowHook",
     "ModelCallLimitExceededError",
