@@ -19,6 +19,7 @@ from ..store import (
     Namespace,
     checked_namespace,
     listed_namespaces,
+    no_index,
     search_page,
 )
 
@@ -203,8 +204,16 @@ class RedisStore(BaseStore, Closing):
 
     # -- the store's methods ----------------------------------------------------------------------
 
-    def put(self, namespace: Iterable[str], key: str, value: Any) -> None:
-        """Store ``value`` under ``(namespace, key)``; an update keeps ``created_at``."""
+    def put(
+        self,
+        namespace: Iterable[str],
+        key: str,
+        value: Any,
+        *,
+        index: bool | builtins.list[str] | None = None,
+    ) -> None:
+        """Store ``value`` under ``(namespace, key)``; an update keeps ``created_at``. (This
+        store has no semantic index yet: ``index`` changes nothing.)"""
         ns = checked_namespace(namespace)
         self._check_legacy()
         now = time.time()
@@ -245,9 +254,14 @@ class RedisStore(BaseStore, Closing):
         filter: Mapping[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
+        *,
+        query: str | None = None,
     ) -> builtins.list[Item]:
         """Items under ``namespace_prefix`` whose dict value has the ``filter`` fields, newest
-        update first, ``offset`` skipped, at most ``limit``."""
+        update first, ``offset`` skipped, at most ``limit``. (A search by ``query`` needs an
+        index, which this store does not have yet: a ``ValueError`` says so.)"""
+        if query is not None:
+            raise no_index(self)
         items = [
             self._item(ns, _text(key), blob)
             for ns in self._namespaces(tuple(namespace_prefix))
