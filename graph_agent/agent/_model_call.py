@@ -186,11 +186,17 @@ class CallModel(Effect):
 
 
 class ModelChain:
-    """The model wrapped by the agent's model interceptors (the first is outermost)."""
+    """The model wrapped by the agent's model interceptors (the first is outermost). An
+    interceptor with ``wrap_model(model) -> model`` also wraps the model itself, inside the
+    ``model_*`` events: what it changes in the answer, no event, stream or checkpoint sees."""
 
     def __init__(self, model: ChatModel, interceptors: Sequence[ModelInterceptor]) -> None:
         self.intercepted = bool(interceptors)
         call = _ModelCall(model, self.intercepted)
+        for interceptor in interceptors:  # a guard (PIIHook) that checks what the model says
+            wrap = getattr(interceptor, "wrap_model", None)  # before any event announces it
+            if wrap is not None:
+                call.model = wrap(call.model)
         handler: Callable[[ModelRequest], ChatResponse] = call
         ahandler: Callable[[ModelRequest], Awaitable[ChatResponse]] = call.acall
         for interceptor in reversed(interceptors):

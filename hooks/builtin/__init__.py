@@ -12,6 +12,7 @@ from .errors import (
 )
 from .human import HumanInTheLoopHook, ToolFeedback
 from .limits import ModelCallLimitHook, ToolCallLimitHook
+from .pii import PIIDetectionError, PIIHook, PIIMatch
 from .retry import (
     ModelFallbackInterceptor,
     ModelRetryInterceptor,
@@ -30,6 +31,9 @@ __all__ = [
     "ModelCallLimitHook",
     "ModelFallbackInterceptor",
     "ModelRetryInterceptor",
+    "PIIDetectionError",
+    "PIIHook",
+    "PIIMatch",
     "SummarizationHook",
     "ToolCallLimitExceededError",
     "ToolCallLimitHook",

@@ -1,0 +1,233 @@
+"""``PIIHook``: finds personal data (emails, card numbers, IP addresses, phone numbers, URLs,
+or what your own detector finds) in the user's input, the model's answer and tool results,
+and blocks, redacts, masks or hashes it before it is stored, streamed or sent on."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, Literal
+
+from graph_agent.graph import OverAllState, Overwrite, RunnableConfig, interrupt
+from graph_agent.messages import MESSAGES, AssistantMessage, UserMessage
+from graph_agent.models import ChatModel, ChatResponse, Prompt
+from graph_agent.tools.manager import ToolCallRequest
+
+from ..base import AgentHook, HookResult, JumpTo
+from ..interceptors import ModelInterceptor, ToolInterceptor
+from ._messages import messages_of
+from ._pii_detect import (
+    STRATEGIES,
+    Detector,
+    PIIDetectionError,
+    PIIMatch,
+    PIIStrategy,
+    StreamGuard,
+    apply_strategy,
+    resolve_detector,
+)
+
+__all__ = ["PIIDetectionError", "PIIHook", "PIIMatch"]
+
+Direction = Literal["input", "output", "tool_results"]
+
+
+class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
+    """Finds one kind of personal data and blocks, redacts, masks or hashes it, in the
+    directions asked for. Pass it both as a hook and as an interceptor::
+
+        pii = PIIHook("email", strategy="redact", apply_to_output=True)
+        ReactAgent(..., hooks=[pii], interceptors=[pii])
+
+    ``pii_type``: ``"email"``, ``"credit_card"`` (Luhn-checked), ``"ip"`` (IPv4 and IPv6),
+    ``"phone"``, ``"url"``, or a name of your own with ``detector`` (a regex, text or
+    compiled, or a function from a text to its matches: ``PIIMatch`` or ``(start, end)``).
+
+    ``strategy``: ``"redact"`` (``[REDACTED_EMAIL]``), ``"mask"`` (``****-****-****-1111``,
+    ``a***@example.com``), ``"hash"`` (``<email_hash:1f2e3d4c>``, stable: one value, one
+    hash) or ``"block"`` (``PIIDetectionError``; with ``on_block="interrupt"`` the user's
+    input pauses the run for a person instead: resume with ``True`` to let it through, or
+    anything else to end the run with a refusal).
+
+    Directions: ``apply_to_input`` (default) rewrites the user's messages in the state when a
+    run starts, before the model sees them; ``apply_to_output`` the model's answer text as it
+    comes out of the model, before any event, checkpoint or stream carries it (a streamed
+    answer is held back where a match could still be growing, so half a card number never
+    goes out); ``apply_to_tool_results`` each tool's text before the model and the checkpoint
+    see it. ``stream_hold`` holds back that many more characters of a streamed answer, for a
+    detector whose matches may span spaces (the built-in ones need none).
+    """
+
+    can_jump_to = (JumpTo.END,)
+
+    def __init__(
+        self,
+        pii_type: str,
+        strategy: PIIStrategy = "redact",
+        *,
+        detector: Detector | None = None,
+        apply_to_input: bool = True,
+        apply_to_output: bool = False,
+        apply_to_tool_results: bool = False,
+        on_block: Literal["raise", "interrupt"] = "raise",
+        stream_hold: int = 0,
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(pii_type, str) or not pii_type:
+            raise ValueError(f"PIIHook: pii_type must be a non-empty name, got {pii_type!r}")
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"PIIHook '{pii_type}': strategy must be one of {', '.join(STRATEGIES)}, "
+                f"got {strategy!r}"
+            )
+        if on_block not in ("raise", "interrupt"):
+            raise ValueError(
+                f"PIIHook '{pii_type}': on_block must be 'raise' or 'interrupt', got {on_block!r}"
+            )
+        if on_block == "interrupt" and (
+            strategy != "block" or apply_to_output or apply_to_tool_results
+        ):
+            raise ValueError(
+                f"PIIHook '{pii_type}': on_block='interrupt' pauses a run on the user's input "
+                "only: use it with strategy='block' and apply_to_input alone (the model's "
+                "answer and tool results are checked mid-call, where a run cannot pause)"
+            )
+        if not (apply_to_input or apply_to_output or apply_to_tool_results):
+            raise ValueError(
+                f"PIIHook '{pii_type}': applies nowhere; set apply_to_input, apply_to_output "
+                "or apply_to_tool_results"
+            )
+        if not isinstance(stream_hold, int) or stream_hold < 0:
+            raise ValueError(f"PIIHook '{pii_type}': stream_hold must be an int >= 0")
+        self.pii_type = pii_type
+        self.strategy = strategy
+        self.find = resolve_detector(pii_type, detector)
+        self.apply_to_input = apply_to_input
+        self.apply_to_output = apply_to_output
+        self.apply_to_tool_results = apply_to_tool_results
+        self.on_block = on_block
+        self.stream_hold = stream_hold
+        self.name = name or f"PII[{pii_type}]"
+
+    def __repr__(self) -> str:
+        return f"PIIHook({self.pii_type!r}, strategy={self.strategy!r}, name={self.name!r})"
+
+    def detect(self, text: str) -> list[PIIMatch]:
+        """The matches of this hook's kind in ``text``, in order."""
+        return self.find(text)
+
+    def apply(self, text: str, direction: Direction = "input") -> str:
+        """``text`` under this hook's strategy (``PIIDetectionError`` when it blocks)."""
+        return apply_strategy(text, self.find(text), self.pii_type, self.strategy, direction)
+
+    # -- input: the user's messages, when a run starts -------------------------------------
+
+    def before_agent(self, state: OverAllState, config: RunnableConfig) -> HookResult:
+        if not self.apply_to_input:
+            return None
+        messages = messages_of(state)
+        if self.on_block == "interrupt":
+            return self._ask(messages)
+        changed = False
+        for index, message in enumerate(messages):
+            if isinstance(message, UserMessage) and message.text:
+                text = self.apply(message.text, "input")
+                if text != message.text:
+                    messages[index] = message.model_copy(update={"text": text})
+                    changed = True
+        return {MESSAGES: Overwrite(messages)} if changed else None
+
+    def _ask(self, messages: list[Any]) -> HookResult:
+        last = messages[-1] if messages else None
+        if not isinstance(last, UserMessage):
+            return None
+        count = len(self.find(last.text))
+        if not count:
+            return None
+        decision = interrupt(
+            {
+                "type": "pii_detected",
+                "pii_type": self.pii_type,
+                "direction": "input",
+                "count": count,
+            }
+        )
+        if decision is True:
+            return None
+        refusal = AssistantMessage(
+            f"I can't take this message: it holds {self.pii_type.replace('_', ' ')} data."
+        )
+        return {MESSAGES: [refusal], "jump_to": JumpTo.END}
+
+    # -- output: the model's answer, before events and checkpoints see it ------------------
+
+    def wrap_model(self, model: ChatModel) -> ChatModel:
+        """``model`` with its answers checked (the agent calls this for each interceptor
+        that has it, so what the model answers is checked before it is announced)."""
+        return _GuardedModel(model, self) if self.apply_to_output else model
+
+    # -- tool results -----------------------------------------------------------------------
+
+    def intercept_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], str]
+    ) -> str:
+        result = handler(request)
+        return self.apply(result, "tool_results") if self.apply_to_tool_results else result
+
+    async def aintercept_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[str]]
+    ) -> str:
+        result = await handler(request)
+        return self.apply(result, "tool_results") if self.apply_to_tool_results else result
+
+
+def _with_text(response: ChatResponse, text: str) -> ChatResponse:
+    if not response.results:
+        return response
+    first = response.results[0]
+    output = first.output.model_copy(update={"text": text})
+    generation = type(first)(output, first.finish_reason, first.metadata)
+    return type(response)(results=(generation, *response.results[1:]), metadata=response.metadata)
+
+
+class _GuardedModel:
+    """A model whose answers pass through a ``PIIHook``: whole, or streamed with a hold-back."""
+
+    def __init__(self, model: ChatModel, hook: PIIHook) -> None:
+        self._model = model
+        self._hook = hook
+
+    def __getattr__(self, name: str) -> Any:  # the model's name, provider, capabilities
+        return getattr(self._model, name)
+
+    def _checked(self, response: ChatResponse) -> ChatResponse:
+        text = response.text
+        return _with_text(response, self._hook.apply(text, "output")) if text else response
+
+    def _guard(self) -> StreamGuard:
+        hook = self._hook
+        return StreamGuard(lambda text: hook.apply(text, "output"), hook.find, hook.stream_hold)
+
+    @staticmethod
+    def _piece(guard: StreamGuard, chunk: ChatResponse) -> ChatResponse:
+        text = chunk.text
+        return _with_text(chunk, guard.feed(text)) if text else chunk
+
+    def call(self, prompt: Prompt) -> ChatResponse:
+        return self._checked(self._model.call(prompt))
+
+    async def acall(self, prompt: Prompt) -> ChatResponse:
+        return self._checked(await self._model.acall(prompt))
+
+    def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
+        guard = self._guard()
+        for chunk in self._model.stream(prompt):
+            yield self._piece(guard, chunk)
+        if rest := guard.flush():
+            yield ChatResponse.of(AssistantMessage(rest))
+
+    async def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        guard = self._guard()
+        async for chunk in self._model.astream(prompt):
+            yield self._piece(guard, chunk)
+        if rest := guard.flush():
+            yield ChatResponse.of(AssistantMessage(rest))
