@@ -87,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "ToolProviderRequest": "graph_agent.tools",
     "FunctionToolProvider": "graph_agent.tools",
     "tool_provider": "graph_agent.tools",
+    "memory_tools": "graph_agent.tools.memory",
     "ToolCallingManager": "graph_agent.tools",
     "ToolExecutionResult": "graph_agent.tools",
     "ToolExecutionRecord": "graph_agent.tools",
@@ -208,6 +209,7 @@ __all__ = [
     "UserMessage",
     "__version__",
     "interrupt",
+    "memory_tools",
     "tool",
     "tool_provider",
 ]
@@ -317,6 +319,7 @@ if TYPE_CHECKING:
         tool,
         tool_provider,
     )
+    from .tools.memory import memory_tools
 
 
 def __getattr__(name: str) -> Any:
