@@ -16,7 +16,9 @@ W13 (what storing finished work costs, ours only) in benchmarks/progress.py; W14
 flows, per model call: three agents in sequence and a supervisor over three, against one
 agent; LangGraph's side in benchmarks/peer_extra.py) in benchmarks/multi_agent.py; W15 (what
 the Agent Protocol server adds to a run, and 1,000 streams at once; LangGraph's side, ``langgraph
-dev``, in benchmarks/peer_serving.py) in benchmarks/serving.py.
+dev``, in benchmarks/peer_serving.py) in benchmarks/serving.py; W17C (what
+``ContextEditingInterceptor`` adds per model call on a 500-message thread, ours only) in
+benchmarks/context_editing.py.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import concurrency
+import context_editing
 import graph_shapes
 import history
 import long_threads
@@ -381,6 +384,9 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W15": serving.w15_serving,
     "W16": workers.w16_workers,
     "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
+    "W17C": lambda: context_editing.w17_context_editing(
+        SIZES["w17c_calls"], SIZES["w17c_rounds"], emit
+    ),
     "W10": lambda: tracing.w10_tracing(
         SIZES["w2_k"], SIZES["w2_conversations"], SIZES["w10_rounds"], make_react, emit
     ),
