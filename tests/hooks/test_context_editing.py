@@ -280,3 +280,13 @@ def test_a_thread_goes_on_after_an_edited_run(mode: str) -> None:
 def test_bad_options_say_what_to_fix(options: dict[str, Any], error: type, says: str) -> None:
     with pytest.raises(error, match=says):
         ContextEditingInterceptor(**options)
+
+
+def test_a_streamed_run_is_edited_and_recorded_alike() -> None:
+    interceptor = ContextEditingInterceptor(trigger_tokens=150, keep_last=1)
+    model = ScriptedChatModel([asks("c1"), asks("c2"), asks("c3"), "done"])
+    agent = ReactAgent(name="streamed", model=model, tools=[lookup], interceptors=[interceptor])
+    assert "".join(agent.stream_messages("go", {"thread_id": "s1"})) == "done"
+    assert results(model.prompts[-1].messages)["c1"].startswith("[cleared")
+    stored = agent.get_state({"thread_id": "s1"}).values["messages"]
+    assert len(results(stored)) == 3 and stored[-1].metadata[CONTEXT_EDITING]["cleared"] >= 1
