@@ -148,8 +148,27 @@ def build_graph(
         listeners=listeners,
         name=parts.name,
         before_input=before_input,
+        clean_input=_input_cleaner(hooks),
         agent=True,
     )
+
+
+def _input_cleaner(
+    hooks: Sequence[Hook],
+) -> Callable[[Mapping[str, Any]], Mapping[str, Any]] | None:
+    """The hooks' ``clean_input(input) -> input`` (a ``PIIHook``'s), in their order: each
+    run's new input goes through them before it is announced or stored."""
+    ordered = sorted(hooks, key=lambda h: h.order)
+    cleaners = [c for h in ordered if callable(c := getattr(h, "clean_input", None))]
+    if not cleaners:
+        return None
+
+    def clean(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        for cleaner in cleaners:
+            inputs = cleaner(inputs)
+        return inputs
+
+    return clean
 
 
 def _after_model_route(state: OverAllState) -> str:

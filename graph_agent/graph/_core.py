@@ -74,8 +74,22 @@ class GraphRun(Cursor):
         listens (without, the run itself: no generator around it while it waits)."""
         return self._run() if self.scope.bus is None else self._announced()
 
+    def _clean_input(self) -> BaseException | None:
+        """The new input through ``compile(clean_input=...)``, once, before anything sees it;
+        what that raises, to fail the run with."""
+        clean = self.spec.clean_input
+        if clean is None or not isinstance(self.inputs, Mapping):
+            return None
+        try:
+            self.inputs = clean(self.inputs)
+        except Exception as error:
+            self.inputs = None  # the rejected input is neither announced nor stored
+            return error
+        return None
+
     def _announced(self) -> Generator[Effect, Any, None]:
         scope = self.scope
+        refused = self._clean_input()
         scope.event(
             RunStart,
             input=self.inputs,
@@ -84,7 +98,9 @@ class GraphRun(Cursor):
             call_id=self.call_id,
         )
         try:
-            yield from self._run()
+            if refused is not None:
+                raise refused
+            yield from self._run(cleaned=True)
         except GeneratorExit:  # its stream was closed early: a normal stop, reported as one
             scope.event(RunError, error=RunStopped())
             raise
@@ -170,8 +186,10 @@ class GraphRun(Cursor):
         answers = {i: entry.resume[i] for i in pending if i in entry.resume}
         return Command(resume=answers) if answers else None
 
-    def _run(self) -> Generator[Effect, Any, None]:
+    def _run(self, cleaned: bool = False) -> Generator[Effect, Any, None]:
         spec = self.spec
+        if not cleaned and (refused := self._clean_input()) is not None:
+            raise refused
         if isinstance(self.inputs, SubgraphEntry):
             entered = yield from self._enter()
             if entered is None:

@@ -17,6 +17,9 @@ from .state import KeyStrategy, KeyStrategyLike
 BeforeInput = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
 """``compile(before_input=...)``: (stored values, new input, kept resume values) -> input."""
 
+CleanInput = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""``compile(clean_input=...)``: a run's new input -> the input to announce, store and run."""
+
 
 def _is_async_callable(fn: Any) -> bool:
     while isinstance(fn, functools.partial):
@@ -211,6 +214,7 @@ class GraphSpec:
     __slots__ = (
         "before_input",
         "branches",
+        "clean_input",
         "default_recursion_limit",
         "drawn_inside",
         "edges",
@@ -246,6 +250,7 @@ class GraphSpec:
         self.name = name  # compile(name=...): what run events, logs and traces call the graph
         self.is_agent = False  # compile(agent=True): its runs are agent runs (invoke_agent spans)
         self.before_input: BeforeInput | None = None  # compile(before_input=...)
+        self.clean_input: CleanInput | None = None  # compile(clean_input=...)
         self.input_schema: InputSchema | None = None  # StateGraph(input_schema=...)
         # Graphs ``draw_mermaid`` draws inside a node besides a subgraph's (an owner sets it:
         # a supervisor's agents inside its tool node), as (title, spec) pairs.

@@ -11,6 +11,7 @@ from ._input_schema import InputSchema
 from ._spec import (
     BeforeInput,
     BranchSpec,
+    CleanInput,
     GraphSpec,
     NodeSpec,
     Reachability,
@@ -194,6 +195,7 @@ class StateGraph:
         name: str | None = None,
         *,
         before_input: BeforeInput | None = None,
+        clean_input: CleanInput | None = None,
         agent: bool = False,
     ) -> CompiledGraph:
         """Validate the graph and return a runnable ``CompiledGraph``.
@@ -214,6 +216,9 @@ class StateGraph:
         to a thread that has a checkpoint, before it is merged: ``values`` is the stored
         state, ``kept`` what a stopped step kept (its resume values); it returns the input to
         merge (``ReactAgent`` answers tool calls a stopped run left unanswered this way).
+        ``clean_input(input)`` rewrites each run's new input (a dict) before anything sees
+        it: the ``run_start`` event, the input checkpoint, the state (``ReactAgent`` removes
+        personal data so, with a ``PIIHook``); what it raises fails the run.
         ``agent=True`` marks the graph's runs as agent runs (``RunStart.agent``, the
         ``invoke_agent`` span).
         """
@@ -239,6 +244,8 @@ class StateGraph:
             problems.append(
                 f"before_input must be a function (values, input, kept) -> input, got {before_input!r}"
             )
+        if clean_input is not None and not callable(clean_input):
+            problems.append(f"clean_input must be a function (input) -> input, got {clean_input!r}")
         if name is not None and (not isinstance(name, str) or not name):
             problems.append(f"name must be a non-empty str, got {name!r}")
         listeners = tuple(listeners)
@@ -276,6 +283,7 @@ class StateGraph:
             name=name,
         )
         spec.before_input = before_input
+        spec.clean_input = clean_input
         spec.input_schema = self.input_schema
         spec.is_agent = agent
         return CompiledGraph(spec, saver, digraph, listeners)

@@ -4,7 +4,7 @@ and blocks, redacts, masks or hashes it before it is stored, streamed or sent on
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Literal
 
 from graph_agent.graph import OverAllState, Overwrite, RunnableConfig, interrupt
@@ -48,8 +48,9 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
     input pauses the run for a person instead: resume with ``True`` to let it through, or
     anything else to end the run with a refusal).
 
-    Directions: ``apply_to_input`` (default) rewrites the user's messages in the state when a
-    run starts, before the model sees them; ``apply_to_output`` the model's answer text as it
+    Directions: ``apply_to_input`` (default) rewrites the user's messages of a run's new
+    input before the run announces or stores it (and any that reached the state another
+    way when the run starts); ``apply_to_output`` the model's answer text as it
     comes out of the model, before any event, checkpoint or stream carries it (a streamed
     answer is held back where a match could still be growing, so half a card number never
     goes out); ``apply_to_tool_results`` each tool's text before the model and the checkpoint
@@ -121,12 +122,32 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
 
     # -- input: the user's messages, when a run starts -------------------------------------
 
+    def clean_input(self, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A run's new input with the user's messages checked: the agent calls it before the
+        input is announced (``run_start``) or stored (the thread's input checkpoint)."""
+        if not self.apply_to_input or self.on_block == "interrupt":
+            return inputs  # a person decides on what the state holds
+        given = inputs.get(MESSAGES)
+        replace = isinstance(given, Overwrite)
+        items = given.value if isinstance(given, Overwrite) else given
+        if items is None:
+            return inputs
+        listed = list(items) if isinstance(items, (list, tuple)) else [items]
+        cleaned, changed = self._cleaned(listed)
+        if not changed:
+            return inputs
+        return {**inputs, MESSAGES: Overwrite(cleaned) if replace else cleaned}
+
     def before_agent(self, state: OverAllState, config: RunnableConfig) -> HookResult:
         if not self.apply_to_input:
             return None
         messages = messages_of(state)
         if self.on_block == "interrupt":
             return self._ask(messages)
+        cleaned, changed = self._cleaned(messages)  # input that came another way (update_state)
+        return {MESSAGES: Overwrite(cleaned)} if changed else None
+
+    def _cleaned(self, messages: list[Any]) -> tuple[list[Any], bool]:
         changed = False
         for index, message in enumerate(messages):
             if isinstance(message, UserMessage) and message.text:
@@ -134,7 +155,7 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
                 if text != message.text:
                     messages[index] = message.model_copy(update={"text": text})
                     changed = True
-        return {MESSAGES: Overwrite(messages)} if changed else None
+        return messages, changed
 
     def _ask(self, messages: list[Any]) -> HookResult:
         last = messages[-1] if messages else None

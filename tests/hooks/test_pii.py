@@ -18,6 +18,7 @@ from graph_agent import (
     ReactAgent,
     ScriptedChatModel,
     ToolCall,
+    UserMessage,
     tool,
 )
 from graph_agent.events import RunEvent
@@ -230,17 +231,41 @@ def test_async_run_streams_and_checks_the_same() -> None:
     assert not leaks(agent.get_state({"thread_id": "a1"}).values)
 
 
-def test_input_is_changed_before_the_model_sees_it() -> None:
+def test_input_is_changed_before_it_is_announced_or_stored(tmp_path: Path) -> None:
+    with SqliteSaver(tmp_path / "threads.db") as saver:
+        model = ScriptedChatModel(["Noted."])
+        hooks = (PIIHook("email"), PIIHook("credit_card", "hash"))
+        agent, listener = agent_with(saver, model, *hooks)
+        agent.call(f"I am ada@example.com, card {CARD}", {"thread_id": "i1"})
+        sent = model.prompts[0].messages[-1].text
+        assert re.fullmatch(r"I am \[REDACTED_EMAIL\], card <credit_card_hash:[0-9a-f]{8}>", sent)
+        history = list(agent.get_state_history({"thread_id": "i1"}))
+        assert [h.values["messages"][0].text for h in history] == [sent] * len(history)
+        assert listener.events[0].kind == "run_start"
+        assert not leaks(listener.events)
+    stored = (tmp_path / "threads.db").read_bytes()
+    assert b"[REDACTED_EMAIL]" in stored
+    assert not [s for s in SECRETS if s.encode() in stored]
+
+
+def test_input_block_fails_the_run_before_anything_is_stored() -> None:
     model = ScriptedChatModel(["Noted."])
-    agent, listener = agent_with(
-        MemorySaver(), model, PIIHook("email"), PIIHook("credit_card", "hash")
-    )
-    agent.call(f"I am ada@example.com, card {CARD}", {"thread_id": "i1"})
-    sent = model.prompts[0].messages[-1].text
-    assert re.fullmatch(r"I am \[REDACTED_EMAIL\], card <credit_card_hash:[0-9a-f]{8}>", sent)
-    assert agent.get_state({"thread_id": "i1"}).values["messages"][0].text == sent
-    starts = [e for e in listener.events if e.kind == "model_start"]
-    assert not leaks(starts)
+    agent, listener = agent_with(MemorySaver(), model, PIIHook("email", "block"))
+    with pytest.raises(PIIDetectionError, match=r"1 email value\(s\) found in the input"):
+        agent.call("I am ada@example.com", {"thread_id": "ib"})
+    assert not model.prompts
+    assert agent.get_state({"thread_id": "ib"}) is None  # no checkpoint was written
+    assert [e.kind for e in listener.events] == ["run_start", "run_error"]
+    assert not leaks(listener.events)
+
+
+def test_input_given_through_update_state_is_checked_when_the_run_starts() -> None:
+    model = ScriptedChatModel(["Noted."])
+    agent, _ = agent_with(MemorySaver(), model, PIIHook("email"))
+    config = {"thread_id": "u1"}
+    agent.graph.update_state(config, {"messages": [UserMessage("mail ada@example.com")]})
+    agent.call("hello", config)
+    assert [m.text for m in model.prompts[0].messages[-2:]] == ["mail [REDACTED_EMAIL]", "hello"]
 
 
 def test_output_block_raises_and_stores_no_answer() -> None:
