@@ -4,6 +4,7 @@ never reaches the model, a checkpoint, a run event or a streamed delta."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,33 @@ def test_tool_result_block_fails_the_tool_call_and_the_model_is_told() -> None:
     assert not leaks(model.prompts)
     assert not leaks(agent.get_state({"thread_id": "tb"}).values)
     assert not leaks(listener.events)
+
+
+def test_trace_spans_and_log_lines_never_carry_it(caplog: pytest.LogCaptureFixture) -> None:
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    from graph_agent.observability import OpenTelemetryListener
+
+    exporter = memory.InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    spans = OpenTelemetryListener(provider, capture_content=True)
+    pii = list(guards())
+    agent = ReactAgent(
+        name="support",
+        model=script(),
+        tools=[customer],
+        hooks=pii,
+        interceptors=pii,
+        listeners=[spans],
+    )
+    with caplog.at_level(logging.DEBUG):
+        list(agent.stream_events(f"Ada? ada@example.com {CARD}", {"thread_id": "o1"}))
+    finished = exporter.get_finished_spans()
+    assert any(s.name.startswith("chat") for s in finished)
+    attributes = [dict(s.attributes or {}) for s in finished]
+    assert "[REDACTED_EMAIL]" in repr(attributes)  # content is recorded...
+    assert not leaks(attributes)  # ... never the data
+    assert not leaks([r.getMessage() for r in caplog.records])
+    provider.shutdown()
