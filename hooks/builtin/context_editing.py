@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from graph_agent.messages import (
+    MESSAGES,
     AssistantMessage,
     Message,
     ToolCall,
@@ -18,6 +19,7 @@ from graph_agent.messages import (
     tool_response_message,
 )
 from graph_agent.models import ChatResponse
+from graph_agent.tools import ToolContext, tool
 
 from ..interceptors import ModelCallHandler, ModelInterceptor, ModelRequest
 from .summarization import TokenCounter, approximate_tokens
@@ -25,9 +27,11 @@ from .summarization import TokenCounter, approximate_tokens
 __all__ = [
     "CONTEXT_EDITING",
     "DEFAULT_PLACEHOLDER",
+    "READ_BACK_PLACEHOLDER",
     "ContextEdit",
     "ContextEditingInterceptor",
     "prompt_tokens",
+    "read_cleared_result",
 ]
 
 CONTEXT_EDITING = "context_editing"
@@ -38,7 +42,25 @@ DEFAULT_PLACEHOLDER = (
     "[cleared to save context: the result of {name} ({chars} characters); "
     "call the tool again if it is needed]"
 )
+READ_BACK_PLACEHOLDER = (
+    "[cleared to save context: the result of {name} ({chars} characters); "
+    'read it back with read_cleared_result(call_id="{id}") if it is needed]'
+)
 _PLACEHOLDER_FIELDS = ("name", "id", "chars")
+
+
+@tool
+def read_cleared_result(call_id: str, context: ToolContext) -> str:
+    """Read back, word for word, a tool result that was cleared from the conversation to save
+    context: give the call id its placeholder names."""
+    state: Mapping[str, Any] = context.state or {}
+    for message in reversed(state.get(MESSAGES) or ()):
+        if isinstance(message, ToolResponseMessage):
+            for response in message.responses:
+                if response.id == call_id:
+                    return response.response_data
+    return f"No tool result with call id {call_id!r} in this conversation."
+
 
 Placeholder = str | Callable[[ToolResponse], str]
 """The text a cleared result becomes: a ``str.format`` template with ``{name}`` (the tool),
@@ -151,7 +173,9 @@ class ContextEditingInterceptor(ModelInterceptor):
     pair every provider accepts) and becomes ``placeholder``, a short text that says what was
     there. The last ``keep_last`` tool results and every result of a tool named in
     ``exclude_tools`` are never cleared. With ``clear_tool_inputs`` the cleared calls'
-    arguments are sent as ``{}`` too.
+    arguments are sent as ``{}`` too. With ``read_back`` the model is offered the tool
+    ``read_cleared_result(call_id)``, which reads a cleared result back from the thread's
+    history, and the default placeholder says so.
 
     Only the request is edited: the thread's state keeps every message word for word, so the
     thread stays complete and resumable. The answer of an edited call records in its metadata
@@ -169,8 +193,9 @@ class ContextEditingInterceptor(ModelInterceptor):
         keep_last: int = 3,
         clear_at_least: int = 0,
         exclude_tools: Iterable[str] = (),
-        placeholder: Placeholder = DEFAULT_PLACEHOLDER,
+        placeholder: Placeholder | None = None,
         *,
+        read_back: bool = False,
         clear_tool_inputs: bool = False,
         token_counter: TokenCounter | None = None,
     ) -> None:
@@ -184,9 +209,15 @@ class ContextEditingInterceptor(ModelInterceptor):
             "clear_at_least", clear_at_least, 0, "the fewest tokens a clearing saves"
         )
         self.exclude_tools = _check_tools(exclude_tools)
+        for what, flag in (("read_back", read_back), ("clear_tool_inputs", clear_tool_inputs)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{what} must be True or False, got {flag!r}")
+        self.read_back = read_back
+        if placeholder is None:
+            placeholder = READ_BACK_PLACEHOLDER if read_back else DEFAULT_PLACEHOLDER
         self.placeholder = _check_placeholder(placeholder)
-        if not isinstance(clear_tool_inputs, bool):
-            raise TypeError(f"clear_tool_inputs must be True or False, got {clear_tool_inputs!r}")
+        if read_back:
+            self.tools = (read_cleared_result,)
         self.clear_tool_inputs = clear_tool_inputs
         if token_counter is not None and not callable(token_counter):
             raise TypeError(
@@ -277,6 +308,11 @@ class ContextEditingInterceptor(ModelInterceptor):
         return saved
 
     def _request(self, request: ModelRequest) -> tuple[ModelRequest, ContextEdit | None]:
+        if self.read_back:  # offered on every call: the tool list (a cached prefix) stays put
+            offered = request.options.tool_callbacks
+            if read_cleared_result not in offered:
+                options = request.options.copy(tool_callbacks=(*offered, read_cleared_result))
+                request = request.replace(options=options)
         done = self.edit(request.messages)
         return (request, None) if done is None else (request.replace(messages=done.messages), done)
 

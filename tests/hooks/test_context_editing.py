@@ -274,6 +274,7 @@ def test_a_thread_goes_on_after_an_edited_run(mode: str) -> None:
         ({"placeholder": "{name"}, ValueError, "not a valid str.format template"),
         ({"placeholder": 3}, TypeError, "placeholder must be a str template"),
         ({"clear_tool_inputs": "yes"}, TypeError, "clear_tool_inputs must be True or False"),
+        ({"read_back": 1}, TypeError, "read_back must be True or False"),
         ({"token_counter": 4}, TypeError, "token_counter must be a function"),
     ],
 )
@@ -290,3 +291,37 @@ def test_a_streamed_run_is_edited_and_recorded_alike() -> None:
     assert results(model.prompts[-1].messages)["c1"].startswith("[cleared")
     stored = agent.get_state({"thread_id": "s1"}).values["messages"]
     assert len(results(stored)) == 3 and stored[-1].metadata[CONTEXT_EDITING]["cleared"] >= 1
+
+
+def test_with_read_back_the_model_reads_a_cleared_result_back(mode: str) -> None:
+    interceptor = ContextEditingInterceptor(trigger_tokens=150, keep_last=1, read_back=True)
+    read = AssistantMessage(
+        "",
+        tool_calls=(ToolCall(id="r1", name="read_cleared_result", arguments='{"call_id": "c1"}'),),
+    )
+    model = ScriptedChatModel([asks("c1"), asks("c2"), read, "done"])
+    agent = ReactAgent(name="reader", model=model, tools=[lookup], interceptors=[interceptor])
+    assert call(agent, "go", "rb1", mode).text == "done"
+    offered = [t.tool_definition.name for t in model.prompts[0].tool_options.tool_callbacks]
+    assert offered == ["lookup", "read_cleared_result"]  # offered from the first call on
+    placeholder = results(model.prompts[2].messages)["c1"]
+    assert placeholder == (
+        "[cleared to save context: the result of lookup (403 characters); "
+        'read it back with read_cleared_result(call_id="c1") if it is needed]'
+    )
+    assert results(model.prompts[3].messages)["r1"] == f"c1:{BIG}"  # read back from the thread
+    openai_pairs_ok(list(model.prompts[3].messages))
+
+
+def test_read_back_of_an_unknown_call_says_so() -> None:
+    interceptor = ContextEditingInterceptor(trigger_tokens=1, read_back=True)
+    read = AssistantMessage(
+        "",
+        tool_calls=(ToolCall(id="r1", name="read_cleared_result", arguments='{"call_id": "x"}'),),
+    )
+    model = ScriptedChatModel([read, "done"])
+    agent = ReactAgent(name="reader", model=model, tools=[lookup], interceptors=[interceptor])
+    agent.call("go", {"thread_id": "rb2"})
+    assert results(model.prompts[1].messages)["r1"] == (
+        "No tool result with call id 'x' in this conversation."
+    )
