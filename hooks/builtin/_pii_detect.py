@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Union
 
+from .errors import PIIDetectionError
+
 __all__ = [
     "BUILTIN_TYPES",
     "Detector",
@@ -37,21 +39,6 @@ class PIIMatch:
 Detector = Union[str, "re.Pattern[str]", Callable[[str], Iterable[PIIMatch | tuple[int, int]]]]
 """A regex (text or compiled), or a function from a text to its matches (``PIIMatch`` or
 ``(start, end)`` pairs)."""
-
-
-class PIIDetectionError(Exception):
-    """Personal data was found where the rule's strategy is ``"block"``. The message names the
-    kind, the direction and how many were found, never the data itself."""
-
-    def __init__(self, pii_type: str, direction: str, count: int) -> None:
-        super().__init__(
-            f"PII blocked: {count} {pii_type} value(s) found in the {direction.replace('_', ' ')}; "
-            f"remove them, or give the PIIHook for '{pii_type}' another strategy "
-            "(redact, mask, hash)"
-        )
-        self.pii_type = pii_type
-        self.direction = direction
-        self.count = count
 
 
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")

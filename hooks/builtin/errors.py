@@ -9,6 +9,7 @@ from graph_agent.errors import GraphAgentError
 __all__ = [
     "CallLimitExceededError",
     "ModelCallLimitExceededError",
+    "PIIDetectionError",
     "ToolCallLimitExceededError",
     "ToolFeedbackError",
 ]
@@ -58,3 +59,18 @@ class ToolFeedbackError(GraphAgentError, ValueError):
     """A ``ToolFeedback`` is malformed, or the feedback given on resume does not match the
     pending tool calls (one missing, an unknown id, two for one call). When raised on resume
     the thread stays paused: resume it again with corrected feedback."""
+
+
+class PIIDetectionError(GraphAgentError, RuntimeError):
+    """Personal data was found where the rule's strategy is ``"block"``. The message names the
+    kind, the direction and how many were found, never the data itself."""
+
+    def __init__(self, pii_type: str, direction: str, count: int) -> None:
+        super().__init__(
+            f"PII blocked: {count} {pii_type} value(s) found in the {direction.replace('_', ' ')}; "
+            f"remove them, or give the PIIHook for '{pii_type}' another strategy "
+            "(redact, mask, hash)"
+        )
+        self.pii_type = pii_type
+        self.direction = direction
+        self.count = count
