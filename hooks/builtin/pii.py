@@ -13,7 +13,7 @@ from graph_agent.models import ChatModel, ChatResponse, Prompt
 from graph_agent.tools.manager import ToolCallRequest
 
 from ..base import AgentHook, HookResult, JumpTo
-from ..interceptors import ModelInterceptor, ToolInterceptor
+from ..interceptors import ModelInterceptor, ModelRequest, ToolInterceptor
 from ._messages import messages_of
 from ._pii_detect import (
     STRATEGIES,
@@ -54,7 +54,8 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
     comes out of the model, before any event, checkpoint or stream carries it (a streamed
     answer is held back where a match could still be growing, so half a card number never
     goes out); ``apply_to_tool_results`` each tool's text before the model and the checkpoint
-    see it. ``stream_hold`` holds back that many more characters of a streamed answer, for a
+    see it. Listed first among the interceptors, it also checks an answer an inner one gives
+    without the model (``ModelFallbackInterceptor``'s). ``stream_hold`` holds back that many more characters of a streamed answer, for a
     detector whose matches may span spaces (the built-in ones need none).
     """
 
@@ -185,6 +186,25 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
         """``model`` with its answers checked (the agent calls this for each interceptor
         that has it, so what the model answers is checked before it is announced)."""
         return _GuardedModel(model, self) if self.apply_to_output else model
+
+    def intercept_model(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ChatResponse]
+    ) -> ChatResponse:
+        return self._answer(handler(request))
+
+    async def aintercept_model(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ChatResponse]]
+    ) -> ChatResponse:
+        return self._answer(await handler(request))
+
+    def _answer(self, response: ChatResponse) -> ChatResponse:
+        """The answer as the agent stores it, checked again: an interceptor inside this one
+        may have answered without the model (a fallback model's answer). Already checked
+        text comes out unchanged."""
+        text = response.text
+        if not self.apply_to_output or not text:
+            return response
+        return _with_text(response, self.apply(text, "output"))
 
     # -- tool results -----------------------------------------------------------------------
 

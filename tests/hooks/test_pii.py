@@ -16,6 +16,7 @@ from checkpoint.sqlite import SqliteSaver
 from graph_agent import (
     AssistantMessage,
     GraphUsageError,
+    ModelError,
     ReactAgent,
     ScriptedChatModel,
     ToolCall,
@@ -24,7 +25,7 @@ from graph_agent import (
 )
 from graph_agent.events import RunEvent
 from graph_agent.graph import Command
-from hooks import PIIDetectionError, PIIHook, PIIMatch
+from hooks import ModelFallbackInterceptor, PIIDetectionError, PIIHook, PIIMatch
 from hooks.builtin._pii_detect import StreamGuard, luhn_ok
 
 CARD = "4111 1111 1111 1111"  # a test Visa number: passes Luhn
@@ -356,3 +357,35 @@ def test_trace_spans_and_log_lines_never_carry_it(caplog: pytest.LogCaptureFixtu
     assert not leaks(attributes)  # ... never the data
     assert not leaks([r.getMessage() for r in caplog.records])
     provider.shutdown()
+
+
+def test_an_answer_a_fallback_model_gives_is_checked_too() -> None:
+    backup = ScriptedChatModel(["Mail ada@example.com."])
+    pii = PIIHook("email", apply_to_output=True)
+    failing = ScriptedChatModel([ModelError("down")])
+    agent = ReactAgent(
+        name="fallback",
+        model=failing,
+        hooks=[pii],
+        interceptors=[pii, ModelFallbackInterceptor(backup)],
+    )
+    assert agent.call("mail?", {"thread_id": "f1"}).text == "Mail [REDACTED_EMAIL]."
+
+
+def test_stream_hold_covers_a_detector_whose_matches_span_spaces() -> None:
+    def full_name(text: str) -> list[tuple[int, int]]:
+        return [m.span() for m in re.finditer(r"Ada Lovelace", text)]
+
+    for hold, leaked in ((0, True), (12, False)):
+        pii = PIIHook("name", detector=full_name, apply_to_output=True, stream_hold=hold)
+        model = ScriptedChatModel(["Dear Ada Lovelace, welcome back."])
+        agent = ReactAgent(name="names", model=model, hooks=[pii], interceptors=[pii])
+        deltas = [
+            e.text
+            for e in agent.stream_events("hi", {"thread_id": f"n{hold}"})
+            if e.kind == "model_delta"
+        ]
+        assert ("".join(deltas) == "Dear [REDACTED_NAME], welcome back.") is not leaked
+        assert any("Ada" in d for d in deltas) is leaked
+        stored = agent.get_state({"thread_id": f"n{hold}"}).values["messages"][-1].text
+        assert stored == "Dear [REDACTED_NAME], welcome back."  # checked whole as well
