@@ -59,8 +59,6 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
     detector whose matches may span spaces (the built-in ones need none).
     """
 
-    can_jump_to = (JumpTo.END,)
-
     def __init__(
         self,
         pii_type: str,
@@ -107,6 +105,7 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
         self.apply_to_output = apply_to_output
         self.apply_to_tool_results = apply_to_tool_results
         self.on_block = on_block
+        self.can_jump_to = (JumpTo.END,) if on_block == "interrupt" else ()  # the refusal
         self.stream_hold = stream_hold
         self.name = name or f"PII[{pii_type}]"
 
