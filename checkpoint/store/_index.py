@@ -1,24 +1,18 @@
-"""A store's semantic index: which fields of a value are embedded, the vectors kept for
-each item, and how a query scores them (cosine similarity: vectors are kept at length 1, so
-a score is a dot product). Vectors of a text already embedded are not computed again."""
+"""A store's semantic index: which fields of a value are embedded, and the vectors of the
+texts embedded so far (``_vectors.VectorCache``, by the digest of each text). A text whose
+vector is cached, or which the store already keeps, is not embedded again."""
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
-import math
-import threading
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from .embeddings import Embeddings, aembed_documents, aembed_query, as_embeddings
+from ._vectors import Loader, Vector, VectorCache, digest, unit, unit_blob
+from .embeddings import Embeddings, aembed_query, as_embeddings
 
-__all__ = ["IndexConfig", "StoreIndex"]
-
-Vector = list[float]
-
-CACHE_SIZE = 10_000  # texts whose vectors are kept, least recently used first out
+__all__ = ["IndexConfig", "Plan", "StoreIndex"]
 
 
 class IndexConfig(TypedDict, total=False):
@@ -32,8 +26,18 @@ class IndexConfig(TypedDict, total=False):
     fields: list[str]
 
 
+@dataclasses.dataclass
+class Plan:
+    """What ``put`` needs for one value: the digests of its texts, the vectors found
+    (cached, or kept by the store) and the texts still to embed."""
+
+    digests: list[str]
+    found: dict[str, bytes]
+    to_embed: list[str]
+
+
 class StoreIndex:
-    """An ``IndexConfig``, checked, with the cache of vectors by text."""
+    """An ``IndexConfig``, checked, with the cache of vectors by text digest."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         if not isinstance(config, Mapping):
@@ -61,8 +65,7 @@ class StoreIndex:
         self.dims = dims
         self.embeddings: Embeddings = as_embeddings(config["embed"])
         self.fields = list(fields)
-        self._cache: OrderedDict[bytes, Vector] = OrderedDict()
-        self._lock = threading.Lock()
+        self.cache = VectorCache(dims)
 
     def texts(self, value: Any, fields: Sequence[str] | None = None) -> list[str]:
         """The texts of ``value`` at ``fields`` (the index's, by default): a string as it is,
@@ -76,55 +79,35 @@ class StoreIndex:
                 )
         return found
 
-    def _cached(self, texts: Iterable[str]) -> tuple[list[Vector | None], list[bytes]]:
-        keys = [hashlib.sha256(t.encode()).digest() for t in texts]
-        with self._lock:
-            found = []
-            for key in keys:
-                vector = self._cache.get(key)
-                if vector is not None:
-                    self._cache.move_to_end(key)
-                found.append(vector)
-        return found, keys
+    def plan(self, texts: list[str], load: Loader | None = None) -> Plan:
+        """The vectors of ``texts`` found in the cache, then by ``load`` (the store's own,
+        by digest), and the texts left to embed."""
+        by_digest = {digest(text): text for text in texts}
+        found = self.cache.blobs(by_digest)
+        rest = [key for key in by_digest if key not in found]
+        if rest and load is not None:
+            kept = load(rest)
+            self.cache.add(kept)
+            found.update((key, kept[key]) for key in rest if key in kept)
+        return Plan(list(by_digest), found, [by_digest[k] for k in by_digest if k not in found])
 
-    def _keep(self, keys: list[bytes], vectors: list[Vector]) -> None:
-        with self._lock:
-            for key, vector in zip(keys, vectors):
-                self._cache[key] = vector
-            while len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
-
-    def _checked(self, made: Sequence[Sequence[float]], count: int) -> list[Vector]:
-        if len(made) != count:
-            raise ValueError(
-                f"the index's embed returned {len(made)} vector(s) for {count} text(s)"
-            )
-        return [unit(v, self.dims) for v in made]
-
-    def vectors(self, texts: list[str]) -> list[Vector]:
-        """The vectors of ``texts``, those not cached embedded in one call."""
-        found, keys = self._cached(texts)
-        missing = [i for i, v in enumerate(found) if v is None]
-        if missing:
-            made = self._checked(
-                self.embeddings.embed_documents([texts[i] for i in missing]), len(missing)
-            )
-            self._keep([keys[i] for i in missing], made)
-            for i, vector in zip(missing, made):
-                found[i] = vector
-        return [v for v in found if v is not None]
-
-    async def avectors(self, texts: list[str]) -> list[Vector]:
-        found, keys = self._cached(texts)
-        missing = [i for i, v in enumerate(found) if v is None]
-        if missing:
-            made = self._checked(
-                await aembed_documents(self.embeddings, [texts[i] for i in missing]), len(missing)
-            )
-            self._keep([keys[i] for i in missing], made)
-            for i, vector in zip(missing, made):
-                found[i] = vector
-        return [v for v in found if v is not None]
+    def finish(self, plan: Plan, made: Sequence[Sequence[float]] | None) -> dict[str, bytes]:
+        """The vectors of ``plan``'s texts by digest, ``made`` being the embeddings of its
+        ``to_embed`` (checked, normalised and cached)."""
+        if plan.to_embed:
+            made = made or []
+            if len(made) != len(plan.to_embed):
+                raise ValueError(
+                    f"the index's embed returned {len(made)} vector(s) for "
+                    f"{len(plan.to_embed)} text(s)"
+                )
+            new = {
+                digest(text): unit_blob(vector, self.dims)
+                for text, vector in zip(plan.to_embed, made)
+            }
+            self.cache.add(new)
+            plan.found.update(new)
+        return {key: plan.found[key] for key in plan.digests}
 
     def query(self, text: str) -> Vector:
         return unit(self.embeddings.embed_query(text), self.dims)
@@ -141,20 +124,3 @@ def _at(value: Any, path: str) -> Any:
             return None
         value = value[part]
     return value
-
-
-def unit(vector: Sequence[float], dims: int) -> Vector:
-    """``vector`` at length 1 (a zero vector as it is); ``ValueError`` unless it has ``dims``
-    numbers."""
-    if len(vector) != dims:
-        raise ValueError(
-            f"an embedding has {len(vector)} dimensions, the index's dims is {dims}; make them agree"
-        )
-    floats = [float(x) for x in vector]
-    norm = math.sqrt(sum(x * x for x in floats))
-    return [x / norm for x in floats] if norm else floats
-
-
-def best_score(query: Vector, vectors: Sequence[Vector]) -> float:
-    """The best cosine similarity of ``query`` with any of an item's ``vectors``."""
-    return max(sum(a * b for a, b in zip(query, v)) for v in vectors)
