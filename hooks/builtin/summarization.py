@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 
 from graph_agent.graph import OverAllState, Overwrite, RunnableConfig
@@ -39,19 +40,74 @@ tool results and open questions. Leave out small talk. Answer with the summary o
 {conversation}"""
 
 
-def _message_text(message: Message) -> str:
-    parts = [message.text]
-    if isinstance(message, AssistantMessage):
-        parts.extend(f"{c.name}({c.arguments})" for c in message.tool_calls)
+def _chars(message: Message) -> int:
+    """The length of the text the estimate reads in ``message``: its text, then each tool
+    call as ``name(arguments)``, then each tool result's name, joined by spaces (empty parts
+    left out); counted without building that text."""
     if isinstance(message, ToolResponseMessage):
-        parts.extend(r.name for r in message.responses)
-    return " ".join(p for p in parts if p)
+        responses = message.responses
+        total = max(len(responses) - 1, 0)  # the text: the results, one per line
+        for response in responses:
+            total += len(response.response_data)
+        for response in responses:
+            if part := len(response.name):
+                total = total + part + 1 if total else part
+        return total
+    total = len(message.text)
+    if isinstance(message, AssistantMessage):
+        for call in message.tool_calls:  # never empty: name(arguments)
+            part = len(call.name) + len(call.arguments) + 2
+            total = total + part + 1 if total else part
+    return total
+
+
+class _Counted(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a counted message, with its count and its key in ``_counted``."""
+
+    __slots__ = ("chars", "key")
+
+    chars: int
+    key: int
+
+
+# Each message's count, by the message object (messages are frozen: an edit is a new object),
+# dropped when the message is: a long thread's estimate reads each message once, not on every
+# model call. Keyed by ``id`` since messages are not hashable; the weak reference checks that
+# an entry is of this very object, and removes it when the object goes.
+_counted: dict[int, _Counted] = {}
+
+
+def _forget(ref: _Counted) -> None:
+    if _counted.get(ref.key) is ref:
+        del _counted[ref.key]
+
+
+def _remembered(message: Message) -> int:
+    """``_chars(message)``, kept for the next estimate while ``message`` lives."""
+    chars = _chars(message)
+    try:
+        ref = _Counted(message, _forget)
+    except TypeError:  # an object that takes no weak reference: counted each time
+        return chars
+    ref.chars, ref.key = chars, id(message)
+    _counted[ref.key] = ref
+    return chars
 
 
 def approximate_tokens(messages: Sequence[Message]) -> int:
     """A rough token count: about 4 characters per token, over the text, tool calls and tool
-    results of ``messages`` (the default ``token_counter``; no tokenizer needed)."""
-    return math.ceil(sum(len(_message_text(m)) for m in messages) / 4)
+    results of ``messages`` (the default ``token_counter``; no tokenizer needed). Each
+    message's count is kept while the message lives, so a long thread costs little more than
+    its new messages on each model call."""
+    counted = _counted
+    total = 0
+    for message in messages:
+        ref = counted.get(id(message))
+        if ref is not None and ref() is message:
+            total += ref.chars
+        else:
+            total += _remembered(message)
+    return math.ceil(total / 4)
 
 
 def is_summary(message: Message) -> bool:

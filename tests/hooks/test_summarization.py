@@ -145,6 +145,54 @@ def test_the_default_token_counter() -> None:
     assert hook.triggered([UserMessage("x" * 21)])
 
 
+def _reference_tokens(messages: Sequence[Message]) -> int:
+    """The estimate as first written: the text, tool calls and result names joined."""
+    chars = 0
+    for message in messages:
+        parts = [message.text]
+        if isinstance(message, AssistantMessage):
+            parts.extend(f"{c.name}({c.arguments})" for c in message.tool_calls)
+        if isinstance(message, ToolResponseMessage):
+            parts.extend(r.name for r in message.responses)
+        chars += len(" ".join(p for p in parts if p))
+    return -(-chars // 4)
+
+
+def test_the_default_token_counter_counts_as_it_always_did() -> None:
+    call = ToolCall(id="c", name="echo", arguments='{"x": "é ü"}')
+    empty_call = ToolCall(id="d", name="", arguments="")
+    messages: list[Message] = [
+        UserMessage(""),
+        UserMessage("hello there"),
+        AssistantMessage(""),
+        AssistantMessage("", tool_calls=(call,)),
+        AssistantMessage("let me look", tool_calls=(call, empty_call)),
+        ToolResponseMessage(),
+        ToolResponseMessage(responses=(ToolResponse(id="c", name="", response_data=""),)),
+        ToolResponseMessage(
+            responses=(
+                ToolResponse(id="c", name="", response_data=""),
+                ToolResponse(id="d", name="", response_data=""),
+            )
+        ),
+        ToolResponseMessage(
+            responses=(
+                ToolResponse(id="c", name="echo", response_data="x" * 37),
+                ToolResponse(id="d", name="", response_data="yz"),
+            )
+        ),
+    ]
+    pinned = [0, 3, 0, 5, 9, 0, 0, 1, 12]
+    assert [approximate_tokens([m]) for m in messages] == pinned
+    assert [_reference_tokens([m]) for m in messages] == pinned
+    for start in range(len(messages)):
+        assert approximate_tokens(messages[start:]) == _reference_tokens(messages[start:])
+    assert approximate_tokens(messages) == approximate_tokens(messages) == 27  # kept counts
+    # a message counted and gone: another object (maybe at its address) is counted afresh
+    for n in range(50):
+        assert approximate_tokens([UserMessage("x" * (4 * n))]) == n
+
+
 def test_a_tool_pair_is_never_split() -> None:
     summarizer = Summarizer()
     hook = SummarizationHook(summarizer.model, trigger_messages=3, keep_messages=1)
