@@ -1,7 +1,7 @@
-"""A store's semantic index (``MemoryStore(index=...)``): the named fields of each value are
-embedded on ``put``, ``search(..., query=...)`` finds the closest first with a ``score``, the
-filter and the query applied together; a text already embedded is not embedded again; a
-store without an index says how to build one."""
+"""A store's semantic index, on every backend (``tests/checkpoint/_indexed_stores.py``): the
+named fields of each value are embedded on ``put``, ``search(..., query=...)`` finds the
+closest first with a ``score``, the filter and the query applied together; a text already
+embedded is not embedded again; a store without an index says how to build one."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import fakeredis
 import pytest
 
 from checkpoint import MemoryStore, RedisStore
-from checkpoint.store import HashingEmbeddings, IndexConfig, as_embeddings
+from checkpoint.store import HashingEmbeddings, IndexConfig, IndexedStore, as_embeddings
+
+from ._indexed_stores import INDEXED, MakeStore
 
 NOTES = {
     "n1": {"text": "Ada prefers tea in the morning", "kind": "taste"},
@@ -34,16 +36,22 @@ class CountingEmbeddings(HashingEmbeddings):
         return super().embed_documents(texts)
 
 
-def notes_store(embed: object | None = None) -> MemoryStore:
+@pytest.fixture(params=sorted(INDEXED))
+def make_store(request: pytest.FixtureRequest) -> MakeStore:
+    """A function ``index -> store`` of one backend (each store it makes is closed after)."""
+    return INDEXED[request.param](request)
+
+
+def notes_store(make_store: MakeStore, embed: object | None = None) -> IndexedStore:
     index: IndexConfig = {"dims": 64, "embed": embed or HashingEmbeddings(64), "fields": ["text"]}
-    store = MemoryStore(index=index)
+    store = make_store(index)
     for key, value in NOTES.items():
         store.put(("memories", "ada"), key, value)
     return store
 
 
-def test_a_query_finds_the_closest_first_with_its_score() -> None:
-    store = notes_store()
+def test_a_query_finds_the_closest_first_with_its_score(make_store: MakeStore) -> None:
+    store = notes_store(make_store)
     found = store.search(("memories",), query="tea in the morning for Ada", limit=2)
     assert [item.key for item in found] == ["n1", "n3"]
     assert found[0].score is not None and found[1].score is not None
@@ -53,8 +61,8 @@ def test_a_query_finds_the_closest_first_with_its_score() -> None:
     assert all(item.score is None for item in plain)
 
 
-def test_the_filter_and_the_query_apply_together_and_offset_pages() -> None:
-    store = notes_store()
+def test_the_filter_and_the_query_apply_together_and_offset_pages(make_store: MakeStore) -> None:
+    store = notes_store(make_store)
     taste = store.search(("memories",), filter={"kind": "taste"}, query="Oslo tea", limit=5)
     assert {item.key for item in taste} == {"n1", "n3"}
     ranked = store.search(("memories",), query="Oslo", limit=4)
@@ -62,9 +70,9 @@ def test_the_filter_and_the_query_apply_together_and_offset_pages() -> None:
     assert store.search(("elsewhere",), query="Oslo") == []
 
 
-def test_a_text_already_embedded_is_not_embedded_again() -> None:
+def test_a_text_already_embedded_is_not_embedded_again(make_store: MakeStore) -> None:
     counting = CountingEmbeddings()
-    store = notes_store(counting)
+    store = notes_store(make_store, counting)
     assert len(counting.embedded) == 4
     store.put(("memories", "ada"), "n1", dict(NOTES["n1"]))  # the same text again
     store.put(("memories", "bob"), "n1", {"text": NOTES["n1"]["text"], "kind": "other"})
@@ -73,8 +81,10 @@ def test_a_text_already_embedded_is_not_embedded_again() -> None:
     assert counting.embedded[-1] == "Ada now prefers coffee"
 
 
-def test_an_item_put_with_index_false_is_kept_out_of_searches_by_query() -> None:
-    store = notes_store()
+def test_an_item_put_with_index_false_is_kept_out_of_searches_by_query(
+    make_store: MakeStore,
+) -> None:
+    store = notes_store(make_store)
     store.put(("memories", "ada"), "secret", {"text": "Ada prefers tea"}, index=False)
     found = store.search(("memories",), query="Ada prefers tea", limit=10)
     assert "secret" not in {item.key for item in found}
@@ -86,33 +96,33 @@ def test_an_item_put_with_index_false_is_kept_out_of_searches_by_query() -> None
     assert "n1" not in {i.key for i in store.search(("memories",), query="tea", limit=10)}
 
 
-def test_the_async_twins_and_an_async_embed_function() -> None:
+def test_the_async_twins_and_an_async_embed_function(make_store: MakeStore) -> None:
     embedder = HashingEmbeddings(32)
 
     async def embed(texts: list[str]) -> list[list[float]]:
         return embedder.embed_documents(texts)
 
     async def go() -> list[str]:
-        store = MemoryStore(index={"dims": 32, "embed": embed, "fields": ["text"]})
+        store = make_store({"dims": 32, "embed": embed, "fields": ["text"]})
         for key, value in NOTES.items():
             await store.aput(("m",), key, value)
         return [item.key for item in await store.asearch(("m",), query="coffee tea", limit=2)]
 
     assert set(asyncio.run(go())) == {"n1", "n3"}
-    sync_store = MemoryStore(index={"dims": 32, "embed": embed})
+    sync_store = make_store({"dims": 32, "embed": embed})
     with pytest.raises(TypeError, match="is async; use the store's async methods"):
         sync_store.put(("m",), "k", "text")
 
 
-def test_a_plain_function_embeds_and_wrong_vectors_are_refused() -> None:
-    store = MemoryStore(index={"dims": 2, "embed": lambda texts: [[1.0, 0.0] for _ in texts]})
+def test_a_plain_function_embeds_and_wrong_vectors_are_refused(make_store: MakeStore) -> None:
+    store = make_store({"dims": 2, "embed": lambda texts: [[1.0, 0.0] for _ in texts]})
     store.put(("m",), "a", "anything")  # "$": the whole value
     (item,) = store.search(("m",), query="x")
     assert item.score == pytest.approx(1.0)
-    wrong = MemoryStore(index={"dims": 3, "embed": lambda texts: [[1.0, 0.0] for _ in texts]})
+    wrong = make_store({"dims": 3, "embed": lambda texts: [[1.0, 0.0] for _ in texts]})
     with pytest.raises(ValueError, match="2 dimensions, the index's dims is 3"):
         wrong.put(("m",), "a", "text")
-    short = MemoryStore(index={"dims": 2, "embed": lambda texts: []})
+    short = make_store({"dims": 2, "embed": lambda texts: []})
     with pytest.raises(ValueError, match="one vector"):
         short.put(("m",), "a", "text")
 
@@ -127,9 +137,11 @@ def test_a_plain_function_embeds_and_wrong_vectors_are_refused() -> None:
         ({"dims": 8, "embed": 42}, "embed must be an Embeddings object"),
     ],
 )
-def test_a_bad_index_is_refused_saying_what_it_takes(index: dict[str, object], says: str) -> None:
+def test_a_bad_index_is_refused_saying_what_it_takes(
+    make_store: MakeStore, index: dict[str, object], says: str
+) -> None:
     with pytest.raises((ValueError, TypeError), match=says):
-        MemoryStore(index=index)
+        make_store(index)
 
 
 def test_a_store_without_an_index_says_how_to_build_one() -> None:
@@ -146,3 +158,29 @@ def test_hashing_embeddings_are_deterministic_unit_vectors() -> None:
     assert as_embeddings(embedder) is embedder
     with pytest.raises(ValueError, match=r"dims=\.\.\.\) takes an int of 8 or more"):
         HashingEmbeddings(4)
+
+
+def test_without_numpy_a_search_finds_the_same_in_plain_python() -> None:
+    """The ``vectors`` extra is optional: in a process where numpy cannot be imported the
+    store packs, scores and pages vectors in plain Python, with the same results."""
+    import subprocess
+    import sys
+
+    program = """
+import sys
+sys.modules["numpy"] = None  # import numpy fails, as where the extra is not installed
+from checkpoint.store import HashingEmbeddings, MemoryStore, _vectors
+assert not _vectors.HAVE_NUMPY
+store = MemoryStore(index={"dims": 64, "embed": HashingEmbeddings(64), "fields": ["text"]})
+notes = NOTES
+for key, value in notes.items():
+    store.put(("memories", "ada"), key, value)
+found = store.search(("memories",), query="tea in the morning for Ada", limit=3)
+print([(item.key, round(item.score, 5)) for item in found])
+""".replace("NOTES", repr(NOTES))
+    plain = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    ).stdout
+    store = notes_store(lambda index: MemoryStore(index=index))
+    found = store.search(("memories",), query="tea in the morning for Ada", limit=3)
+    assert plain.strip() == str([(item.key, round(item.score or 0, 5)) for item in found])
