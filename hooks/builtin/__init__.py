@@ -1,5 +1,6 @@
 """Built-in hooks and interceptors: call limits, a message window, summarization, human
-approval of tool calls, and retries and fallbacks for model and tool calls."""
+approval of tool calls, retries and fallbacks for model and tool calls, and memories
+written in the background after each turn."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from .errors import (
 )
 from .human import HumanInTheLoopHook, ToolFeedback
 from .limits import ModelCallLimitHook, ToolCallLimitHook
+from .memory_writer import MemoryChange, MemoryWriterHook, MemoryWriterStats
 from .pii import PIIDetectionError, PIIHook, PIIMatch
 from .retry import (
     ModelFallbackInterceptor,
@@ -26,6 +28,9 @@ __all__ = [
     "CallLimitExceededError",
     "ContextEditingInterceptor",
     "HumanInTheLoopHook",
+    "MemoryChange",
+    "MemoryWriterHook",
+    "MemoryWriterStats",
     "MessageWindowHook",
     "ModelCallLimitExceededError",
     "ModelCallLimitHook",
