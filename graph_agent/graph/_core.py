@@ -78,10 +78,14 @@ class GraphRun(Cursor):
         """The new input through ``compile(clean_input=...)``, once, before anything sees it;
         what that raises, to fail the run with."""
         clean = self.spec.clean_input
-        if clean is None or not isinstance(self.inputs, Mapping):
+        entry = self.inputs
+        if clean is None or not isinstance(entry, (Mapping, SubgraphEntry)):
             return None
         try:
-            self.inputs = clean(self.inputs)
+            if isinstance(entry, SubgraphEntry):  # what a parent hands it: stored as its input
+                self.inputs = SubgraphEntry(clean(entry.values), entry.resume, entry.resuming)
+            else:
+                self.inputs = clean(entry)
         except Exception as error:
             self.inputs = None  # the rejected input is neither announced nor stored
             return error

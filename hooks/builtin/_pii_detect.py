@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import ipaddress
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Union
@@ -20,6 +21,7 @@ __all__ = [
     "PIIStrategy",
     "StreamGuard",
     "apply_strategy",
+    "in_json",
     "resolve_detector",
 ]
 
@@ -190,6 +192,38 @@ def apply_strategy(
         at = match.end
     out.append(text[at:])
     return "".join(out)
+
+
+def in_json(text: str, clean: Callable[[str], str]) -> str:
+    """A JSON text (a tool call's arguments) with ``clean`` applied to each string in it,
+    keys too, and to each integer (a card number may come as one; changed, it becomes a
+    string): the result is JSON still, and ``text`` itself when nothing changed. A text that
+    is not JSON is cleaned as plain text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return clean(text)
+    changed = [False]
+
+    def walk(item: object) -> object:
+        if isinstance(item, str):
+            out = clean(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            digits = str(item)
+            out = clean(digits)
+            if out == digits:
+                return item
+        elif isinstance(item, dict):
+            return {walk(k): walk(v) for k, v in item.items()}
+        elif isinstance(item, list):
+            return [walk(v) for v in item]
+        else:
+            return item
+        changed[0] = changed[0] or out != item
+        return out
+
+    cleaned = walk(value)
+    return json.dumps(cleaned, ensure_ascii=False) if changed[0] else text
 
 
 # A tail that could still grow into a match: a run of digits and separators (a card, a phone

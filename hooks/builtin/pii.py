@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from typing import Any, Literal
 
 from graph_agent.graph import OverAllState, Overwrite, RunnableConfig, interrupt
-from graph_agent.messages import MESSAGES, AssistantMessage, UserMessage
+from graph_agent.messages import MESSAGES, AssistantMessage, ToolCall, UserMessage
 from graph_agent.models import ChatModel, ChatResponse, Prompt
 from graph_agent.tools.manager import ToolCallRequest
 
@@ -23,6 +23,7 @@ from ._pii_detect import (
     PIIStrategy,
     StreamGuard,
     apply_strategy,
+    in_json,
     resolve_detector,
 )
 
@@ -200,10 +201,35 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
         """The answer as the agent stores it, checked again: an interceptor inside this one
         may have answered without the model (a fallback model's answer). Already checked
         text comes out unchanged."""
-        text = response.text
-        if not self.apply_to_output or not text:
+        return self.checked_answer(response) if self.apply_to_output else response
+
+    def checked_answer(self, response: ChatResponse) -> ChatResponse:
+        """``response`` with its answer checked: the text, the refusal and the arguments of
+        each tool call (inside their JSON: the result is JSON still)."""
+        if not response.results:
             return response
-        return _with_text(response, self.apply(text, "output"))
+        message = response.results[0].output
+        checked = self._checked_message(message)
+        return response if checked is message else _with_output(response, checked)
+
+    def _checked_message(self, message: AssistantMessage) -> AssistantMessage:
+        update: dict[str, Any] = {}
+        for field in ("text", "refusal"):
+            value = getattr(message, field)
+            if value and (out := self.apply(value, "output")) != value:
+                update[field] = out
+        calls = tuple(self._checked_call(c) for c in message.tool_calls)
+        if any(new is not old for new, old in zip(calls, message.tool_calls)):
+            update["tool_calls"] = calls
+        return message.model_copy(update=update) if update else message
+
+    def _checked_call(self, call: ToolCall) -> ToolCall:
+        arguments = in_json(call.arguments, lambda text: self.apply(text, "output"))
+        return (
+            call
+            if arguments == call.arguments
+            else call.model_copy(update={"arguments": arguments})
+        )
 
     # -- tool results -----------------------------------------------------------------------
 
@@ -220,13 +246,55 @@ class PIIHook(AgentHook, ModelInterceptor, ToolInterceptor):
         return self.apply(result, "tool_results") if self.apply_to_tool_results else result
 
 
-def _with_text(response: ChatResponse, text: str) -> ChatResponse:
-    if not response.results:
-        return response
+def _with_output(response: ChatResponse, message: AssistantMessage) -> ChatResponse:
     first = response.results[0]
-    output = first.output.model_copy(update={"text": text})
-    generation = type(first)(output, first.finish_reason, first.metadata)
+    generation = type(first)(message, first.finish_reason, first.metadata)
     return type(response)(results=(generation, *response.results[1:]), metadata=response.metadata)
+
+
+class _StreamCheck:
+    """One streamed answer, checked as it goes: its text and refusal each through a
+    ``StreamGuard``; its tool-call fragments held back whole, then checked and sent complete
+    at the end (an argument is checked only once the call's JSON is whole)."""
+
+    def __init__(self, hook: PIIHook) -> None:
+        self.hook = hook
+        self.text = self._guard()
+        self.refusal = self._guard()
+        self.fragments: list[ToolCall] = []
+
+    def _guard(self) -> StreamGuard:
+        hook = self.hook
+        return StreamGuard(lambda text: hook.apply(text, "output"), hook.find, hook.stream_hold)
+
+    def piece(self, chunk: ChatResponse) -> ChatResponse:
+        if not chunk.results:
+            return chunk
+        output = chunk.results[0].output
+        update: dict[str, Any] = {}
+        if output.text:
+            update["text"] = self.text.feed(output.text)
+        if output.refusal:
+            update["refusal"] = self.refusal.feed(output.refusal) or None
+        if output.tool_calls:
+            self.fragments.extend(output.tool_calls)
+            update["tool_calls"] = ()
+        return _with_output(chunk, output.model_copy(update=update)) if update else chunk
+
+    def rest(self) -> ChatResponse | None:
+        text, refusal = self.text.flush(), self.refusal.flush()
+        calls: tuple[ToolCall, ...] = ()
+        if self.fragments:
+            whole = ChatResponse.merge(
+                [ChatResponse.of(AssistantMessage(tool_calls=tuple(self.fragments)))]
+            )
+            calls = tuple(
+                self.hook._checked_call(call).model_copy(update={"index": index})
+                for index, call in enumerate(whole.result.output.tool_calls)
+            )
+        if not (text or refusal or calls):
+            return None
+        return ChatResponse.of(AssistantMessage(text, refusal=refusal or None, tool_calls=calls))
 
 
 class _GuardedModel:
@@ -239,35 +307,22 @@ class _GuardedModel:
     def __getattr__(self, name: str) -> Any:  # the model's name, provider, capabilities
         return getattr(self._model, name)
 
-    def _checked(self, response: ChatResponse) -> ChatResponse:
-        text = response.text
-        return _with_text(response, self._hook.apply(text, "output")) if text else response
-
-    def _guard(self) -> StreamGuard:
-        hook = self._hook
-        return StreamGuard(lambda text: hook.apply(text, "output"), hook.find, hook.stream_hold)
-
-    @staticmethod
-    def _piece(guard: StreamGuard, chunk: ChatResponse) -> ChatResponse:
-        text = chunk.text
-        return _with_text(chunk, guard.feed(text)) if text else chunk
-
     def call(self, prompt: Prompt) -> ChatResponse:
-        return self._checked(self._model.call(prompt))
+        return self._hook.checked_answer(self._model.call(prompt))
 
     async def acall(self, prompt: Prompt) -> ChatResponse:
-        return self._checked(await self._model.acall(prompt))
+        return self._hook.checked_answer(await self._model.acall(prompt))
 
     def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
-        guard = self._guard()
+        check = _StreamCheck(self._hook)
         for chunk in self._model.stream(prompt):
-            yield self._piece(guard, chunk)
-        if rest := guard.flush():
-            yield ChatResponse.of(AssistantMessage(rest))
+            yield check.piece(chunk)
+        if (rest := check.rest()) is not None:
+            yield rest
 
     async def astream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
-        guard = self._guard()
+        check = _StreamCheck(self._hook)
         async for chunk in self._model.astream(prompt):
-            yield self._piece(guard, chunk)
-        if rest := guard.flush():
-            yield ChatResponse.of(AssistantMessage(rest))
+            yield check.piece(chunk)
+        if (rest := check.rest()) is not None:
+            yield rest
