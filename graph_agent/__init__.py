@@ -64,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "Generation": "graph_agent.models",
     "Usage": "graph_agent.models",
     "OpenAIChatModel": "graph_agent.models",
+    "OpenAIEmbeddings": "graph_agent.models",
     "ScriptedChatModel": "graph_agent.models",
     "FunctionChatModel": "graph_agent.models",
     # tools
@@ -159,6 +160,7 @@ __all__ = [
     "ModelError",
     "NodeOutput",
     "OpenAIChatModel",
+    "OpenAIEmbeddings",
     "OutputRetry",
     "OutputValidationError",
     "OverAllState",
@@ -285,6 +287,7 @@ if TYPE_CHECKING:
         FunctionChatModel,
         Generation,
         OpenAIChatModel,
+        OpenAIEmbeddings,
         Prompt,
         ScriptedChatModel,
         ToolCallingChatOptions,

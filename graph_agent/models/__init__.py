@@ -1,4 +1,5 @@
-"""Chat models: the ``ChatModel`` protocol, prompts and responses, and the models we ship."""
+"""Chat models: the ``ChatModel`` protocol, prompts and responses, and the models we ship;
+``OpenAIEmbeddings``, the embeddings of an OpenAI-compatible API."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .embeddings import OpenAIEmbeddings
     from .openai import OpenAIChatModel
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "FunctionChatModel",
     "Generation",
     "OpenAIChatModel",
+    "OpenAIEmbeddings",
     "Prompt",
     "ScriptedChatModel",
     "ToolCallingChatOptions",
@@ -34,9 +37,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # httpx is imported only when the OpenAI model is used
+def __getattr__(name: str) -> Any:  # httpx is imported only when an OpenAI client is used
     if name == "OpenAIChatModel":
         from .openai import OpenAIChatModel
 
         return OpenAIChatModel
+    if name == "OpenAIEmbeddings":
+        from .embeddings import OpenAIEmbeddings
+
+        return OpenAIEmbeddings
     raise AttributeError(f"module 'graph_agent.models' has no attribute {name!r}")
