@@ -41,6 +41,7 @@ SIZES: dict[str, int] = {
     "w14_trials": 7,
     "w15_smoke": 0,  # W15's sizes are benchmarks/_serving.py's (shared with LangGraph's side)
     "w16_smoke": 0,  # W16's sizes are benchmarks/workers.py's
+    "w17_items": 10_000,
     "w17c_calls": 200,
     "w17c_rounds": 7,
 }
@@ -54,6 +55,7 @@ SMOKE = {
     "w14_trials": 1,
     "w15_smoke": 1,
     "w16_smoke": 1,
+    "w17_items": 50,
     "w17c_calls": 2,
     "w17c_rounds": 1,
 }  # fmt: skip

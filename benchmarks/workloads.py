@@ -35,6 +35,7 @@ import context_editing
 import graph_shapes
 import history
 import long_threads
+import memory_search
 import multi_agent
 import progress
 import serving
@@ -384,6 +385,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W15": serving.w15_serving,
     "W16": workers.w16_workers,
     "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
+    "W17": lambda: memory_search.w17_store(SIZES["w17_items"], emit),
     "W17C": lambda: context_editing.w17_context_editing(
         SIZES["w17c_calls"], SIZES["w17c_rounds"], emit
     ),
