@@ -6,7 +6,7 @@ import builtins
 import re
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
@@ -14,14 +14,15 @@ from urllib.parse import quote
 from .._savers.closing import Closing
 from ..serde import Serializer
 from ..store import (
-    BaseStore,
+    IndexConfig,
+    IndexedStore,
     Item,
     Namespace,
     checked_namespace,
     listed_namespaces,
-    no_index,
     search_page,
 )
+from ..store.base import Candidate, matcher
 
 __all__ = ["RedisStore"]
 
@@ -33,21 +34,68 @@ _ESC = "\x1e"
 _SEP_ESCAPED = "\x1d"
 _UNESCAPE = re.compile(f"{_ESC}(.)", re.DOTALL)
 
-# KEYS[1] the namespace's hash, KEYS[2] the namespace index; ARGV[1] key, ARGV[2] record,
-# ARGV[3] the namespace's index member. Both writes or neither.
-_PUT = r"""
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], 0, ARGV[3])
-return 1
+# The scripts' KEYS: [1] the namespace's hash, [2] the namespace index, [3] the namespace's
+# digests (key -> its vectors' digests, concatenated), [4] the vectors (digest -> float32 bytes),
+# [5] the reference counts (digest -> how many items use it). A vector comes with its first item
+# and goes with its last. Redis does not undo a script that fails half way, so _PUT checks its
+# arguments before its first write.
+_DIGEST_LEN = 32  # hex digits of a text's digest (checkpoint.store._vectors.digest)
+
+_UNLINK = r"""
+local function unlink(old)
+  for i = 1, #old, 32 do
+    local d = string.sub(old, i, i + 31)
+    if redis.call('HINCRBY', KEYS[5], d, -1) <= 0 then
+      redis.call('HDEL', KEYS[5], d)
+      redis.call('HDEL', KEYS[4], d)
+    end
+  end
+end
 """
 
-# KEYS as for _PUT; ARGV[1] key, ARGV[2] the namespace's index member. The index entry goes
-# with the namespace's last key (and a stray entry of an empty namespace goes too).
-_DELETE = r"""
-redis.call('HDEL', KEYS[1], ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('ZREM', KEYS[2], ARGV[2]) end
+# ARGV[1] key, ARGV[2] record, ARGV[3] the namespace's index member, ARGV[4] the item's digests
+# ('' for none), ARGV[5...] the vector of each digest, in order.
+_PUT = (
+    _UNLINK
+    + r"""
+local new = ARGV[4]
+if #new % 32 ~= 0 or #ARGV ~= 4 + #new / 32 then
+  return redis.error_reply('RedisStore put: ' .. #new .. ' digest bytes for ' .. (#ARGV - 4) .. ' vectors')
+end
+local old = redis.call('HGET', KEYS[3], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 0, ARGV[3])
+if old == new or (not old and new == '') then return 1 end
+for i = 1, #new / 32 do
+  local d = string.sub(new, i * 32 - 31, i * 32)
+  if redis.call('HINCRBY', KEYS[5], d, 1) == 1 then redis.call('HSET', KEYS[4], d, ARGV[4 + i]) end
+end
+if old then unlink(old) end
+if new == '' then redis.call('HDEL', KEYS[3], ARGV[1]) else redis.call('HSET', KEYS[3], ARGV[1], new) end
 return 1
 """
+)
+
+# ARGV[1] key, ARGV[2] the namespace's index member. The index entry goes with the namespace's
+# last key (and a stray entry of an empty namespace goes too); the item's vectors as for _PUT.
+_DELETE = (
+    _UNLINK
+    + r"""
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('ZREM', KEYS[2], ARGV[2]) end
+local old = redis.call('HGET', KEYS[3], ARGV[1])
+if old then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  unlink(old)
+end
+return 1
+"""
+)
+
+# Replies per pipeline: a search's reads go in batches of this many namespaces (two hashes
+# each) or vectors, one round trip per batch, so no reply grows without bound.
+_NAMESPACES_PER_TRIP = 64
+_VECTORS_PER_COMMAND = 512
 
 
 def _utf8(text: str) -> bytes:
@@ -82,7 +130,7 @@ def _store_tag(key_prefix: str) -> str:
     return "{" + key_prefix + ":store}"
 
 
-class RedisStore(BaseStore, Closing):
+class RedisStore(IndexedStore, Closing):
     """A store in Redis. Every key of a store shares the hash tag ``{<prefix>:store}``:
 
     - ``{<prefix>:store}:ns:<part>:<part>...``: a hash per namespace, key -> msgpack record
@@ -90,20 +138,32 @@ class RedisStore(BaseStore, Closing):
       share a key);
     - ``{<prefix>:store}:namespaces``: a sorted set (all scores 0) of the namespaces that hold
       an item, for ``search`` and ``list_namespaces``: their parts joined by ``\\x1f``, with
-      ``\\x1e`` in a part written ``\\x1e\\x1e`` and ``\\x1f`` written ``\\x1e\\x1d``.
+      ``\\x1e`` in a part written ``\\x1e\\x1e`` and ``\\x1f`` written ``\\x1e\\x1d``;
+    - with an ``index``: ``{<prefix>:store}:digests:<part>...``, a hash per namespace, key ->
+      the digests of the item's vectors (32 hex digits each, concatenated), and
+      ``{<prefix>:store}:vectors`` (digest -> float32 bytes) with ``{<prefix>:store}:refs``
+      (digest -> how many items use it): items sharing a text share one vector.
 
-    ``put`` and ``delete`` are one Lua script each, writing a namespace's hash and the index
-    together. On Redis Cluster the shared tag puts a whole store in one slot (so one node);
-    works on plain Redis 7 and Valkey too."""
+    ``put`` and ``delete`` are one Lua script each, writing a namespace's hash, the index and
+    the item's vectors together. A search by ``query`` reads the records and digests of the
+    namespaces under the prefix, and the vectors this process has not read yet, and scores
+    them in the client: it works on every Redis (7, Valkey, Cluster), with no module. On
+    Redis Cluster the shared tag puts a whole store in one slot (so one node)."""
 
     def __init__(
-        self, client: Any, *, key_prefix: str = "graph_agent", serializer: Serializer | None = None
+        self,
+        client: Any,
+        *,
+        key_prefix: str = "graph_agent",
+        serializer: Serializer | None = None,
+        index: IndexConfig | Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.key_prefix = key_prefix
         self.serializer = serializer or Serializer()
         self._owns_client = False  # from_url made it: close() closes it
         self._tag = _store_tag(key_prefix)
+        self._set_index(index)
         self._put_script = client.register_script(_PUT)
         self._delete_script = client.register_script(_DELETE)
         self._legacy_checked = False
@@ -121,7 +181,7 @@ class RedisStore(BaseStore, Closing):
         """A store on a new client for ``url`` (``redis.RedisCluster`` if ``cluster``); the
         store owns the client and ``close`` closes it. The timeouts bound every wait, as for
         ``RedisSaver.from_url`` (the URL's own ``?socket_timeout=`` wins); ``options`` go to
-        ``RedisStore``."""
+        ``RedisStore`` (``key_prefix``, ``serializer``, ``index``)."""
         import redis
 
         timeouts = {
@@ -133,7 +193,11 @@ class RedisStore(BaseStore, Closing):
             if cluster
             else redis.Redis.from_url(url, **timeouts)
         )
-        store = cls(client, **options)
+        try:
+            store = cls(client, **options)
+        except BaseException:
+            client.close()  # a bad option (an index without dims ...) leaves nothing open
+            raise
         store._owns_client = True
         return store
 
@@ -146,18 +210,33 @@ class RedisStore(BaseStore, Closing):
     def __repr__(self) -> str:
         return f"RedisStore(key_prefix={self.key_prefix!r})"
 
+    def _parts(self, ns: Namespace) -> str:
+        return ":".join(quote(p, safe="", errors="surrogatepass") for p in ns)
+
     def _key(self, ns: Namespace) -> str:
-        parts = ":".join(quote(p, safe="", errors="surrogatepass") for p in ns)
-        return f"{self._tag}:ns:{parts}"
+        return f"{self._tag}:ns:{self._parts(ns)}"
 
     @property
-    def _index(self) -> str:
+    def _namespaces_key(self) -> str:
         return f"{self._tag}:namespaces"
 
+    @property
+    def _vectors_key(self) -> str:
+        return f"{self._tag}:vectors"
+
+    def _script_keys(self, ns: Namespace) -> builtins.list[str]:
+        """The KEYS of ``_PUT`` and ``_DELETE`` for an item of ``ns``."""
+        tag = self._tag
+        return [
+            self._key(ns),
+            self._namespaces_key,
+            f"{tag}:digests:{self._parts(ns)}",
+            self._vectors_key,
+            f"{tag}:refs",
+        ]
+
     def _item(self, ns: Namespace, key: str, blob: bytes) -> Item:
-        record = self.serializer.loads(blob)
-        created, updated = (datetime.fromtimestamp(t, tz=timezone.utc) for t in record["t"])
-        return Item(ns, key, record["v"], created, updated)
+        return _record_item(ns, key, self.serializer.loads(blob))
 
     # -- the layout of graph-agent 0.1 -----------------------------------------------------------
 
@@ -188,7 +267,8 @@ class RedisStore(BaseStore, Closing):
         this layout, records unchanged (values, ``created_at``, ``updated_at``); returns how
         many moved. An item this layout already holds wins over its old copy. Each old
         namespace is deleted once its items are moved, so the call can be interrupted and run
-        again; a second run moves nothing."""
+        again; a second run moves nothing. Moved items are not in searches by ``query``
+        until they are put again (they have no vectors)."""
         self._legacy_checked = True
         moved = 0
         for name in self.client.zrange(self._legacy_index, 0, -1):
@@ -196,7 +276,7 @@ class RedisStore(BaseStore, Closing):
             old_key, new_key = self._legacy_key(ns), self._key(ns)
             for key, blob in self.client.hgetall(old_key).items():
                 if not self.client.hexists(new_key, key):
-                    self._put_script(keys=[new_key, self._index], args=[key, blob, _member(ns)])
+                    self._put_script(keys=self._script_keys(ns), args=[key, blob, _member(ns), b""])
                     moved += 1
             self.client.delete(old_key)
             self.client.zrem(self._legacy_index, name)
@@ -204,23 +284,20 @@ class RedisStore(BaseStore, Closing):
 
     # -- the store's methods ----------------------------------------------------------------------
 
-    def put(
-        self,
-        namespace: Iterable[str],
-        key: str,
-        value: Any,
-        *,
-        index: bool | builtins.list[str] | None = None,
+    def _write(
+        self, ns: Namespace, key: str, value: Any, vectors: Mapping[str, bytes] | None
     ) -> None:
-        """Store ``value`` under ``(namespace, key)``; an update keeps ``created_at``. (This
-        store has no semantic index yet: ``index`` changes nothing.)"""
-        ns = checked_namespace(namespace)
         self._check_legacy()
         now = time.time()
         old = self.client.hget(self._key(ns), _utf8(key))
         created = self.serializer.loads(old)["t"][0] if old else now
         blob = self.serializer.dumps({"v": value, "t": [created, now]}, key=f"{'/'.join(ns)}/{key}")
-        self._put_script(keys=[self._key(ns), self._index], args=[_utf8(key), blob, _member(ns)])
+        digests = "".join(vectors) if vectors else ""
+        assert len(digests) == _DIGEST_LEN * len(vectors or ())
+        self._put_script(
+            keys=self._script_keys(ns),
+            args=[_utf8(key), blob, _member(ns), digests, *(vectors or {}).values()],
+        )
 
     def get(self, namespace: Iterable[str], key: str) -> Item | None:
         """The item at ``(namespace, key)``, or None."""
@@ -230,9 +307,10 @@ class RedisStore(BaseStore, Closing):
         return None if blob is None else self._item(ns, key, blob)
 
     def delete(self, namespace: Iterable[str], key: str) -> None:
-        """Remove the item at ``(namespace, key)`` (nothing there is no error)."""
+        """Remove the item at ``(namespace, key)``, and its vectors unless another item uses
+        them (nothing there is no error)."""
         ns = checked_namespace(namespace)
-        self._delete_script(keys=[self._key(ns), self._index], args=[_utf8(key), _member(ns)])
+        self._delete_script(keys=self._script_keys(ns), args=[_utf8(key), _member(ns)])
 
     def _namespaces(self, prefix: Namespace) -> builtins.list[Namespace]:
         self._check_legacy()
@@ -241,33 +319,78 @@ class RedisStore(BaseStore, Closing):
             # continues the prefix (whose parts never hold the separator), whatever follows.
             start = _member(prefix)
             names = self.client.zrangebylex(
-                self._index, b"[" + start, b"[" + start + _utf8(_SEP) + b"\xff"
+                self._namespaces_key, b"[" + start, b"[" + start + _utf8(_SEP) + b"\xff"
             )
         else:
-            names = self.client.zrange(self._index, 0, -1)
+            names = self.client.zrange(self._namespaces_key, 0, -1)
         found = [_from_member(n) for n in names]
         return [ns for ns in found if ns[: len(prefix)] == prefix]
 
-    def search(
-        self,
-        namespace_prefix: Iterable[str],
-        filter: Mapping[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        *,
-        query: str | None = None,
+    def _hashes(
+        self, prefix: Namespace, digests: bool
+    ) -> Iterator[tuple[Namespace, dict[bytes, bytes], dict[bytes, bytes]]]:
+        """Each namespace under ``prefix`` with its records and (if ``digests``) its
+        digests hash, read in pipelines of ``_NAMESPACES_PER_TRIP`` namespaces."""
+        names = self._namespaces(prefix)
+        for at in range(0, len(names), _NAMESPACES_PER_TRIP):
+            batch = names[at : at + _NAMESPACES_PER_TRIP]
+            pipe = self.client.pipeline(transaction=False)
+            for ns in batch:
+                if digests:  # before the records: an item put meanwhile has its record read
+                    pipe.hgetall(f"{self._tag}:digests:{self._parts(ns)}")
+                pipe.hgetall(self._key(ns))
+            replies = pipe.execute()
+            if not digests:
+                yield from ((ns, records, {}) for ns, records in zip(batch, replies))
+                continue
+            yield from zip(batch, replies[1::2], replies[0::2])
+
+    def _plain_search(
+        self, prefix: Namespace, where: Mapping[str, Any] | None, limit: int, offset: int
     ) -> builtins.list[Item]:
-        """Items under ``namespace_prefix`` whose dict value has the ``filter`` fields, newest
-        update first, ``offset`` skipped, at most ``limit``. (A search by ``query`` needs an
-        index, which this store does not have yet: a ``ValueError`` says so.)"""
-        if query is not None:
-            raise no_index(self)
         items = [
             self._item(ns, _text(key), blob)
-            for ns in self._namespaces(tuple(namespace_prefix))
-            for key, blob in self.client.hgetall(self._key(ns)).items()
+            for ns, records, _ in self._hashes(prefix, digests=False)
+            for key, blob in records.items()
         ]
-        return search_page(items, filter, limit, offset)
+        return search_page(items, where, limit, offset)
+
+    def _candidates(
+        self, prefix: Namespace, where: Mapping[str, Any] | None
+    ) -> builtins.list[Candidate]:
+        test = matcher(where)
+        loads = self.serializer.loads
+        found: builtins.list[Candidate] = []
+        for ns, records, digests in self._hashes(prefix, digests=True):
+            for key, joined in digests.items():
+                blob = records.get(key)
+                if blob is None:
+                    continue
+                record = loads(blob)
+                if test(record["v"]):
+                    text = joined.decode("ascii")
+                    keys = tuple(
+                        text[i : i + _DIGEST_LEN] for i in range(0, len(text), _DIGEST_LEN)
+                    )
+                    found.append((_record_item(ns, _text(key), record), keys))
+        return found
+
+    def _stored_vectors(self, digests: builtins.list[str]) -> Mapping[str, bytes]:
+        if not digests:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        batches = [
+            digests[at : at + _VECTORS_PER_COMMAND]
+            for at in range(0, len(digests), _VECTORS_PER_COMMAND)
+        ]
+        for batch in batches:
+            pipe.hmget(self._vectors_key, batch)
+        return {
+            key: blob
+            for batch, blobs in zip(batches, pipe.execute())
+            for key, blob in zip(batch, blobs)
+            if blob is not None
+        }
 
     def list_namespaces(
         self, prefix: Iterable[str] = (), max_depth: int | None = None, limit: int = 100
@@ -275,3 +398,8 @@ class RedisStore(BaseStore, Closing):
         """The namespaces under ``prefix`` that hold an item, sorted, cut to ``max_depth``
         parts, at most ``limit``."""
         return listed_namespaces(self._namespaces(tuple(prefix)), tuple(prefix), max_depth, limit)
+
+
+def _record_item(ns: Namespace, key: str, record: Mapping[str, Any]) -> Item:
+    created, updated = (datetime.fromtimestamp(t, tz=timezone.utc) for t in record["t"])
+    return Item(ns, key, record["v"], created, updated)

@@ -266,9 +266,10 @@ def test_a_stores_keys_share_one_slot_and_stores_spread_over_the_cluster(cluster
     for user in users:
         store.put(("users", user), "profile", {"name": user})
     slots = {_keyslot(cluster, store._key(("users", user))) for user in users}
-    assert slots == {_keyslot(cluster, store._index)}  # one hash tag: put/delete are one script
+    # one hash tag: put/delete are one script
+    assert slots == {_keyslot(cluster, store._namespaces_key)}
     stores = [RedisStore(cluster, key_prefix=f"spread-{i}") for i in range(12)]
-    owners = {cluster.get_node_from_key(s._index).port for s in stores}
+    owners = {cluster.get_node_from_key(s._namespaces_key).port for s in stores}
     assert len(owners) > 1  # stores with other prefixes land on other nodes
     assert len(store.search(("users",), limit=100)) == len(users)
     assert store.list_namespaces(prefix=("users",)) == sorted(("users", u) for u in users)

@@ -108,8 +108,8 @@ def check_one_slot_and_no_shared_keys(store: RedisStore) -> None:
         store.put(ns, "k", list(ns))
     keys = [store._key(ns) for ns in spaces]
     assert len(set(keys)) == len(spaces)
-    assert {key_slot(k.encode()) for k in [*keys, store._index]} == {
-        key_slot(store._index.encode())
+    assert {key_slot(k.encode()) for k in [*keys, store._namespaces_key]} == {
+        key_slot(store._namespaces_key.encode())
     }
     for ns in spaces:
         item = store.get(ns, "k")
@@ -121,7 +121,7 @@ def test_a_stores_keys_share_one_slot_and_namespaces_never_share_a_key(
     redis_store: RedisStore,
 ) -> None:
     check_one_slot_and_no_shared_keys(redis_store)
-    assert redis_store._index == "{" + redis_store.key_prefix + ":store}:namespaces"
+    assert redis_store._namespaces_key == "{" + redis_store.key_prefix + ":store}:namespaces"
 
 
 @pytest.mark.parametrize("prefix", ["a{b}c", "}x", "{}", "x{", "{y}"])
