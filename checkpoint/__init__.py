@@ -28,7 +28,7 @@ from .memory import MemorySaver
 from .redis import RedisSaver, RedisStore
 from .serde import Serializer, TypeRegistry, default_registry, default_serializer, register_type
 from .sqlite import SqliteSaver
-from .store import BaseStore, Item, MemoryStore
+from .store import BaseStore, Item, MemoryStore, SqliteStore
 
 # Nothing prints until the application configures logging (see graph_agent/__init__.py).
 logging.getLogger("checkpoint").addHandler(logging.NullHandler())
@@ -57,6 +57,7 @@ __all__ = [
     "SerializationError",
     "Serializer",
     "SqliteSaver",
+    "SqliteStore",
     "TypeRegistry",
     "UnserializableValueError",
     "created_at_of",

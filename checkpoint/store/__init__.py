@@ -19,6 +19,7 @@ from .base import (
 )
 from .embeddings import Embeddings, HashingEmbeddings, as_embeddings
 from .memory import MemoryStore
+from .sqlite import SqliteStore
 
 __all__ = [
     "BaseStore",
@@ -29,6 +30,7 @@ __all__ = [
     "Item",
     "MemoryStore",
     "Namespace",
+    "SqliteStore",
     "as_embeddings",
     "checked_namespace",
     "listed_namespaces",

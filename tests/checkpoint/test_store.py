@@ -10,16 +10,24 @@ import uuid
 import fakeredis
 import pytest
 
-from checkpoint import BaseStore, MemoryStore, RedisStore
+from checkpoint import BaseStore, MemoryStore, RedisStore, SqliteStore
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall, ToolContext, tool
 
 STORES = {
     "memory": lambda request: MemoryStore(),
     "redis-fake": lambda request: RedisStore(fakeredis.FakeRedis()),
+    "sqlite": lambda request: _closed_at_end(
+        request, SqliteStore(request.getfixturevalue("tmp_path") / "store.db")
+    ),
     "redis-real": lambda request: RedisStore.from_url(
         request.getfixturevalue("redis_url"), key_prefix=f"s-{uuid.uuid4().hex[:8]}"
     ),
 }
+
+
+def _closed_at_end(request: pytest.FixtureRequest, store: SqliteStore) -> SqliteStore:
+    request.addfinalizer(store.close)
+    return store
 
 
 @pytest.fixture(params=sorted(STORES))

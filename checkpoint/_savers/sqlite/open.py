@@ -1,10 +1,11 @@
-"""Opening a SqliteSaver's file: the path check, the schema and its migration, and errors
-that name the file and say how to fix what went wrong."""
+"""Opening a SqliteSaver's (or a SqliteStore's) file: the path check, the schema and its
+migration, and errors that name the file and say how to fix what went wrong."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from urllib.parse import parse_qs, unquote
 
 from ...errors import CheckpointError, CheckpointPathError
@@ -71,7 +72,7 @@ def file_path(path: str, uri: bool) -> str | None:
     return None if rest in ("", ":memory:") else rest
 
 
-def check_directory(path: str, uri: bool) -> None:
+def check_directory(path: str, uri: bool, owner: str = "SqliteSaver") -> None:
     """Raise ``CheckpointPathError`` if the file's directory does not exist (SQLite would
     only say "unable to open database file")."""
     file = file_path(path, uri)
@@ -87,14 +88,14 @@ def check_directory(path: str, uri: bool) -> None:
     if file.startswith("~"):
         hint += " A leading ~ is not expanded: use os.path.expanduser(path)."
     raise CheckpointPathError(
-        f"SqliteSaver cannot create the database file {path!r}: its directory {directory!r} "
+        f"{owner} cannot create the database file {path!r}: its directory {directory!r} "
         f"does not exist. {hint}",
         path=path,
     )
 
 
-def hint_for(exc: sqlite3.Error, timeout: float) -> str:
-    """How to fix what a sqlite3 error says."""
+def hint_for(exc: sqlite3.Error, timeout: float, kind: str = "checkpoint") -> str:
+    """How to fix what a sqlite3 error says (``kind``: what the file should hold)."""
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
         return (
@@ -103,8 +104,8 @@ def hint_for(exc: sqlite3.Error, timeout: float) -> str:
         )
     if "not a database" in text or "malformed" in text:
         return (
-            "the file is not a SQLite checkpoint database (or is damaged): pass the path of a "
-            "checkpoint database, or of a new file"
+            f"the file is not a SQLite {kind} database (or is damaged): pass the path of a "
+            f"{kind} database, or of a new file"
         )
     if "readonly" in text or "read-only" in text:
         return (
@@ -146,28 +147,42 @@ def migrate(conn: sqlite3.Connection) -> None:
         db.execute("CREATE INDEX IF NOT EXISTS checkpoints_by_seq ON checkpoints (thread_id, seq)")
 
 
-def connect(path: str, *, uri: bool, timeout: float) -> sqlite3.Connection:
-    """A connection to ``path`` with the schema in place, or a ``CheckpointError`` naming
-    the path and the fix."""
-    check_directory(path, uri)
+def saver_schema(conn: sqlite3.Connection) -> None:
+    """The saver's tables, created or migrated."""
+    conn.executescript(SCHEMA)
+    migrate(conn)
+
+
+def connect(
+    path: str,
+    *,
+    uri: bool,
+    timeout: float,
+    owner: str = "SqliteSaver",
+    kind: str = "checkpoint",
+    prepare: Callable[[sqlite3.Connection], None] = saver_schema,
+) -> sqlite3.Connection:
+    """A connection to ``path`` (WAL mode, ``timeout`` to wait for a lock) with ``prepare``
+    run on it (the schema in place), or a ``CheckpointError`` naming ``owner``, the path and
+    the fix (``kind``: what the file should hold)."""
+    check_directory(path, uri, owner)
     try:
         conn = sqlite3.connect(
             path, uri=uri, timeout=timeout, check_same_thread=False, isolation_level=None
         )
     except sqlite3.Error as exc:
         raise CheckpointError(
-            f"SqliteSaver cannot open {path!r}: {exc}; {hint_for(exc, timeout)}"
+            f"{owner} cannot open {path!r}: {exc}; {hint_for(exc, timeout, kind)}"
         ) from exc
     try:
         if file_path(path, uri) is not None:
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(SCHEMA)
-        migrate(conn)
+        prepare(conn)
     except sqlite3.Error as exc:
         conn.close()
         raise CheckpointError(
-            f"SqliteSaver cannot use {path!r}: {exc}; {hint_for(exc, timeout)}"
+            f"{owner} cannot use {path!r}: {exc}; {hint_for(exc, timeout, kind)}"
         ) from exc
     except BaseException:
         conn.close()

@@ -1,0 +1,416 @@
+"""``SqliteStore``: long-term memory in one SQLite file, with the semantic index.
+
+Tables (``store_`` names, so a ``SqliteSaver`` may share the file):
+
+- ``store_items``: ``ns`` (the namespace's parts, UTF-8, joined by ``\\x1f``; ``\\x1e`` in a
+  part written ``\\x1e\\x1e`` and ``\\x1f`` written ``\\x1e\\x1d``: a BLOB, so a namespace
+  prefix is a range of the primary key, compared bytewise), ``key`` (UTF-8), ``value``
+  (msgpack, ``checkpoint.Serializer``), ``created_at`` and ``updated_at`` (microseconds since
+  the epoch) and ``vectors``: the 16-byte digests of the item's vectors, one after another
+  (``NULL``: none);
+- ``store_vectors``: ``digest`` -> the float32 ``vector`` and ``refs``, how many items use it;
+  it goes with the last of them;
+- ``store_meta``: ``schema`` -> the version of this layout (``SCHEMA_VERSION``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import re
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from .._savers.closing import Closing
+from .._savers.sqlite.open import Transaction, connect, hint_for
+from ..errors import CheckpointError
+from ..serde import Serializer
+from ._index import IndexConfig
+from .base import (
+    Candidate,
+    IndexedStore,
+    Item,
+    Namespace,
+    checked_namespace,
+    listed_namespaces,
+    matcher,
+)
+
+__all__ = ["SCHEMA_VERSION", "SqliteStore"]
+
+SCHEMA_VERSION = 1
+_TABLES = (
+    "CREATE TABLE store_items (ns BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, "
+    "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, vectors BLOB, "
+    "PRIMARY KEY (ns, key))",
+    "CREATE INDEX store_items_by_update ON store_items (updated_at)",
+    "CREATE TABLE store_vectors (digest BLOB PRIMARY KEY, refs INTEGER NOT NULL, "
+    "vector BLOB NOT NULL)",
+    "CREATE TABLE store_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
+)
+_CHUNK = 500  # digests per IN (...) query, well below SQLite's limit on parameters
+_DIGEST = 16  # bytes of a vector's digest (_vectors.digest: 32 hex digits)
+
+_SEP, _ESC, _SEP_ESCAPED = b"\x1f", b"\x1e", b"\x1d"
+_UNESCAPE = re.compile(b"\x1e(.)", re.DOTALL)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _utf8(text: str) -> bytes:
+    # surrogatepass: any Python str round-trips, even one with a lone surrogate
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
+
+
+def _encode_ns(ns: Namespace) -> bytes:
+    return _SEP.join(
+        _utf8(part).replace(_ESC, _ESC + _ESC).replace(_SEP, _ESC + _SEP_ESCAPED) for part in ns
+    )
+
+
+def _decode_ns(data: bytes) -> Namespace:
+    if not data:
+        return ()
+    return tuple(
+        _text(_UNESCAPE.sub(lambda m: _ESC if m[1] == _ESC else _SEP, part))
+        for part in data.split(_SEP)
+    )
+
+
+def _under(prefix: Namespace) -> tuple[str, tuple[Any, ...]]:
+    """The SQL condition (and its parameters) of the items in namespaces under ``prefix``:
+    the namespace itself, or one that continues it with a separator."""
+    if not prefix:
+        return "1", ()
+    start = _encode_ns(prefix)
+    return (
+        "ns >= ? AND ns < ? AND (length(ns) = ? OR substr(ns, ?, 1) = x'1f')",
+        (start, start + b"\x20", len(start), len(start) + 1),
+    )
+
+
+def _at(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def _digests(data: bytes | None) -> tuple[str, ...]:
+    if not data:
+        return ()
+    return tuple(data[at : at + _DIGEST].hex() for at in range(0, len(data), _DIGEST))
+
+
+def _prepare(path: str) -> Any:
+    """The tables of a new file, or a check that an existing one has this store's layout."""
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        with Transaction(conn) as db:
+            tables = {
+                name
+                for (name,) in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN "
+                    "('store_items', 'store_vectors', 'store_meta')"
+                )
+            }
+            row = (
+                db.execute("SELECT value FROM store_meta WHERE name = 'schema'").fetchone()
+                if "store_meta" in tables
+                else None
+            )
+            if row is None and not tables:
+                for statement in _TABLES:
+                    db.execute(statement)
+                db.execute("INSERT INTO store_meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif row is None or row[0] != SCHEMA_VERSION:
+                made = (
+                    f"by a newer version (schema {row[0]!r}, this one reads {SCHEMA_VERSION})"
+                    if row is not None
+                    else f"by something other than a SqliteStore (it has {sorted(tables)})"
+                )
+                raise CheckpointError(
+                    f"SqliteStore cannot use {path!r}: its store tables were made {made}; "
+                    "upgrade graph-agent, or pass the path of a store database or of a new file"
+                )
+
+    return prepare
+
+
+class _Filter:
+    """A store's ``filter`` as a test of a stored value: the decoded value must match
+    (``base.matcher``); a field wanted as a string is first looked for in the msgpack bytes
+    (its key and value packed one after the other), so most values that cannot match are
+    never decoded."""
+
+    def __init__(self, where: Mapping[str, Any] | None, serializer: Serializer) -> None:
+        self.test = matcher(where)
+        self.needles = []
+        for key, wanted in (where or {}).items():
+            if type(key) is str and type(wanted) is str:
+                with contextlib.suppress(CheckpointError):  # unpackable: no shortcut
+                    self.needles.append(serializer.dumps(key) + serializer.dumps(wanted))
+
+    def may_match(self, blob: bytes) -> bool:
+        for needle in self.needles:  # noqa: SIM110 - a search's hot path
+            if needle not in blob:
+                return False
+        return True
+
+
+class SqliteStore(IndexedStore, Closing):
+    """A store in a SQLite file (WAL mode): items survive restarts, and every process that
+    opens the file sees the others' writes. With ``index`` (``IndexConfig``) the named fields
+    of each value are embedded on ``put`` and kept in the file with it (a vector once per
+    text, however many items share it), so a search by ``query`` in another process, or
+    after a restart, reads them instead of embedding again. A ``put`` (the item and its
+    vectors) and a ``delete`` are one transaction each; a value that cannot be serialized,
+    or an embedding that fails, writes nothing. Values are msgpack (``serializer``, never
+    pickle). Safe to share between threads and processes; the async methods run in worker
+    threads.
+
+    ``path`` is a file, ``":memory:"``, or (``uri=True``) a ``file:`` URI; ``timeout`` is how
+    long a write waits for another connection's lock. Close it with ``close()`` /
+    ``aclose()``, or use it as a (sync or async) context manager. Errors name the file; a
+    path whose directory does not exist raises ``CheckpointPathError``."""
+
+    def __init__(
+        self,
+        path: str | Path = "store.sqlite",
+        *,
+        index: IndexConfig | Mapping[str, Any] | None = None,
+        serializer: Serializer | None = None,
+        uri: bool = False,
+        timeout: float = 30.0,
+    ) -> None:
+        self._closed = True  # until the connection is open (__del__ looks at it)
+        self.path = str(path)
+        self.serializer = serializer or Serializer()
+        self.timeout = timeout
+        self._set_index(index)
+        self._lock = threading.RLock()
+        self._conn = connect(
+            self.path,
+            uri=uri,
+            timeout=timeout,
+            owner="SqliteStore",
+            kind="store",
+            prepare=_prepare(self.path),
+        )
+        self._closed = False
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, **options: Any) -> SqliteStore:
+        """A store for a path, ``:memory:``, or a ``file:`` URI (``file:db.sqlite?mode=rwc``)."""
+        return cls(conn_string, uri=conn_string.startswith("file:"), **options)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r})"
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (idempotent). The store cannot be used afterwards."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        try:
+            warnings.warn(
+                f"unclosed {self!r}: call close() (or aclose()), or use 'with SqliteStore(...)'",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+        except ResourceWarning:  # warnings are errors here: let it be reported
+            raise
+        except Exception:  # the interpreter is shutting down: nothing to warn with
+            pass
+        finally:
+            self._conn.close()
+
+    @contextlib.contextmanager
+    def _using(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; a sqlite3 error becomes a ``CheckpointError`` that
+        names the file and the fix."""
+        with self._lock:
+            if self._closed:
+                raise CheckpointError(
+                    f"{self!r} is closed, so it cannot be used for {doing}: open a new SqliteStore"
+                )
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise CheckpointError(
+                    f"{self!r} failed while {doing}: {type(exc).__name__}: {exc}; "
+                    f"{hint_for(exc, self.timeout, 'store')}"
+                ) from exc
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _write(
+        self, ns: Namespace, key: str, value: Any, vectors: Mapping[str, bytes] | None
+    ) -> None:
+        # Serialize first: a value that cannot be stored fails before anything is written.
+        blob = self.serializer.dumps(value, key=f"{'/'.join(ns)}/{key}")
+        new = {bytes.fromhex(d): vector for d, vector in (vectors or {}).items()}
+        item = (_encode_ns(ns), _utf8(key))
+        with self._using(f"writing {key!r} in {ns!r}") as conn, Transaction(conn) as db:
+            row = db.execute(
+                "SELECT vectors FROM store_items WHERE ns = ? AND key = ?", item
+            ).fetchone()
+            now = time.time_ns() // 1000
+            db.execute(
+                "INSERT INTO store_items VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (ns, key) DO "
+                "UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+                "vectors = excluded.vectors",
+                (*item, blob, now, now, b"".join(new) or None),
+            )
+            self._relink(db, row[0] if row else None, new)
+
+    @staticmethod
+    def _relink(db: sqlite3.Connection, old: bytes | None, new: Mapping[bytes, bytes]) -> None:
+        """Count the item's ``new`` vectors in instead of its ``old`` ones (digests, packed):
+        a vector no item uses any more is deleted."""
+        old = old or b""
+        gone = {old[at : at + _DIGEST] for at in range(0, len(old), _DIGEST)}
+        added = [(d, vector) for d, vector in new.items() if d not in gone]
+        gone -= new.keys()
+        db.executemany(
+            "INSERT INTO store_vectors VALUES (?, 1, ?) ON CONFLICT (digest) DO UPDATE SET "
+            "refs = refs + 1",
+            added,
+        )
+        if gone:
+            rows = [(d,) for d in gone]
+            db.executemany("UPDATE store_vectors SET refs = refs - 1 WHERE digest = ?", rows)
+            db.executemany("DELETE FROM store_vectors WHERE digest = ? AND refs <= 0", rows)
+
+    def delete(self, namespace: Iterable[str], key: str) -> None:
+        """Remove the item at ``(namespace, key)`` and the vectors only it used (nothing
+        there is no error)."""
+        ns = checked_namespace(namespace)
+        item = (_encode_ns(ns), _utf8(key))
+        with self._using(f"deleting {key!r} in {ns!r}") as conn, Transaction(conn) as db:
+            row = db.execute(
+                "DELETE FROM store_items WHERE ns = ? AND key = ? RETURNING vectors", item
+            ).fetchone()
+            if row is not None:
+                self._relink(db, row[0], {})
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def get(self, namespace: Iterable[str], key: str) -> Item | None:
+        """The item at ``(namespace, key)``, or ``None``."""
+        ns = checked_namespace(namespace)
+        with self._using(f"reading {key!r} in {ns!r}") as db:
+            row = db.execute(
+                "SELECT value, created_at, updated_at FROM store_items WHERE ns = ? AND key = ?",
+                (_encode_ns(ns), _utf8(key)),
+            ).fetchone()
+        if row is None:
+            return None
+        return Item(ns, key, self.serializer.loads(row[0]), _at(row[1]), _at(row[2]))
+
+    def _stored_vectors(self, digests: builtins.list[str]) -> Mapping[str, bytes]:
+        found: dict[str, bytes] = {}
+        with self._using("reading vectors") as db:
+            for start in range(0, len(digests), _CHUNK):
+                chunk = [bytes.fromhex(d) for d in digests[start : start + _CHUNK]]
+                found.update(
+                    (d.hex(), vector)
+                    for d, vector in db.execute(
+                        "SELECT digest, vector FROM store_vectors WHERE digest IN "
+                        f"({','.join('?' * len(chunk))})",
+                        chunk,
+                    )
+                )
+        return found
+
+    @contextlib.contextmanager
+    def _rows(self, doing: str, sql: str, parameters: Iterable[Any]) -> Iterator[Iterator[Any]]:
+        """The rows of one query (one snapshot of the file), read as they are iterated;
+        the query ends with the block however far it was read."""
+        with self._using(doing) as db:
+            cursor = db.execute(sql, tuple(parameters))
+            try:
+                yield cursor
+            finally:
+                cursor.close()
+
+    def _plain_search(
+        self, prefix: Namespace, where: Mapping[str, Any] | None, limit: int, offset: int
+    ) -> builtins.list[Item]:
+        condition, parameters = _under(prefix)
+        sql = (
+            "SELECT ns, key, value, created_at, updated_at FROM store_items "
+            f"WHERE {condition} ORDER BY updated_at DESC"
+        )
+        if not where:  # every item matches: SQLite pages
+            sql += " LIMIT ? OFFSET ?"
+            parameters = (*parameters, max(limit, 0), max(offset, 0))
+        check, loads = _Filter(where, self.serializer), self.serializer.loads
+        found: builtins.list[Item] = []
+        skip = max(offset, 0) if where else 0
+        with self._rows(f"searching {prefix!r}", sql, parameters) as rows:
+            for ns, key, blob, created, updated in rows:
+                if len(found) >= limit:
+                    break
+                if not check.may_match(blob):
+                    continue
+                value = loads(blob)
+                if not check.test(value):
+                    continue
+                if skip:
+                    skip -= 1
+                    continue
+                found.append(Item(_decode_ns(ns), _text(key), value, _at(created), _at(updated)))
+        return found
+
+    def _candidates(
+        self, prefix: Namespace, where: Mapping[str, Any] | None
+    ) -> builtins.list[Candidate]:
+        condition, parameters = _under(prefix)
+        sql = (
+            "SELECT ns, key, value, created_at, updated_at, vectors FROM store_items "
+            f"WHERE {condition} AND vectors IS NOT NULL"
+        )
+        check, loads = _Filter(where, self.serializer), self.serializer.loads
+        spaces: dict[bytes, Namespace] = {}  # each namespace decoded once
+        found: builtins.list[Candidate] = []
+        with self._rows(f"searching {prefix!r} by query", sql, parameters) as rows:
+            for ns, key, blob, created, updated, vectors in rows:
+                if not check.may_match(blob):
+                    continue
+                value = loads(blob)
+                if not check.test(value):
+                    continue
+                space = spaces.get(ns)
+                if space is None:
+                    space = spaces[ns] = _decode_ns(ns)
+                item = Item(space, _text(key), value, _at(created), _at(updated))
+                found.append((item, _digests(vectors)))
+        return found
+
+    def list_namespaces(
+        self, prefix: Iterable[str] = (), max_depth: int | None = None, limit: int = 100
+    ) -> builtins.list[Namespace]:
+        """The namespaces under ``prefix`` that hold an item, sorted, cut to ``max_depth``
+        parts (once each), at most ``limit``."""
+        start = tuple(prefix)
+        condition, parameters = _under(start)
+        sql = f"SELECT DISTINCT ns FROM store_items WHERE {condition}"
+        with self._rows(f"listing namespaces under {start!r}", sql, parameters) as rows:
+            spaces = [_decode_ns(ns) for (ns,) in rows]
+        return listed_namespaces(spaces, start, max_depth, limit)
