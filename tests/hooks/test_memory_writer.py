@@ -30,7 +30,7 @@ from graph_agent import (
     tool,
 )
 from graph_agent.messages import Message
-from hooks import HumanInTheLoopHook, MemoryChange, MemoryWriterHook, ToolFeedback
+from hooks import HumanInTheLoopHook, MemoryChange, MemoryWriterHook, PIIHook, ToolFeedback
 
 LOGGER = "graph_agent.hooks.memory"
 WAIT = 30  # seconds a test waits for an event before it fails (never reached when green)
@@ -400,3 +400,19 @@ def test_a_bad_change_fails_the_turn_with_a_clear_message(
     assert hook.stats().failed == 1
     with pytest.raises(ValueError, match=message):
         MemoryChange.of(change)
+
+
+def test_the_extractor_reads_the_thread_as_stored_so_what_pii_hook_removed_never_reaches_it() -> (
+    None
+):
+    seen: list[str] = []
+    store = indexed_store()
+    hook = MemoryWriterHook(lambda m, e: seen.extend(x.text for x in m) or [], store=store)
+    guard = PIIHook("email", apply_to_output=True)
+    model = ScriptedChatModel(["I will write to ada@example.com."])
+    agent = ReactAgent(
+        name="support", model=model, store=store, hooks=[guard, hook], interceptors=[guard]
+    )
+    agent.call("Mail me at ada@example.com.", config("t1"))
+    assert hook.flush(WAIT)
+    assert seen == ["Mail me at [REDACTED_EMAIL].", "I will write to [REDACTED_EMAIL]."]
