@@ -76,9 +76,9 @@ class Backlog(Generic[J]):
             return dataclasses.replace(self._counts, pending=pending)
 
     def count_failure(self) -> None:
-        """Count a job that failed before it could be queued."""
+        """Count a job that failed before it could be queued (as queued, and failed)."""
         with self._lock:
-            self._count(failed=1)
+            self._count(queued=1, failed=1)
 
     def submit(self, key: Hashable, job: J, merge: Callable[[J, J], J]) -> None:
         """Queue ``job`` (merged into the waiting job of ``key``, if any) and make sure a
