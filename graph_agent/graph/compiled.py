@@ -180,6 +180,13 @@ class CompiledGraph:
         if schema is not None:
             schema.check(inputs, f"graph '{self._spec.name or 'graph'}'")
 
+    def clean_input(self, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``inputs`` as ``compile(clean_input=...)`` cleans a run's new input (``inputs``
+        itself when the graph has none); what the cleaner raises (a refusal) propagates. A
+        server keeps a run's input so in the run's record, never as its client sent it."""
+        clean = self._spec.clean_input
+        return inputs if clean is None else clean(inputs)
+
     @property
     def name(self) -> str | None:
         """The name given to ``compile(name=...)`` (an agent's graph has the agent's name)."""
