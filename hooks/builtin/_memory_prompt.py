@@ -96,22 +96,26 @@ _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 def parsed_changes(text: str) -> list[Any]:
     """The changes of a model's answer: ``{"changes": [...]}`` or a bare list, in a code
-    fence or not. ``ValueError`` saying what came instead."""
+    fence or not. ``ValueError`` saying what came instead, never quoting it (its errors are
+    logged, and log lines never carry message content)."""
     body = text.strip()
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1)
     try:
         data = json.loads(body)
-    except ValueError:
+    except ValueError as error:  # the answer is not quoted: it may hold personal data
         raise ValueError(
-            f'the memory model did not answer JSON such as {{"changes": [...]}}: {text[:200]!r}'
+            f'the memory model did not answer JSON such as {{"changes": [...]}} ({error}, in '
+            f"an answer of {len(text)} characters)"
         ) from None
     if isinstance(data, dict) and isinstance(data.get("changes"), list):
         return list(data["changes"])
     if isinstance(data, list):
         return data
+    what = (
+        f"an object with the keys {sorted(data)}" if isinstance(data, dict) else type(data).__name__
+    )
     raise ValueError(
-        f'the memory model answered {text[:200]!r}; expected {{"changes": [...]}}, a list of '
-        "changes"
+        f'the memory model answered {what}; expected {{"changes": [...]}}, a list of changes'
     )

@@ -84,7 +84,10 @@ class MemoryChange:
             )
         unknown = sorted(set(change) - {"action", "content", "key"})
         if unknown:
-            raise ValueError(f"a memory change has unknown field(s) {unknown}: {dict(change)!r}")
+            raise ValueError(
+                f"a memory change has unknown field(s) {unknown}; its fields are action, "
+                "content and key"
+            )
         return cls(change.get("action"), change.get("content"), change.get("key"))  # type: ignore[arg-type]
 
 

@@ -286,6 +286,7 @@ def test_a_bad_answer_of_the_model_and_a_missing_user_id_are_logged_not_raised(
         assert agent.call("Hi.", RunnableConfig(thread_id="t2")).text == "a2"
         assert hook.flush(WAIT)
     assert "the memory model did not answer JSON" in caplog.text
+    assert "tea" not in caplog.text  # log lines never carry what was said
     assert "no memories written for thread 't2'" in caplog.text
     assert "RunnableConfig(metadata={'user_id': ...})" in caplog.text
     stats = hook.stats()
