@@ -187,12 +187,50 @@ def test_batch_size_and_characters_per_request_cut_the_requests(
     assert vectors == [v[:8] for v in expected(texts, 8)]
 
 
-def test_the_async_twin_sends_requests_together_up_to_max_concurrency(server: Replayer) -> None:
-    api = serve(server, EmbeddingsAPI(together=2))  # no answer until two are in flight
-    texts = [f"text {n}" for n in range(8)]
-    embeddings = client(server, dimensions=8, batch_size=2, max_concurrency=2)
-    assert embed(embeddings, texts, True) == [v[:8] for v in expected(texts, 8)]
-    assert len(api.inputs) == 4 and api.most_at_once == 2
+class Gate(httpx.AsyncBaseTransport):
+    """A transport that holds every request until ``together`` are in flight (10 s at most),
+    counting the most in flight at once. The tasks of one call start in one turn of the loop,
+    so every request the client lets out at once is counted before any is answered."""
+
+    def __init__(self, together: int) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.together = together
+        self.full = asyncio.Event()
+        self.at_once = self.most_at_once = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.at_once += 1
+        self.most_at_once = max(self.most_at_once, self.at_once)
+        if self.at_once >= self.together:
+            self.full.set()
+        try:
+            await asyncio.wait_for(self.full.wait(), 10)
+            return await self.inner.handle_async_request(request)
+        finally:
+            self.at_once -= 1
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("limit", [2, 3])
+def test_the_async_twin_sends_up_to_max_concurrency_requests_at_once(
+    server: Replayer, limit: int
+) -> None:
+    api = serve(server)
+    texts = [f"text {n}" for n in range(12)]
+
+    async def run() -> tuple[list[list[float]], int]:
+        gate = Gate(together=limit)
+        async with httpx.AsyncClient(transport=gate) as held:
+            embeddings = client(
+                server, dimensions=8, batch_size=2, max_concurrency=limit, async_http_client=held
+            )
+            return await embeddings.aembed_documents(texts), gate.most_at_once
+
+    vectors, most_at_once = asyncio.run(run())
+    assert vectors == [v[:8] for v in expected(texts, 8)]
+    assert len(api.inputs) == 6 and most_at_once == limit
 
 
 @pytest.mark.parametrize("asynchronous", MODES)

@@ -636,38 +636,23 @@ class EmbeddingsAPI:
     ``dimensions`` a positive int (not for ada-002), ``encoding_format`` float or base64.
     The vectors are ``HashingEmbeddings``' (texts sharing words are close), listed last input
     first (each datum's ``index`` says which it is). ``failures`` are the answers of the
-    next requests (a status, or a ``Reply``), before any rule. With ``together``, requests
-    wait for that many to be in flight at once (a barrier, 10 s at most) before an answer;
-    ``most_at_once`` is the most seen."""
+    next requests (a status, or a ``Reply``), before any rule."""
 
-    def __init__(self, key: str | None = KEY, together: int = 0) -> None:
+    def __init__(self, key: str | None = KEY) -> None:
         self.key = key
         self.failures: list[int | Reply] = []
         self.inputs: list[list[str]] = []  # the input of each request answered
-        self.barrier = threading.Barrier(together) if together else None
         self.lock = threading.Lock()
-        self.at_once = self.most_at_once = 0
 
     def __call__(self, request: Request) -> Reply:
         with self.lock:
-            self.at_once += 1
-            self.most_at_once = max(self.most_at_once, self.at_once)
             failure = self.failures.pop(0) if self.failures else None
-        try:
-            if self.barrier is not None:
-                self.barrier.wait(timeout=10)
-            if isinstance(failure, Reply):
-                return failure
-            if failure is not None:
-                return Reply(
-                    json.dumps({"error": {"message": f"failed on demand ({failure})"}}).encode(),
-                    "application/json",
-                    failure,
-                )
-            return self.answer(request)
-        finally:
-            with self.lock:
-                self.at_once -= 1
+        if isinstance(failure, Reply):
+            return failure
+        if failure is not None:
+            message = {"error": {"message": f"failed on demand ({failure})"}}
+            return Reply(json.dumps(message).encode(), "application/json", failure)
+        return self.answer(request)
 
     def answer(self, request: Request) -> Reply:
         if not request.path.endswith("/embeddings"):
