@@ -37,6 +37,7 @@ DEFAULT_MAX_CHARS = 300_000
 """Characters per request by default: OpenAI takes at most 300,000 tokens summed over a
 request's inputs, and a token is about four characters of English (rarely less than one)."""
 ENCODINGS = ("float", "base64")
+_OWN_FIELDS = ("model", "input", "encoding_format", "dimensions")
 
 Vector = list[float]
 T = TypeVar("T")
@@ -73,8 +74,9 @@ class OpenAIEmbeddings(OpenAIEndpoint):
     (clients passed in are never closed); 408, 409, 425, 429, most 5xx and connection errors
     are retried up to ``max_retries`` times (``Retry-After`` honoured, backoff capped at
     ``max_backoff``); every other failure is a ``ModelError`` with the status, the provider's
-    message and what to do about it. ``extra_body`` fields go in every request body (they
-    never replace ``model``, ``input``, ``encoding_format`` or ``dimensions``).
+    message and what to do about it. ``extra_body`` fields go in every request body (a
+    ``ValueError`` names those it may not set: ``model``, ``input``, ``encoding_format``,
+    ``dimensions``); ``extra_headers`` go with every request.
     """
 
     path = "embeddings"
@@ -130,6 +132,13 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         self.max_chars_per_request = _positive_int("max_chars_per_request", max_chars_per_request)
         self.max_concurrency = _positive_int("max_concurrency", max_concurrency)
         self.extra_body = dict(extra_body or {})
+        taken = sorted(set(self.extra_body) & set(_OWN_FIELDS))
+        if taken:
+            raise ValueError(
+                f"extra_body may not set {', '.join(map(repr, taken))}: pass "
+                f"{', '.join(f'{name}=' for name in taken)} to OpenAIEmbeddings instead (the "
+                "input is what you embed)"
+            )
 
     # --- the Embeddings protocol ----------------------------------------------------------
 
@@ -141,8 +150,6 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         body["encoding_format"] = self.encoding_format
         if self.dimensions is not None:
             body["dimensions"] = self.dimensions
-        else:
-            body.pop("dimensions", None)
         return body
 
     def embed_documents(self, texts: list[str]) -> list[Vector]:

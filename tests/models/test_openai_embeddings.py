@@ -160,6 +160,36 @@ def test_no_texts_no_request(server: Replayer, asynchronous: bool) -> None:
     assert server.requests == []
 
 
+def test_extra_fields_and_headers_go_with_every_request(server: Replayer) -> None:
+    serve(server)
+    embeddings = client(
+        server,
+        dimensions=8,
+        batch_size=2,
+        extra_body={"user": "u-1"},
+        extra_headers={"X-Team": "a"},
+    )
+    embed(embeddings, TEXTS, False)
+    assert len(server.requests) == 2
+    for sent in server.requests:
+        assert sent.body["user"] == "u-1" and sent.body["dimensions"] == 8
+        assert sent.headers["X-Team"] == "a"
+
+
+def test_an_azure_deployment_url_keeps_its_query_and_key_header(server: Replayer) -> None:
+    serve(server, EmbeddingsAPI(key=None))
+    embeddings = OpenAIEmbeddings(
+        "text-embedding-3-small",
+        f"{server.url}/openai/deployments/emb?api-version=2024-10-21",
+        REAL_KEY,
+        api_key_header="api-key",
+    )
+    assert embed(embeddings, TEXTS, False) == expected(TEXTS)
+    sent = server.requests[0]
+    assert sent.path == "/openai/deployments/emb/embeddings?api-version=2024-10-21"
+    assert sent.headers["api-key"] == REAL_KEY and "Authorization" not in sent.headers
+
+
 # --- batching ------------------------------------------------------------------------------
 
 
@@ -285,6 +315,11 @@ def test_what_is_no_text_is_refused(server: Replayer, call: Any, error: type, me
         ({"max_concurrency": 0}, "max_concurrency must be a positive int"),
         ({"encoding_format": "int8"}, "encoding_format must be 'float' or 'base64'"),
         ({"max_retries": -1}, "max_retries must be 0 or more"),
+        (
+            {"extra_body": {"user": "u1", "model": "m", "dimensions": 8}},
+            r"extra_body may not set 'dimensions', 'model': pass dimensions=, model= to",
+        ),
+        ({"api_key_header": "api key"}, "api_key_header must be an HTTP header name"),
     ],
 )
 def test_settings_are_checked(settings: dict[str, Any], message: str) -> None:

@@ -655,7 +655,7 @@ class EmbeddingsAPI:
         return self.answer(request)
 
     def answer(self, request: Request) -> Reply:
-        if not request.path.endswith("/embeddings"):
+        if not request.path.partition("?")[0].endswith("/embeddings"):
             return Reply(b'{"error": {"message": "Not found"}}', "application/json", 404)
         sent = request.headers.get("Authorization")
         if self.key is not None and sent != f"Bearer {self.key}":
