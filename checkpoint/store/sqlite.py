@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import re
 import sqlite3
 import threading
@@ -32,6 +33,7 @@ from .._savers.sqlite.open import Transaction, connect, hint_for
 from ..errors import CheckpointError
 from ..serde import Serializer
 from ._index import IndexConfig
+from ._vectors import Vector
 from .base import (
     Candidate,
     IndexedStore,
@@ -48,7 +50,7 @@ SCHEMA_VERSION = 1
 _TABLES = (
     "CREATE TABLE store_items (ns BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, "
     "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, vectors BLOB, "
-    "PRIMARY KEY (ns, key))",
+    "PRIMARY KEY (ns, key)) WITHOUT ROWID",
     "CREATE INDEX store_items_by_update ON store_items (updated_at)",
     "CREATE TABLE store_vectors (digest BLOB PRIMARY KEY, refs INTEGER NOT NULL, "
     "vector BLOB NOT NULL)",
@@ -80,6 +82,8 @@ def _encode_ns(ns: Namespace) -> bytes:
 def _decode_ns(data: bytes) -> Namespace:
     if not data:
         return ()
+    if len(data) == _DIGEST:
+        return (data.hex(),)
     return tuple(
         _text(_UNESCAPE.sub(lambda m: _ESC if m[1] == _ESC else _SEP, part))
         for part in data.split(_SEP)
@@ -105,6 +109,8 @@ def _at(micros: int) -> datetime:
 def _digests(data: bytes | None) -> tuple[str, ...]:
     if not data:
         return ()
+    if len(data) == _DIGEST:
+        return (data.hex(),)
     return tuple(data[at : at + _DIGEST].hex() for at in range(0, len(data), _DIGEST))
 
 
@@ -164,6 +170,74 @@ class _Filter:
         return True
 
 
+_Held = tuple[bytes, int, bytes, Candidate]  # value bytes, updated_at, digests, the candidate
+
+
+class _View:
+    """The items that have vectors, decoded, as the file was when ``PRAGMA data_version``
+    read ``version`` (it changes when another connection commits), with this store's own
+    writes since patched in: a search by query filters them in memory instead of reading
+    and decoding every item again. When another process has written, the next search reads
+    the items again and decodes only those whose stored bytes changed."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit  # the most items held; more: no view (the store reads each time)
+        self.version: int | None = None
+        self.spaces: dict[bytes, dict[bytes, _Held]] = {}
+
+    def refresh(self, db: sqlite3.Connection, loads: Any) -> bool:
+        """Bring the view up to date; ``False`` if the file holds too many items for it."""
+        (version,) = db.execute("PRAGMA data_version").fetchone()
+        if version == self.version:
+            return True
+        old, spaces, count = self.spaces, self.spaces.__class__(), 0
+        self.version, self.spaces = None, {}
+        cursor = db.execute(
+            "SELECT ns, key, value, created_at, updated_at, vectors FROM store_items "
+            "WHERE vectors IS NOT NULL"
+        )
+        try:
+            for ns, key, blob, created, updated, vectors in cursor:
+                count += 1
+                if count > self.limit:
+                    self.limit = 0  # too big to hold: no view from now on
+                    return False
+                items = spaces.get(ns)
+                if items is None:
+                    items = spaces[ns] = {}
+                held = old[ns].get(key) if ns in old else None
+                if held is None or held[0] != blob or held[1] != updated or held[2] != vectors:
+                    space = held[3][0].namespace if held is not None else _decode_ns(ns)
+                    item = Item(space, _text(key), loads(blob), _at(created), _at(updated))
+                    held = (blob, updated, vectors, (item, _digests(vectors)))
+                items[key] = held
+        finally:
+            cursor.close()
+        self.spaces, self.version = spaces, version
+        return True
+
+    def patch(self, ns: bytes, key: bytes, held: _Held | None) -> None:
+        """This store's own write of an item (``None``: it has no vectors, or is gone)."""
+        if self.version is None:
+            return
+        if held is not None:
+            self.spaces.setdefault(ns, {})[key] = held
+        elif key in self.spaces.get(ns, {}):
+            del self.spaces[ns][key]
+            if not self.spaces[ns]:
+                del self.spaces[ns]
+
+    def candidates(self, prefix: Namespace, test: Any) -> builtins.list[Candidate]:
+        start = _encode_ns(prefix)
+        below = start + _SEP
+        found: builtins.list[Candidate] = []
+        for ns, items in self.spaces.items():
+            if prefix and ns != start and not ns.startswith(below):
+                continue
+            found.extend(held[3] for held in items.values() if test(held[3][0].value))
+        return found
+
+
 class SqliteStore(IndexedStore, Closing):
     """A store in a SQLite file (WAL mode): items survive restarts, and every process that
     opens the file sees the others' writes. With ``index`` (``IndexConfig``) the named fields
@@ -176,7 +250,9 @@ class SqliteStore(IndexedStore, Closing):
     threads.
 
     ``path`` is a file, ``":memory:"``, or (``uri=True``) a ``file:`` URI; ``timeout`` is how
-    long a write waits for another connection's lock. Close it with ``close()`` /
+    long a write waits for another connection's lock. Up to ``cache_items`` items that have
+    vectors are held decoded between searches by query (0: none), checked against the file
+    before each search. Close it with ``close()`` /
     ``aclose()``, or use it as a (sync or async) context manager. Errors name the file; a
     path whose directory does not exist raises ``CheckpointPathError``."""
 
@@ -188,13 +264,19 @@ class SqliteStore(IndexedStore, Closing):
         serializer: Serializer | None = None,
         uri: bool = False,
         timeout: float = 30.0,
+        cache_items: int = 100_000,
     ) -> None:
         self._closed = True  # until the connection is open (__del__ looks at it)
+        if type(cache_items) is not int or cache_items < 0:
+            raise ValueError(
+                f"SqliteStore(cache_items=...) must be an int >= 0, got {cache_items!r}"
+            )
         self.path = str(path)
         self.serializer = serializer or Serializer()
         self.timeout = timeout
         self._set_index(index)
         self._lock = threading.RLock()
+        self._view = _View(cache_items)
         self._conn = connect(
             self.path,
             uri=uri,
@@ -266,18 +348,26 @@ class SqliteStore(IndexedStore, Closing):
         blob = self.serializer.dumps(value, key=f"{'/'.join(ns)}/{key}")
         new = {bytes.fromhex(d): vector for d, vector in (vectors or {}).items()}
         item = (_encode_ns(ns), _utf8(key))
-        with self._using(f"writing {key!r} in {ns!r}") as conn, Transaction(conn) as db:
-            row = db.execute(
-                "SELECT vectors FROM store_items WHERE ns = ? AND key = ?", item
-            ).fetchone()
-            now = time.time_ns() // 1000
-            db.execute(
-                "INSERT INTO store_items VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (ns, key) DO "
-                "UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
-                "vectors = excluded.vectors",
-                (*item, blob, now, now, b"".join(new) or None),
-            )
-            self._relink(db, row[0] if row else None, new)
+        digests = b"".join(new) or None
+        with self._using(f"writing {key!r} in {ns!r}") as conn:
+            with Transaction(conn) as db:
+                row = db.execute(
+                    "SELECT created_at, vectors FROM store_items WHERE ns = ? AND key = ?", item
+                ).fetchone()
+                now = time.time_ns() // 1000
+                db.execute(
+                    "INSERT INTO store_items VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (ns, key) DO "
+                    "UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+                    "vectors = excluded.vectors",
+                    (*item, blob, now, now, digests),
+                )
+                self._relink(db, row[1] if row else None, new)
+            held: _Held | None = None
+            if digests is not None and self._view.version is not None:
+                created = _at(row[0]) if row else _at(now)
+                stored = Item(ns, key, self.serializer.loads(blob), created, _at(now))
+                held = (blob, now, digests, (stored, _digests(digests)))
+            self._view.patch(*item, held)
 
     @staticmethod
     def _relink(db: sqlite3.Connection, old: bytes | None, new: Mapping[bytes, bytes]) -> None:
@@ -302,12 +392,14 @@ class SqliteStore(IndexedStore, Closing):
         there is no error)."""
         ns = checked_namespace(namespace)
         item = (_encode_ns(ns), _utf8(key))
-        with self._using(f"deleting {key!r} in {ns!r}") as conn, Transaction(conn) as db:
-            row = db.execute(
-                "DELETE FROM store_items WHERE ns = ? AND key = ? RETURNING vectors", item
-            ).fetchone()
-            if row is not None:
-                self._relink(db, row[0], {})
+        with self._using(f"deleting {key!r} in {ns!r}") as conn:
+            with Transaction(conn) as db:
+                row = db.execute(
+                    "DELETE FROM store_items WHERE ns = ? AND key = ? RETURNING vectors", item
+                ).fetchone()
+                if row is not None:
+                    self._relink(db, row[0], {})
+            self._view.patch(*item, None)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -381,12 +473,15 @@ class SqliteStore(IndexedStore, Closing):
     def _candidates(
         self, prefix: Namespace, where: Mapping[str, Any] | None
     ) -> builtins.list[Candidate]:
+        check, loads = _Filter(where, self.serializer), self.serializer.loads
+        with self._using(f"searching {prefix!r} by query") as db:
+            if self._view.limit and self._view.refresh(db, loads):
+                return self._view.candidates(prefix, check.test)
         condition, parameters = _under(prefix)
         sql = (
             "SELECT ns, key, value, created_at, updated_at, vectors FROM store_items "
             f"WHERE {condition} AND vectors IS NOT NULL"
         )
-        check, loads = _Filter(where, self.serializer), self.serializer.loads
         spaces: dict[bytes, Namespace] = {}  # each namespace decoded once
         found: builtins.list[Candidate] = []
         with self._rows(f"searching {prefix!r} by query", sql, parameters) as rows:
@@ -402,6 +497,21 @@ class SqliteStore(IndexedStore, Closing):
                 item = Item(space, _text(key), value, _at(created), _at(updated))
                 found.append((item, _digests(vectors)))
         return found
+
+    def _ranked(
+        self,
+        prefix: Namespace,
+        where: Mapping[str, Any] | None,
+        query: Vector,
+        limit: int,
+        offset: int,
+    ) -> builtins.list[Item]:
+        # The values found are the view's: each caller gets its own copy.
+        dumps, loads = self.serializer.dumps, self.serializer.loads
+        return [
+            dataclasses.replace(item, value=loads(dumps(item.value)))
+            for item in super()._ranked(prefix, where, query, limit, offset)
+        ]
 
     def list_namespaces(
         self, prefix: Iterable[str] = (), max_depth: int | None = None, limit: int = 100
