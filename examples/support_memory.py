@@ -131,7 +131,7 @@ def build(model: ChatModel, writer: MemoryWriterHook, store: MemoryStore) -> Rea
 
 def _served() -> ReactAgent:
     store = indexed_store()
-    return build(served(support_model), MemoryWriterHook(served(memory_model), store=store), store)
+    return build(served(support_model), MemoryWriterHook(served(memory_model)), store)
 
 
 # served: `graph-agent serve examples/support_memory.py:agent` (its model: see _models.py)
@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("A support agent that remembers a customer across threads.", argv)
     store = indexed_store()
     model = choose(args, support_model())
-    writer = MemoryWriterHook(model if args.live else memory_model(), store=store)
+    writer = MemoryWriterHook(model if args.live else memory_model())  # writes to the agent's store
     support = build(model, writer, store)
     for thread, user, text in TURNS:
         config = RunnableConfig(thread_id=thread, metadata={"user_id": user})

@@ -221,6 +221,10 @@ def assemble(s: AgentOptions) -> tuple[AgentParts, list[Hook], dict[str, KeyStra
         problems.append(f"model {s.model!r} is not a ChatModel (call, stream, acall, astream)")
     tools = _tools(s, problems)
     hooks = _hooks(s.hooks, problems)
+    for hook in hooks:  # a hook that writes to the store takes the agent's (MemoryWriterHook)
+        use_store = getattr(hook, "use_store", None)
+        if callable(use_store) and (problem := use_store(s.store)) is not None:
+            problems.append(problem)
     strategies = _strategies(s, hooks, problems)
     model_interceptors = [i for i in s.interceptors if isinstance(i, ModelInterceptor)]
     tool_interceptors = [i for i in s.interceptors if isinstance(i, ToolInterceptor)]

@@ -182,7 +182,7 @@ class MemoryWriterHook(AgentHook):
         self,
         extractor: ChatModel | MemoryExtractor,
         *,
-        store: BaseStore,
+        store: BaseStore | None = None,
         namespace: Sequence[str] = DEFAULT_NAMESPACE,
         instructions: str = DEFAULT_MEMORY_INSTRUCTIONS,
         existing_limit: int = 10,
@@ -194,7 +194,7 @@ class MemoryWriterHook(AgentHook):
                 "MemoryWriterHook(extractor=...) takes a ChatModel or a function "
                 f"(messages, existing) -> changes, got {extractor!r}"
             )
-        for method in ("put", "search", "delete"):
+        for method in ("put", "search", "delete") if store is not None else ():
             if not callable(getattr(store, method, None)):
                 raise TypeError(
                     f"MemoryWriterHook(store=...) takes a store (checkpoint.MemoryStore, "
@@ -218,7 +218,7 @@ class MemoryWriterHook(AgentHook):
                         f"MemoryWriterHook(instructions=...) must contain {slot}, where it goes"
                     )
         self.extractor = extractor
-        self.store = store
+        self.store: BaseStore | None = store
         self.namespace = template
         self.instructions = instructions
         self.existing_limit = existing_limit
@@ -232,6 +232,25 @@ class MemoryWriterHook(AgentHook):
             limit=max_pending,
             thread_name=f"graph_agent-{self.hook_name}",
         )
+
+    def use_store(self, store: BaseStore | None) -> str | None:
+        """The agent's build hands the hook its store (``ReactAgent(store=...)``): the hook
+        writes there unless it was given one. The problem, or ``None``: no store on either
+        side, or the hook's own store differing from the agent's."""
+        if self.store is None:
+            if store is None:
+                return (
+                    "MemoryWriterHook has no store to write to: give the agent one "
+                    "(ReactAgent(store=MemoryStore(...))) or the hook (store=...)"
+                )
+            self.store = store
+        elif store is not None and store is not self.store:
+            return (
+                f"MemoryWriterHook writes to {self.store!r} but the agent's store is {store!r}: "
+                "memory_tools() would search another store than the one the hook fills; "
+                "give the hook no store= (it takes the agent's) or the same one"
+            )
+        return None
 
     def after_agent(self, state: OverAllState, config: RunnableConfig) -> HookResult:
         try:
@@ -271,17 +290,26 @@ class MemoryWriterHook(AgentHook):
     def existing(self, namespace: tuple[str, ...], messages: Sequence[Message]) -> list[Item]:
         """The memories kept under ``namespace`` that match ``messages``: closest first by a
         search by query, or, in a store without an index, the newest."""
+        store = self._store()
         query = _query_of(messages)
         if query:
             try:
-                return list(self.store.search(namespace, query=query, limit=self.existing_limit))
+                return list(store.search(namespace, query=query, limit=self.existing_limit))
             except ValueError as error:  # no index: the newest instead
                 _log.debug(
                     "%s: no search by query (%s); the newest memories instead",
                     self.hook_name,
                     error,
                 )
-        return list(self.store.search(namespace, limit=self.existing_limit))
+        return list(store.search(namespace, limit=self.existing_limit))
+
+    def _store(self) -> BaseStore:
+        if self.store is None:
+            raise RuntimeError(
+                "MemoryWriterHook has no store: give it store=..., or give it to a ReactAgent "
+                "that has one (the agent hands the hook its store)"
+            )
+        return self.store
 
     def extract(self, messages: Sequence[Message], existing: Sequence[Item]) -> list[MemoryChange]:
         """The extractor's changes for a turn's ``messages``, given the ``existing``
@@ -299,15 +327,16 @@ class MemoryWriterHook(AgentHook):
         return [MemoryChange.of(change) for change in found]
 
     def _remember(self, turn: _Turn) -> None:
+        store = self._store()
         messages = recent_turns(turn.messages, turn.turns)
         changes = self.extract(messages, self.existing(turn.namespace, messages))
         for change in changes:
             if change.action == "delete":
                 assert change.key is not None
-                self.store.delete(turn.namespace, change.key)
+                store.delete(turn.namespace, change.key)
             else:
                 key = change.key or uuid.uuid4().hex[:12]
-                self.store.put(turn.namespace, key, {"content": change.content})
+                store.put(turn.namespace, key, {"content": change.content})
             self._changes += 1  # one worker thread writes it
 
     def _failed(self, turn: _Turn, error: Exception) -> None:

@@ -418,3 +418,22 @@ def test_the_extractor_reads_the_thread_as_stored_so_what_pii_hook_removed_never
     agent.call("Mail me at ada@example.com.", config("t1"))
     assert hook.flush(WAIT)
     assert seen == ["Mail me at [REDACTED_EMAIL].", "I will write to [REDACTED_EMAIL]."]
+
+
+def test_a_hook_without_a_store_writes_to_the_agents_and_a_mismatch_is_refused() -> None:
+    from graph_agent import AgentBuildError
+
+    def extractor(messages: Sequence[Message], existing: Sequence[Item]) -> list[MemoryChange]:
+        return [MemoryChange("add", "Ada prefers email")]
+
+    store = indexed_store()
+    hook = MemoryWriterHook(extractor)
+    agent_with(hook, "Noted.", store=store).call("Email me, please.", config("t1"))
+    assert hook.flush(WAIT)
+    assert list(contents(store).values()) == ["Ada prefers email"]  # the agent's store
+
+    with pytest.raises(AgentBuildError, match="has no store to write to: give the agent one"):
+        ReactAgent(name="a", model=ScriptedChatModel(["x"]), hooks=[MemoryWriterHook(extractor)])
+    other = MemoryWriterHook(extractor, store=MemoryStore())
+    with pytest.raises(AgentBuildError, match="but the agent's store is"):
+        agent_with(other, "x", store=store)
