@@ -1,6 +1,6 @@
 """OpenAIEmbeddings against the local HTTP server of test_servers.py, answering as OpenAI's
-``/v1/embeddings`` does (``EmbeddingsAPI``: its rules, deterministic vectors listed out of
-order, failures on demand), sync and async: vectors in input order, batching, retries,
+``/v1/embeddings`` does (``_embeddings_api.EmbeddingsAPI``: its rules, deterministic vectors
+listed out of order, failures on demand), sync and async: vectors in input order, batching, retries,
 errors, the key kept secret, closing, and a MemoryStore searching by meaning with it. Real
 sockets on loopback; no network, no API key."""
 
@@ -19,9 +19,10 @@ from checkpoint.store import Embeddings, HashingEmbeddings, MemoryStore
 from graph_agent.errors import ModelError
 from graph_agent.models.embeddings import OpenAIEmbeddings
 
+from ._embeddings_api import EmbeddingsAPI
 from .test_openai_resilience import KEY as REAL_KEY
 from .test_openai_resilience import where_the_key_shows
-from .test_servers import KEY, MODES, EmbeddingsAPI, Replayer, Reply
+from .test_servers import KEY, MODES, Replayer, Reply
 
 TEXTS = ["the cat sat on the mat", "dogs chase cats", "stock prices fell today"]
 
