@@ -7,6 +7,7 @@ and send its result back, so both APIs share one implementation of the semantics
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
@@ -75,16 +76,19 @@ class GraphRun(Cursor):
         return self._run() if self.scope.bus is None else self._announced()
 
     def _clean_input(self) -> BaseException | None:
-        """The new input through ``compile(clean_input=...)``, once, before anything sees it;
-        what that raises, to fail the run with."""
+        """The new input through ``compile(clean_input=...)``, once, before anything sees it
+        (a resume's ``Command(update=...)`` too); what that raises, to fail the run with."""
         clean = self.spec.clean_input
         entry = self.inputs
-        if clean is None or not isinstance(entry, (Mapping, SubgraphEntry)):
+        if clean is None or entry is None:
             return None
         try:
             if isinstance(entry, SubgraphEntry):  # what a parent hands it: stored as its input
                 self.inputs = SubgraphEntry(clean(entry.values), entry.resume, entry.resuming)
-            else:
+            elif isinstance(entry, Command) and isinstance(entry.update, Mapping):
+                self.inputs = command = copy.copy(entry)
+                command.update = clean(entry.update)
+            elif isinstance(entry, Mapping):
                 self.inputs = clean(entry)
         except Exception as error:
             self.inputs = None  # the rejected input is neither announced nor stored

@@ -37,7 +37,7 @@ from ..runs import (
     now,
 )
 from ._http import HEARTBEAT_SECONDS, HTTPProblem, sse_response
-from ._input_record import recorded_input
+from ._input_record import recorded_kwargs
 from ._mistakes import client_mistake
 from ._request import Fields, json_body, run_config_fields
 from ._resume_check import check_resume
@@ -320,7 +320,7 @@ class Server:
         by default: the values of each step are not converted for nobody)."""
         plan = self._plan(thread_id, body, waited)
         served = plan.served
-        sent = recorded_input(served.graph, plan.value, body.get("input"), plan.thread_id)
+        kwargs = recorded_kwargs(served.graph, plan.value, body, plan.thread_id)
         # the thread last, so that a refused request leaves none behind
         if plan.stateless:
             record = await self.create_thread(plan.thread_id, {}, served.graph_id)
@@ -347,9 +347,6 @@ class Server:
         record.metadata.setdefault("graph_id", served.graph_id)
         record.metadata.setdefault("assistant_id", assistant_id_for(served.graph_id))
         await self.save_thread(record)
-        kwargs = {k: v for k, v in body.items() if k != "assistant_id"}
-        if "input" in kwargs:  # as the graph cleans it (personal data removed), not as sent
-            kwargs["input"] = sent
         if not kwargs.get("stream_mode"):  # the modes it runs in: none for a waited run
             kwargs["stream_mode"] = list(plan.modes)
         try:

@@ -270,6 +270,20 @@ def test_input_given_through_update_state_is_checked_when_the_run_starts() -> No
     assert [m.text for m in model.prompts[0].messages[-2:]] == ["mail [REDACTED_EMAIL]", "hello"]
 
 
+def test_messages_given_with_a_resume_are_checked_before_they_are_stored() -> None:
+    model = ScriptedChatModel(["Charged."])
+    ask = PIIHook("credit_card", "block", on_block="interrupt")
+    agent, listener = agent_with(MemorySaver(), model, PIIHook("email"), ask)
+    config = {"thread_id": "r1"}
+    agent.invoke(f"charge {CARD}", config)
+    update = {"messages": [UserMessage("receipt to ada@example.com")]}
+    agent.invoke(Command(resume=True, update=update), config)
+    assert model.prompts[0].messages[-1].text == "receipt to [REDACTED_EMAIL]"
+    history = list(agent.get_state_history(config))
+    assert not [h for h in history if "ada@" in repr(h.values)]
+    assert not [e for e in listener.events if "ada@" in repr(e)]
+
+
 def test_output_block_raises_and_stores_no_answer() -> None:
     model = ScriptedChatModel([f"Her card is {CARD}."])
     block = PIIHook("credit_card", "block", apply_to_input=False, apply_to_output=True)

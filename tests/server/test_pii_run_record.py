@@ -101,3 +101,22 @@ def test_an_input_a_hook_blocks_is_refused_and_nothing_of_it_stored(tmp_path: Pa
         assert client.runs.list(thread) == []
         assert [t["thread_id"] for t in client.threads.search()] == [thread]  # none made
     assert [s for s in SECRETS if s.encode() in stored_bytes(tmp_path)] == []
+
+
+def test_a_resume_keeps_the_messages_of_its_update_cleaned(tmp_path: Path) -> None:
+    ask = PIIHook("ticket", "block", detector=r"TCK-\d+", on_block="interrupt")
+    with served(tmp_path, PIIHook("email"), ask) as url, get_sync_client(url=url) as client:
+        thread = client.threads.create()["thread_id"]
+        client.runs.wait(thread, "support", input=said("about TCK-1234"))
+        update = said(f"receipt to {EMAIL}")
+        answer = client.runs.wait(thread, "support", command={"resume": True, "update": update})
+        assert isinstance(answer, dict)
+        assert [m["content"] for m in answer["messages"]][1:] == [
+            "receipt to [REDACTED_EMAIL]",
+            "Noted.",
+        ]
+        resumed = next(r for r in client.runs.list(thread) if "command" in kwargs_of(r))
+    (message,) = kwargs_of(resumed)["command"]["update"]["messages"]
+    assert message["content"] == "receipt to [REDACTED_EMAIL]"
+    assert kwargs_of(resumed)["command"]["resume"] is True
+    assert EMAIL.encode() not in stored_bytes(tmp_path)
