@@ -358,8 +358,10 @@ class RedisStore(IndexedStore, Closing):
     def _candidates(
         self, prefix: Namespace, where: Mapping[str, Any] | None
     ) -> builtins.list[Candidate]:
+        # A search's hot path, once per item under the prefix: no call that can be saved.
         test = matcher(where)
         loads = self.serializer.loads
+        stamp, utc = datetime.fromtimestamp, timezone.utc
         found: builtins.list[Candidate] = []
         for ns, records, digests in self._hashes(prefix, digests=True):
             for key, joined in digests.items():
@@ -367,12 +369,11 @@ class RedisStore(IndexedStore, Closing):
                 if blob is None:
                     continue
                 record = loads(blob)
-                if test(record["v"]):
-                    text = joined.decode("ascii")
-                    keys = tuple(
-                        text[i : i + _DIGEST_LEN] for i in range(0, len(text), _DIGEST_LEN)
-                    )
-                    found.append((_record_item(ns, _text(key), record), keys))
+                value = record["v"]
+                if test(value):
+                    created, updated = record["t"]
+                    item = Item(ns, _text(key), value, stamp(created, utc), stamp(updated, utc))
+                    found.append((item, _split_digests(joined)))
         return found
 
     def _stored_vectors(self, digests: builtins.list[str]) -> Mapping[str, bytes]:
@@ -398,6 +399,14 @@ class RedisStore(IndexedStore, Closing):
         """The namespaces under ``prefix`` that hold an item, sorted, cut to ``max_depth``
         parts, at most ``limit``."""
         return listed_namespaces(self._namespaces(tuple(prefix)), tuple(prefix), max_depth, limit)
+
+
+def _split_digests(joined: bytes) -> tuple[str, ...]:
+    """The digests an item's entry in a digests hash holds (one, most often)."""
+    text = joined.decode("ascii")
+    if len(text) == _DIGEST_LEN:
+        return (text,)
+    return tuple(text[i : i + _DIGEST_LEN] for i in range(0, len(text), _DIGEST_LEN))
 
 
 def _record_item(ns: Namespace, key: str, record: Mapping[str, Any]) -> Item:
