@@ -5,6 +5,7 @@ hooks remove; an input a hook blocks is refused before anything of it is stored.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,3 +121,49 @@ def test_a_resume_keeps_the_messages_of_its_update_cleaned(tmp_path: Path) -> No
     assert message["content"] == "receipt to [REDACTED_EMAIL]"
     assert kwargs_of(resumed)["command"]["resume"] is True
     assert EMAIL.encode() not in stored_bytes(tmp_path)
+
+
+def redis_text(url: str, prefix: str) -> bytes:
+    """Every value Redis keeps under ``prefix``, whatever the key's type."""
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        kept: list[Any] = []
+        for key in client.scan_iter(f"{prefix}*"):
+            kind = client.type(key)
+            read = {
+                b"string": client.get,
+                b"hash": client.hgetall,
+                b"list": lambda k: client.lrange(k, 0, -1),
+                b"set": client.smembers,
+                b"zset": lambda k: client.zrange(k, 0, -1),
+                b"stream": client.xrange,
+            }[kind]
+            kept.append(read(key))
+    return repr(kept).encode()
+
+
+def test_on_redis_the_run_record_and_log_hold_no_removed_data(redis_url: str) -> None:
+    from checkpoint import RedisSaver
+    from graph_agent.runs import RedisRunStore
+    from tests.server.test_two_servers import closing_on_its_loop
+
+    prefix = f"pii-{uuid.uuid4().hex[:8]}"
+    saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
+    store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
+    hooks = [PIIHook("email"), PIIHook("credit_card", "mask")]
+    agent = ReactAgent(
+        name="support", model=ScriptedChatModel(["Noted."]), hooks=hooks, saver=saver
+    )
+    app = create_app({"support": agent}, runs=store)
+    closing_on_its_loop(app, saver, store)
+    with live_server(app) as url, get_sync_client(url=url) as client:
+        thread = client.threads.create()["thread_id"]
+        sent = said(f"I am {EMAIL}, card {CARD}")
+        list(client.runs.stream(thread, "support", input=sent, stream_mode=["values", "debug"]))
+        (run,) = client.runs.list(thread)
+    (message,) = kwargs_of(run)["input"]["messages"]
+    assert message["content"] == "I am [REDACTED_EMAIL], card **** **** **** 1111"
+    kept = redis_text(redis_url, prefix)
+    assert b"[REDACTED_EMAIL]" in kept and b"**** **** **** 1111" in kept
+    assert [s for s in SECRETS if s.encode() in kept] == []
