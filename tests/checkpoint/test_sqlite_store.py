@@ -16,7 +16,7 @@ import pytest
 
 from checkpoint import CheckpointError, CheckpointPathError, SqliteSaver, SqliteStore
 from checkpoint.errors import UnserializableValueError
-from checkpoint.store import HashingEmbeddings
+from checkpoint.store import HashingEmbeddings, MemoryStore
 
 NOTES = {
     "n1": {"text": "Ada prefers tea in the morning", "kind": "taste"},
@@ -53,7 +53,7 @@ def keys(found: list[Any]) -> list[str]:
 OTHER_PROCESS = """
 import json, sys
 from checkpoint import SqliteStore
-from checkpoint.store import HashingEmbeddings
+from checkpoint.store import HashingEmbeddings, MemoryStore
 
 class Counting(HashingEmbeddings):
     documents = 0
@@ -245,3 +245,72 @@ def test_closing_is_clean_and_a_closed_store_says_so(tmp_path: Path) -> None:
     with pytest.warns(ResourceWarning, match=r"unclosed SqliteStore\(.*store\.db"):
         del leaked  # dropped without close(): reported, and its connection closed
         gc.collect()
+
+
+def test_searches_find_what_a_memory_store_finds(tmp_path: Path) -> None:
+    """The filter is applied to decoded values (a string field is first looked for in the
+    stored bytes): the same pages as MemoryStore, with and without a query."""
+    values: list[Any] = [
+        {"kind": "taste", "text": "tea"},
+        {"kind": "taste", "n": 1, "text": "green tea"},
+        {"kind": "tasteful", "text": "tea set"},  # a longer string that starts the same
+        {"inner": {"kind": "taste"}, "text": "nested: not a match"},
+        {"kind": 1, "text": "an int"},
+        {"kind": 1.0, "n": True, "text": "a float equal to 1, and True"},
+        {"kind": ["taste"], "text": "a list"},
+        ["kind", "taste"],
+        "kind taste",
+        {"kind": "taste", "n": 2, "text": "black tea"},
+    ]
+    memory = MemoryStore(index=index())
+    with SqliteStore(tmp_path / "store.db", index=index()) as store:
+        for at, value in enumerate(values):
+            for each in (memory, store):
+                each.put(("m", str(at % 3)), f"k{at}", value)
+        filters: list[dict[str, Any] | None] = [
+            None,
+            {"kind": "taste"},
+            {"kind": "taste", "n": 2},
+            {"kind": 1},
+            {"n": 1},
+            {"kind": ["taste"]},
+            {"missing": "x"},
+        ]
+        for where in filters:
+            for prefix in [(), ("m",), ("m", "1")]:
+                for limit, offset in [(10, 0), (2, 1), (1, 3), (0, 0)]:
+                    plain = [
+                        (i.namespace, i.key) for i in memory.search(prefix, where, limit, offset)
+                    ]
+                    assert [
+                        (i.namespace, i.key) for i in store.search(prefix, where, limit, offset)
+                    ] == plain, (where, prefix, limit, offset)
+                    by_query = [
+                        (i.key, round(i.score or 0, 5))
+                        for i in memory.search(prefix, where, limit, offset, query="tea")
+                    ]
+                    found = store.search(prefix, where, limit, offset, query="tea")
+                    assert [(i.key, round(i.score or 0, 5)) for i in found] == by_query
+
+
+def test_threads_share_a_store(tmp_path: Path) -> None:
+    import threading
+
+    with SqliteStore(tmp_path / "store.db", index=index()) as store:
+        start = threading.Barrier(4)
+
+        def work(worker: int) -> None:
+            start.wait()
+            for n in range(25):
+                store.put(("w", str(worker)), f"k{n}", {"text": f"note {n} of worker {worker}"})
+                store.search(("w",), query=f"note {n}", limit=3)
+            store.delete(("w", str(worker)), "k0")
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(store.search(("w",), limit=1000)) == 4 * 24
+        assert len(store.search(("w",), query="note", limit=1000)) == 4 * 24
+        assert store.list_namespaces() == [("w", str(w)) for w in range(4)]
