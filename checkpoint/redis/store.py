@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import re
 import time
 import warnings
@@ -22,7 +23,9 @@ from ..store import (
     listed_namespaces,
     search_page,
 )
-from ..store.base import Candidate, matcher
+from ..store.base import Candidate, matcher, no_index
+from ..store.embeddings import Vector
+from ._query_engine import QueryEngine, VectorSearch, filter_query, filter_tokens, ns_tags
 
 __all__ = ["RedisStore"]
 
@@ -38,7 +41,9 @@ _UNESCAPE = re.compile(f"{_ESC}(.)", re.DOTALL)
 # digests (key -> its vectors' digests, concatenated), [4] the vectors (digest -> float32 bytes),
 # [5] the reference counts (digest -> how many items use it). A vector comes with its first item
 # and goes with its last. Redis does not undo a script that fails half way, so _PUT checks its
-# arguments before its first write.
+# arguments before its first write. The Query Engine's documents of an item (_query_engine.py)
+# are named by the item's document prefix and a digest: under the store's hash tag too, so in
+# the scripts' slot, but not in KEYS (their names depend on the digests the script reads).
 _DIGEST_LEN = 32  # hex digits of a text's digest (checkpoint.store._vectors.digest)
 
 _UNLINK = r"""
@@ -53,22 +58,42 @@ local function unlink(old)
 end
 """
 
+# The Query Engine's documents (ARGV[5] the item's document prefix, '' for none: the old ones
+# go, and with ARGV[6], the namespace's TAG, the new ones come).
+_DOCUMENTS = r"""
+local function documents(prefix, old, new, ns, f, first)
+  if prefix == '' then return end
+  if old then
+    for i = 1, #old, 32 do redis.call('DEL', prefix .. string.sub(old, i, i + 31)) end
+  end
+  if ns == '' then return end
+  for i = 1, #new / 32 do
+    local name = prefix .. string.sub(new, i * 32 - 31, i * 32)
+    redis.call('HSET', name, 'vec', ARGV[first + i - 1], 'ns', ns)
+    if f ~= '' then redis.call('HSET', name, 'f', f) end
+  end
+end
+"""
+
 # ARGV[1] key, ARGV[2] record, ARGV[3] the namespace's index member, ARGV[4] the item's digests
-# ('' for none), ARGV[5...] the vector of each digest, in order.
+# ('' for none), ARGV[5] the item's document prefix, ARGV[6] and ARGV[7] its documents' ns and f
+# TAGs, ARGV[8...] the vector of each digest, in order.
 _PUT = (
     _UNLINK
+    + _DOCUMENTS
     + r"""
 local new = ARGV[4]
-if #new % 32 ~= 0 or #ARGV ~= 4 + #new / 32 then
-  return redis.error_reply('RedisStore put: ' .. #new .. ' digest bytes for ' .. (#ARGV - 4) .. ' vectors')
+if #new % 32 ~= 0 or #ARGV ~= 7 + #new / 32 then
+  return redis.error_reply('RedisStore put: ' .. #new .. ' digest bytes for ' .. (#ARGV - 7) .. ' vectors')
 end
 local old = redis.call('HGET', KEYS[3], ARGV[1])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], 0, ARGV[3])
+documents(ARGV[5], old, new, ARGV[6], ARGV[7], 8)
 if old == new or (not old and new == '') then return 1 end
 for i = 1, #new / 32 do
   local d = string.sub(new, i * 32 - 31, i * 32)
-  if redis.call('HINCRBY', KEYS[5], d, 1) == 1 then redis.call('HSET', KEYS[4], d, ARGV[4 + i]) end
+  if redis.call('HINCRBY', KEYS[5], d, 1) == 1 then redis.call('HSET', KEYS[4], d, ARGV[7 + i]) end
 end
 if old then unlink(old) end
 if new == '' then redis.call('HDEL', KEYS[3], ARGV[1]) else redis.call('HSET', KEYS[3], ARGV[1], new) end
@@ -76,18 +101,34 @@ return 1
 """
 )
 
-# ARGV[1] key, ARGV[2] the namespace's index member. The index entry goes with the namespace's
-# last key (and a stray entry of an empty namespace goes too); the item's vectors as for _PUT.
+# ARGV[1] key, ARGV[2] the namespace's index member, ARGV[3] the item's document prefix. The
+# index entry goes with the namespace's last key (and a stray entry of an empty namespace goes
+# too); the item's vectors and documents as for _PUT.
 _DELETE = (
     _UNLINK
+    + _DOCUMENTS
     + r"""
 redis.call('HDEL', KEYS[1], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('ZREM', KEYS[2], ARGV[2]) end
 local old = redis.call('HGET', KEYS[3], ARGV[1])
 if old then
   redis.call('HDEL', KEYS[3], ARGV[1])
+  documents(ARGV[3], old, '', '', '', 0)
   unlink(old)
 end
+return 1
+"""
+)
+
+# reindex: the documents of one item, unless it changed since it was read. ARGV[1] key,
+# ARGV[2] the record read, ARGV[3] its digests, ARGV[4...6] as _PUT's ARGV[5...7], ARGV[7...] the
+# vectors.
+_REINDEX = (
+    _DOCUMENTS
+    + r"""
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[3] then return 0 end
+documents(ARGV[4], ARGV[3], ARGV[3], ARGV[5], ARGV[6], 7)
 return 1
 """
 )
@@ -148,7 +189,17 @@ class RedisStore(IndexedStore, Closing):
     the item's vectors together. A search by ``query`` reads the records and digests of the
     namespaces under the prefix, and the vectors this process has not read yet, and scores
     them in the client: it works on every Redis (7, Valkey, Cluster), with no module. On
-    Redis Cluster the shared tag puts a whole store in one slot (so one node)."""
+    Redis Cluster the shared tag puts a whole store in one slot (so one node).
+
+    Where the server has the Query Engine (Redis 8; Redis Stack), a store with an ``index``
+    searches there instead (``vector_search="auto"``, the default; ``"server"`` insists,
+    ``"client"`` never does): the same scripts also keep a document per item and text under
+    ``{<prefix>:store}:doc:`` in the vector index ``{<prefix>:store}:vector-index`` (made on
+    first use), and a search is one ``FT.SEARCH`` with the filter applied first
+    (``checkpoint/redis/_query_engine.py``; a filter on values other than JSON-like data, a
+    datetime say, is applied in the client). Items put before (or by a store with
+    ``vector_search="client"``) are found on the server after ``reindex()``. A cluster client
+    always searches in the client."""
 
     def __init__(
         self,
@@ -157,6 +208,7 @@ class RedisStore(IndexedStore, Closing):
         key_prefix: str = "graph_agent",
         serializer: Serializer | None = None,
         index: IndexConfig | Mapping[str, Any] | None = None,
+        vector_search: VectorSearch = "auto",
     ) -> None:
         self.client = client
         self.key_prefix = key_prefix
@@ -164,8 +216,14 @@ class RedisStore(IndexedStore, Closing):
         self._owns_client = False  # from_url made it: close() closes it
         self._tag = _store_tag(key_prefix)
         self._set_index(index)
+        self._engine = (
+            QueryEngine(client, self._tag, self._index.dims, vector_search)
+            if self._index is not None
+            else QueryEngine.check_mode(vector_search)
+        )
         self._put_script = client.register_script(_PUT)
         self._delete_script = client.register_script(_DELETE)
+        self._reindex_script = client.register_script(_REINDEX)
         self._legacy_checked = False
 
     @classmethod
@@ -181,7 +239,7 @@ class RedisStore(IndexedStore, Closing):
         """A store on a new client for ``url`` (``redis.RedisCluster`` if ``cluster``); the
         store owns the client and ``close`` closes it. The timeouts bound every wait, as for
         ``RedisSaver.from_url`` (the URL's own ``?socket_timeout=`` wins); ``options`` go to
-        ``RedisStore`` (``key_prefix``, ``serializer``, ``index``)."""
+        ``RedisStore`` (``key_prefix``, ``serializer``, ``index``, ``vector_search``)."""
         import redis
 
         timeouts = {
@@ -248,11 +306,22 @@ class RedisStore(IndexedStore, Closing):
         return f"{self.key_prefix}:store:" + ":".join(quote(p, safe="") for p in ns)
 
     def _check_legacy(self) -> None:
-        """Once per store: warn when items of the old layout wait to be moved."""
+        """Once per store: warn when items of the old layout wait to be moved; in the same
+        round trip, a store with an index asks whether the server has the Query Engine."""
         if self._legacy_checked:
             return
         self._legacy_checked = True
-        if self.client.exists(self._legacy_index):
+        engine = self._engine
+        listed = None
+        if engine is not None and engine.undecided:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.exists(self._legacy_index).execute_command("FT._LIST")
+            legacy, listed = pipe.execute(raise_on_error=False)
+            if isinstance(legacy, BaseException):
+                raise legacy
+        else:
+            legacy = self.client.exists(self._legacy_index)
+        if legacy:
             warnings.warn(
                 f"Redis holds RedisStore items under key prefix {self.key_prefix!r} in the "
                 "layout of graph-agent 0.1, which this store does not read: call "
@@ -260,6 +329,8 @@ class RedisStore(IndexedStore, Closing):
                 UserWarning,
                 stacklevel=3,
             )
+        if engine is not None and listed is not None:
+            engine.decide(listed)
 
     def migrate_legacy_keys(self) -> int:
         """Move the items that a ``RedisStore`` of graph-agent 0.1 wrote under this key
@@ -276,7 +347,8 @@ class RedisStore(IndexedStore, Closing):
             old_key, new_key = self._legacy_key(ns), self._key(ns)
             for key, blob in self.client.hgetall(old_key).items():
                 if not self.client.hexists(new_key, key):
-                    self._put_script(keys=self._script_keys(ns), args=[key, blob, _member(ns), b""])
+                    args = [key, blob, _member(ns), b"", b"", b"", b""]
+                    self._put_script(keys=self._script_keys(ns), args=args)
                     moved += 1
             self.client.delete(old_key)
             self.client.zrem(self._legacy_index, name)
@@ -296,8 +368,25 @@ class RedisStore(IndexedStore, Closing):
         assert len(digests) == _DIGEST_LEN * len(vectors or ())
         self._put_script(
             keys=self._script_keys(ns),
-            args=[_utf8(key), blob, _member(ns), digests, *(vectors or {}).values()],
-        )
+            args=[
+                _utf8(key), blob, _member(ns), digests,
+                *self._documents(ns, key, value if vectors else None),
+                *(vectors or {}).values(),
+            ],
+        )  # fmt: skip
+
+    def _documents(self, ns: Namespace, key: str, value: Any) -> builtins.list[str]:
+        """The scripts' arguments for an item's Query Engine documents: its document prefix
+        ('' where there are none: no index, or a cluster client), and, where the server
+        searches and the item has vectors (``value`` not None), its namespace and filter
+        TAGs."""
+        engine = self._engine
+        if engine is None or not engine.documents:
+            return ["", "", ""]
+        prefix = engine.item_prefix(self._parts(ns), key)
+        if value is None or not engine.usable():
+            return [prefix, "", ""]
+        return [prefix, ",".join(ns_tags(ns)), ",".join(filter_tokens(value))]
 
     def get(self, namespace: Iterable[str], key: str) -> Item | None:
         """The item at ``(namespace, key)``, or None."""
@@ -310,7 +399,8 @@ class RedisStore(IndexedStore, Closing):
         """Remove the item at ``(namespace, key)``, and its vectors unless another item uses
         them (nothing there is no error)."""
         ns = checked_namespace(namespace)
-        self._delete_script(keys=self._script_keys(ns), args=[_utf8(key), _member(ns)])
+        args = [_utf8(key), _member(ns), self._documents(ns, key, None)[0]]
+        self._delete_script(keys=self._script_keys(ns), args=args)
 
     def _namespaces(self, prefix: Namespace) -> builtins.list[Namespace]:
         self._check_legacy()
@@ -375,6 +465,79 @@ class RedisStore(IndexedStore, Closing):
                     item = Item(ns, _text(key), value, stamp(created, utc), stamp(updated, utc))
                     found.append((item, _split_digests(joined)))
         return found
+
+    def _ranked(
+        self,
+        prefix: Namespace,
+        where: Mapping[str, Any] | None,
+        query: Vector,
+        limit: int,
+        offset: int,
+    ) -> builtins.list[Item]:
+        self._check_legacy()  # which asks the server whether it has the Query Engine
+        engine = self._engine
+        if engine is not None and engine.usable():
+            pre_filter = filter_query(prefix, where)
+            if pre_filter is not None:
+                hits = engine.search(pre_filter, query, offset + limit)
+                return self._scored(hits, where)[offset : offset + limit]
+        return super()._ranked(prefix, where, query, limit, offset)
+
+    def _scored(
+        self, hits: builtins.list[tuple[Namespace, str, float]], where: Mapping[str, Any] | None
+    ) -> builtins.list[Item]:
+        """The items of a search on the server, read in pipelines, with their scores: the
+        closest first, ties newest first (as the client ranks them). An item deleted or
+        changed since, so that it no longer matches ``where``, is left out."""
+        test = matcher(where)
+        found: builtins.list[Item] = []
+        for at in range(0, len(hits), _VECTORS_PER_COMMAND):
+            batch = hits[at : at + _VECTORS_PER_COMMAND]
+            pipe = self.client.pipeline(transaction=False)
+            for ns, key, _ in batch:
+                pipe.hget(self._key(ns), _utf8(key))
+            for (ns, key, score), blob in zip(batch, pipe.execute()):
+                if blob is not None:
+                    item = self._item(ns, key, blob)
+                    if test(item.value):
+                        found.append(dataclasses.replace(item, score=score))
+        found.sort(key=lambda item: item.updated_at, reverse=True)
+        found.sort(key=lambda item: item.score or 0.0, reverse=True)  # stable: ties newest first
+        return found
+
+    def reindex(self) -> int:
+        """Write the Query Engine's documents of every item that has vectors (those put
+        before the server's index existed, or by a store with ``vector_search="client"``),
+        so that a search on the server finds them; returns how many items it indexed. An
+        item changed meanwhile is left as its own ``put`` wrote it. Safe to run again."""
+        engine = self._engine
+        if engine is None or self._index is None:
+            raise no_index(self)
+        if not engine.usable():
+            raise RuntimeError(
+                "reindex() writes the documents of the server's vector index, and this store "
+                "searches in the client (no Query Engine on the server, a cluster client, or "
+                "vector_search='client'): there is nothing to reindex"
+            )
+        indexed = 0
+        for ns, records, digests in self._hashes((), digests=True):
+            items = [
+                (k, records[k], d, _split_digests(d)) for k, d in digests.items() if k in records
+            ]
+            vectors = self._stored_vectors([d for *_, split in items for d in split])
+            pipe = self.client.pipeline(transaction=False)
+            for key, blob, joined, split in items:
+                found = [vectors.get(d) for d in split]
+                if any(v is None for v in found):
+                    continue  # deleted meanwhile
+                documents = self._documents(ns, _text(key), self.serializer.loads(blob)["v"])
+                self._reindex_script(
+                    keys=self._script_keys(ns),
+                    args=[key, blob, joined, *documents, *found],
+                    client=pipe,
+                )
+            indexed += sum(int(done) for done in pipe.execute())
+        return indexed
 
     def _stored_vectors(self, digests: builtins.list[str]) -> Mapping[str, bytes]:
         if not digests:

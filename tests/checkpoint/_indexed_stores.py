@@ -83,6 +83,17 @@ def _redis_cluster(request: pytest.FixtureRequest) -> MakeStore:
     )
 
 
+def _redis_query_engine(request: pytest.FixtureRequest) -> MakeStore:
+    """RedisStores searching on the server: its Query Engine (RediSearch) has the index."""
+    url = request.getfixturevalue("query_engine_url")
+    return _closing(
+        request,
+        lambda index: RedisStore.from_url(
+            url, key_prefix=_prefix(), index=index, vector_search="server"
+        ),
+    )
+
+
 def _prefix() -> str:
     return f"ix-{uuid.uuid4().hex[:8]}"
 
@@ -94,4 +105,5 @@ INDEXED: dict[str, Callable[[pytest.FixtureRequest], MakeStore]] = {
     "redis-fake": _redis_fake,
     "redis-real": _redis_real,
     "redis-cluster": _redis_cluster,
+    "redis-query-engine": _redis_query_engine,
 }
