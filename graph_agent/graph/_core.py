@@ -7,7 +7,6 @@ and send its result back, so both APIs share one implementation of the semantics
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from .._runtime.run_scope import RunScope
 from .._runtime.workers import StepCancelled
 from ..errors import GraphRecursionError, GraphResumeError, GraphUsageError, RunStopped
 from ..events import InterruptEvent, RunEnd, RunError, RunStart
+from ._clean import cleaned
 from ._constants import START
 from ._cursor import Cursor
 from ._effects import (
@@ -76,20 +76,13 @@ class GraphRun(Cursor):
         return self._run() if self.scope.bus is None else self._announced()
 
     def _clean_input(self) -> BaseException | None:
-        """The new input through ``compile(clean_input=...)``, once, before anything sees it
-        (a resume's ``Command(update=...)`` too); what that raises, to fail the run with."""
+        """The new input through ``compile(clean_input=...)`` (see ``cleaned``), once, before
+        anything sees it; what that raises, to fail the run with."""
         clean = self.spec.clean_input
-        entry = self.inputs
-        if clean is None or entry is None:
+        if clean is None or self.inputs is None:
             return None
         try:
-            if isinstance(entry, SubgraphEntry):  # what a parent hands it: stored as its input
-                self.inputs = SubgraphEntry(clean(entry.values), entry.resume, entry.resuming)
-            elif isinstance(entry, Command) and isinstance(entry.update, Mapping):
-                self.inputs = command = copy.copy(entry)
-                command.update = clean(entry.update)
-            elif isinstance(entry, Mapping):
-                self.inputs = clean(entry)
+            self.inputs = cleaned(clean, self.inputs)
         except Exception as error:
             self.inputs = None  # the rejected input is neither announced nor stored
             return error
