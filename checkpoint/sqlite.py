@@ -11,12 +11,10 @@ import builtins
 import contextlib
 import sqlite3
 import threading
-import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._savers.closing import Closing
 from ._savers.head import CachedHead, HeadCache
 from ._savers.head_read import (
     HeadRead,
@@ -40,7 +38,8 @@ from ._savers.index import (
 )
 from ._savers.leases import check_fence
 from ._savers.sqlite import leases as sqlite_leases
-from ._savers.sqlite.open import Transaction, connect, hint_for
+from ._savers.sqlite.lifetime import SqliteFile
+from ._savers.sqlite.open import Transaction, connect
 from ._savers.sqlite.prune import prune
 from .base import BaseCheckpointSaver, Checkpoint, CheckpointDelta
 from .errors import CheckpointConflictError, CheckpointError, CheckpointNotFoundError
@@ -61,7 +60,7 @@ class _Blobs:
         self.lists: dict[int, list[bytes]] = {}  # list number -> its items, as far as needed
 
 
-class SqliteSaver(sqlite_leases.SqliteLeases, BaseCheckpointSaver, Closing):
+class SqliteSaver(SqliteFile, sqlite_leases.SqliteLeases, BaseCheckpointSaver):
     """Checkpoints in a SQLite file (WAL mode), written incrementally: a step is one
     transaction that stores its delta (new list items, changed values) and a small index,
     and moves the thread's head only if it is still the writer's parent
@@ -116,50 +115,6 @@ class SqliteSaver(sqlite_leases.SqliteLeases, BaseCheckpointSaver, Closing):
 
     def __repr__(self) -> str:
         return f"SqliteSaver({self.path!r}, max_retained={self.max_retained})"
-
-    # -- lifetime ----------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection (idempotent). The saver cannot be used afterwards."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._conn.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
-        try:
-            warnings.warn(
-                f"unclosed {self!r}: call close() (or aclose()), or use 'with SqliteSaver(...)'",
-                ResourceWarning,
-                stacklevel=2,
-                source=self,
-            )
-        except ResourceWarning:  # warnings are errors here: let it be reported
-            raise
-        except Exception:  # the interpreter is shutting down: nothing to warn with
-            pass
-        finally:
-            self._conn.close()
-
-    @contextlib.contextmanager
-    def _using(self, doing: str) -> Iterator[None]:
-        """Turn a sqlite3 error into a ``CheckpointError`` that names the file and the fix."""
-        if self._closed:
-            raise CheckpointError(
-                f"{self!r} is closed, so it cannot be used for {doing}: open a new SqliteSaver"
-            )
-        try:
-            yield
-        except sqlite3.Error as exc:
-            if self._closed:
-                raise CheckpointError(f"{self!r} was closed while {doing}") from exc
-            raise CheckpointError(
-                f"{self!r} failed while {doing}: {type(exc).__name__}: {exc}; "
-                f"{hint_for(exc, self.timeout)}"
-            ) from exc
 
     # -- writing -----------------------------------------------------------------------------
 

@@ -22,14 +22,13 @@ import re
 import sqlite3
 import threading
 import time
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from .._savers.closing import Closing
-from .._savers.sqlite.open import Transaction, connect, hint_for
+from .._savers.sqlite.lifetime import SqliteFile
+from .._savers.sqlite.open import Transaction, connect
 from ..errors import CheckpointError
 from ..serde import Serializer
 from ._index import IndexConfig
@@ -238,7 +237,7 @@ class _View:
         return found
 
 
-class SqliteStore(IndexedStore, Closing):
+class SqliteStore(IndexedStore, SqliteFile):
     """A store in a SQLite file (WAL mode): items survive restarts, and every process that
     opens the file sees the others' writes. With ``index`` (``IndexConfig``) the named fields
     of each value are embedded on ``put`` and kept in the file with it (a vector once per
@@ -292,52 +291,16 @@ class SqliteStore(IndexedStore, Closing):
         """A store for a path, ``:memory:``, or a ``file:`` URI (``file:db.sqlite?mode=rwc``)."""
         return cls(conn_string, uri=conn_string.startswith("file:"), **options)
 
+    _kind = "store"
+
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
 
-    # -- lifetime ----------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection (idempotent). The store cannot be used afterwards."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._conn.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
-        try:
-            warnings.warn(
-                f"unclosed {self!r}: call close() (or aclose()), or use 'with SqliteStore(...)'",
-                ResourceWarning,
-                stacklevel=2,
-                source=self,
-            )
-        except ResourceWarning:  # warnings are errors here: let it be reported
-            raise
-        except Exception:  # the interpreter is shutting down: nothing to warn with
-            pass
-        finally:
-            self._conn.close()
-
     @contextlib.contextmanager
-    def _using(self, doing: str) -> Iterator[sqlite3.Connection]:
-        """The connection, under the lock; a sqlite3 error becomes a ``CheckpointError`` that
-        names the file and the fix."""
-        with self._lock:
-            if self._closed:
-                raise CheckpointError(
-                    f"{self!r} is closed, so it cannot be used for {doing}: open a new SqliteStore"
-                )
-            try:
-                yield self._conn
-            except sqlite3.Error as exc:
-                raise CheckpointError(
-                    f"{self!r} failed while {doing}: {type(exc).__name__}: {exc}; "
-                    f"{hint_for(exc, self.timeout, 'store')}"
-                ) from exc
+    def _db(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock (errors name the file and the fix)."""
+        with self._using(doing), self._lock:
+            yield self._conn
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -349,7 +312,7 @@ class SqliteStore(IndexedStore, Closing):
         new = {bytes.fromhex(d): vector for d, vector in (vectors or {}).items()}
         item = (_encode_ns(ns), _utf8(key))
         digests = b"".join(new) or None
-        with self._using(f"writing {key!r} in {ns!r}") as conn:
+        with self._db(f"writing {key!r} in {ns!r}") as conn:
             with Transaction(conn) as db:
                 row = db.execute(
                     "SELECT created_at, vectors FROM store_items WHERE ns = ? AND key = ?", item
@@ -392,7 +355,7 @@ class SqliteStore(IndexedStore, Closing):
         there is no error)."""
         ns = checked_namespace(namespace)
         item = (_encode_ns(ns), _utf8(key))
-        with self._using(f"deleting {key!r} in {ns!r}") as conn:
+        with self._db(f"deleting {key!r} in {ns!r}") as conn:
             with Transaction(conn) as db:
                 row = db.execute(
                     "DELETE FROM store_items WHERE ns = ? AND key = ? RETURNING vectors", item
@@ -406,7 +369,7 @@ class SqliteStore(IndexedStore, Closing):
     def get(self, namespace: Iterable[str], key: str) -> Item | None:
         """The item at ``(namespace, key)``, or ``None``."""
         ns = checked_namespace(namespace)
-        with self._using(f"reading {key!r} in {ns!r}") as db:
+        with self._db(f"reading {key!r} in {ns!r}") as db:
             row = db.execute(
                 "SELECT value, created_at, updated_at FROM store_items WHERE ns = ? AND key = ?",
                 (_encode_ns(ns), _utf8(key)),
@@ -417,7 +380,7 @@ class SqliteStore(IndexedStore, Closing):
 
     def _stored_vectors(self, digests: builtins.list[str]) -> Mapping[str, bytes]:
         found: dict[str, bytes] = {}
-        with self._using("reading vectors") as db:
+        with self._db("reading vectors") as db:
             for start in range(0, len(digests), _CHUNK):
                 chunk = [bytes.fromhex(d) for d in digests[start : start + _CHUNK]]
                 found.update(
@@ -434,7 +397,7 @@ class SqliteStore(IndexedStore, Closing):
     def _rows(self, doing: str, sql: str, parameters: Iterable[Any]) -> Iterator[Iterator[Any]]:
         """The rows of one query (one snapshot of the file), read as they are iterated;
         the query ends with the block however far it was read."""
-        with self._using(doing) as db:
+        with self._db(doing) as db:
             cursor = db.execute(sql, tuple(parameters))
             try:
                 yield cursor
@@ -474,7 +437,7 @@ class SqliteStore(IndexedStore, Closing):
         self, prefix: Namespace, where: Mapping[str, Any] | None
     ) -> builtins.list[Candidate]:
         check, loads = _Filter(where, self.serializer), self.serializer.loads
-        with self._using(f"searching {prefix!r} by query") as db:
+        with self._db(f"searching {prefix!r} by query") as db:
             if self._view.limit and self._view.refresh(db, loads):
                 return self._view.candidates(prefix, check.test)
         condition, parameters = _under(prefix)

@@ -18,28 +18,13 @@ from checkpoint import CheckpointError, CheckpointPathError, SqliteSaver, Sqlite
 from checkpoint.errors import UnserializableValueError
 from checkpoint.store import HashingEmbeddings, MemoryStore
 
+from .test_store_index import CountingEmbeddings as Counting
+
 NOTES = {
     "n1": {"text": "Ada prefers tea in the morning", "kind": "taste"},
     "n2": {"text": "Ada's invoices go to the billing address in Oslo", "kind": "billing"},
     "n3": {"text": "Grace drinks coffee, never tea", "kind": "taste"},
 }
-
-
-class Counting(HashingEmbeddings):
-    """HashingEmbeddings(64) that count the texts they embed (documents and queries)."""
-
-    def __init__(self) -> None:
-        super().__init__(dims=64)
-        self.documents: list[str] = []
-        self.queries: list[str] = []
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.documents.extend(texts)
-        return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries.append(text)
-        return super().embed_query(text)
 
 
 def index(embed: Any = None) -> dict[str, Any]:
@@ -53,7 +38,7 @@ def keys(found: list[Any]) -> list[str]:
 OTHER_PROCESS = """
 import json, sys
 from checkpoint import SqliteStore
-from checkpoint.store import HashingEmbeddings, MemoryStore
+from checkpoint.store import HashingEmbeddings
 
 class Counting(HashingEmbeddings):
     documents = 0
@@ -96,7 +81,7 @@ def test_another_process_searches_the_file_without_embedding_again(tmp_path: Pat
         assert keys(after)[0] == "n4" and "n3" not in keys(after)
         assert store.get(("memories", "grace"), "n4") is not None
         assert store.list_namespaces() == [("memories", "ada"), ("memories", "grace")]
-        assert len(counting.documents) == 3
+        assert len(counting.embedded) == 3
 
 
 def test_a_vector_lives_while_an_item_uses_it(tmp_path: Path) -> None:
@@ -109,7 +94,7 @@ def test_a_vector_lives_while_an_item_uses_it(tmp_path: Path) -> None:
         with SqliteStore(path, index=index(counting)) as fresh:
             fresh.put(("probe",), "p", {"text": text})
             fresh.delete(("probe",), "p")
-        return len(counting.documents)
+        return len(counting.embedded)
 
     def vectors_in_file() -> int:
         with sqlite3.connect(path) as db:
@@ -170,7 +155,7 @@ def test_a_put_that_fails_writes_nothing(tmp_path: Path) -> None:
     counting = Counting()
     with SqliteStore(path, index=index(counting)) as fresh:  # none of the new texts was kept
         fresh.put(("probe",), "p", {"text": "coffee at night"}, index=["text"])
-        assert counting.documents == ["coffee at night"]
+        assert counting.embedded == ["coffee at night"]
 
 
 def test_what_a_search_returns_is_the_callers_own(tmp_path: Path) -> None:
