@@ -335,13 +335,34 @@ class QueryEngine:
 
     def search(
         self, query: str, vector: Sequence[float], want: int
-    ) -> list[tuple[Namespace, str, float]]:
+    ) -> list[tuple[Namespace, str, float]] | None:
         """The items whose documents match the pre-filter ``query`` (``filter_query``), the
         closest first by their best document, as (namespace, key, score): at least the
         ``want`` best and every item tied with the last of them (the caller breaks ties), or
-        all there are."""
+        all there are. An index dropped meanwhile is made again (its documents are indexed
+        again in the background); a search the server refuses is an error under
+        ``"server"``, and under ``"auto"`` ``None``: the store searches in the client from
+        then on, with a warning."""
+        import redis
+
         if want <= 0:
             return []
+        try:
+            return self._search(query, vector, want)
+        except redis.ResponseError as error:
+            said = str(error).lower()
+            if "unknown index" in said or "no such index" in said:
+                self._create()
+                return self._search(query, vector, want)
+            if self.mode != "auto":
+                raise
+            with self._lock:
+                self._usable = self._without(f"refused a search (FT.SEARCH: {error})", warn=True)
+            return None
+
+    def _search(
+        self, query: str, vector: Sequence[float], want: int
+    ) -> list[tuple[Namespace, str, float]]:
         blob = struct.pack(f"<{len(vector)}f", *vector)
         k = max(8, want * _FIRST_K_PER_ITEM)
         while True:
@@ -351,7 +372,7 @@ class QueryEngine:
                 best.setdefault(self.item_of(document), distance)
             if len(hits) < k:
                 break  # every matching document came back
-            ranked = sorted(best.values())
+            ranked = list(best.values())  # in the order of the hits: the closest first
             if len(ranked) >= want and hits[-1][1] > ranked[want - 1]:
                 break  # the documents not read are farther than the last item wanted
             k *= _K_GROWTH

@@ -478,8 +478,8 @@ class RedisStore(IndexedStore, Closing):
         engine = self._engine
         if engine is not None and engine.usable():
             pre_filter = filter_query(prefix, where)
-            if pre_filter is not None:
-                hits = engine.search(pre_filter, query, offset + limit)
+            hits = None if pre_filter is None else engine.search(pre_filter, query, offset + limit)
+            if hits is not None:
                 return self._scored(hits, where)[offset : offset + limit]
         return super()._ranked(prefix, where, query, limit, offset)
 

