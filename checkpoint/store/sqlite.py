@@ -22,7 +22,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -113,7 +113,7 @@ def _digests(data: bytes | None) -> tuple[str, ...]:
     return tuple(data[at : at + _DIGEST].hex() for at in range(0, len(data), _DIGEST))
 
 
-def _prepare(path: str) -> Any:
+def _prepare(path: str) -> Callable[[sqlite3.Connection], None]:
     """The tables of a new file, or a check that an existing one has this store's layout."""
 
     def prepare(conn: sqlite3.Connection) -> None:
@@ -135,11 +135,14 @@ def _prepare(path: str) -> Any:
                     db.execute(statement)
                 db.execute("INSERT INTO store_meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             elif row is None or row[0] != SCHEMA_VERSION:
-                made = (
-                    f"by a newer version (schema {row[0]!r}, this one reads {SCHEMA_VERSION})"
-                    if row is not None
-                    else f"by something other than a SqliteStore (it has {sorted(tables)})"
-                )
+                if row is None:
+                    made = f"by something other than a SqliteStore (it has {sorted(tables)})"
+                else:
+                    newer = type(row[0]) is int and row[0] > SCHEMA_VERSION
+                    made = (
+                        f"by {'a newer' if newer else 'an unknown'} version (schema "
+                        f"{row[0]!r}; this one reads {SCHEMA_VERSION})"
+                    )
                 raise CheckpointError(
                     f"SqliteStore cannot use {path!r}: its store tables were made {made}; "
                     "upgrade graph-agent, or pass the path of a store database or of a new file"
@@ -156,7 +159,7 @@ class _Filter:
 
     def __init__(self, where: Mapping[str, Any] | None, serializer: Serializer) -> None:
         self.test = matcher(where)
-        self.needles = []
+        self.needles: list[bytes] = []
         for key, wanted in (where or {}).items():
             if type(key) is str and type(wanted) is str:
                 with contextlib.suppress(CheckpointError):  # unpackable: no shortcut
@@ -184,12 +187,13 @@ class _View:
         self.version: int | None = None
         self.spaces: dict[bytes, dict[bytes, _Held]] = {}
 
-    def refresh(self, db: sqlite3.Connection, loads: Any) -> bool:
+    def refresh(self, db: sqlite3.Connection, loads: Callable[[bytes], Any]) -> bool:
         """Bring the view up to date; ``False`` if the file holds too many items for it."""
         (version,) = db.execute("PRAGMA data_version").fetchone()
         if version == self.version:
             return True
-        old, spaces, count = self.spaces, self.spaces.__class__(), 0
+        old, count = self.spaces, 0
+        spaces: dict[bytes, dict[bytes, _Held]] = {}
         self.version, self.spaces = None, {}
         cursor = db.execute(
             "SELECT ns, key, value, created_at, updated_at, vectors FROM store_items "
@@ -226,7 +230,10 @@ class _View:
             if not self.spaces[ns]:
                 del self.spaces[ns]
 
-    def candidates(self, prefix: Namespace, test: Any) -> builtins.list[Candidate]:
+    def candidates(
+        self, prefix: Namespace, test: Callable[[Any], bool]
+    ) -> builtins.list[Candidate]:
+        """The items held under ``prefix`` whose value passes ``test``."""
         start = _encode_ns(prefix)
         below = start + _SEP
         found: builtins.list[Candidate] = []
@@ -251,9 +258,11 @@ class SqliteStore(IndexedStore, SqliteFile):
     ``path`` is a file, ``":memory:"``, or (``uri=True``) a ``file:`` URI; ``timeout`` is how
     long a write waits for another connection's lock. Up to ``cache_items`` items that have
     vectors are held decoded between searches by query (0: none), checked against the file
-    before each search. Close it with ``close()`` /
-    ``aclose()``, or use it as a (sync or async) context manager. Errors name the file; a
-    path whose directory does not exist raises ``CheckpointPathError``."""
+    before each search. Close it with ``close()`` / ``aclose()``, or use it as a (sync or
+    async) context manager. Errors name the file; a path whose directory does not exist
+    raises ``CheckpointPathError``."""
+
+    _kind = "store"
 
     def __init__(
         self,
@@ -290,8 +299,6 @@ class SqliteStore(IndexedStore, SqliteFile):
     def from_conn_string(cls, conn_string: str, **options: Any) -> SqliteStore:
         """A store for a path, ``:memory:``, or a ``file:`` URI (``file:db.sqlite?mode=rwc``)."""
         return cls(conn_string, uri=conn_string.startswith("file:"), **options)
-
-    _kind = "store"
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"

@@ -180,7 +180,7 @@ def test_a_file_it_cannot_use_says_why(tmp_path: Path) -> None:
     with sqlite3.connect(newer) as db:
         db.execute("UPDATE store_meta SET value = 99 WHERE name = 'schema'")
     db.close()
-    with pytest.raises(CheckpointError, match=r"newer\.db.*newer version \(schema 99"):
+    with pytest.raises(CheckpointError, match=r"newer\.db.*newer version \(schema 99;"):
         SqliteStore(newer)
 
     foreign = tmp_path / "foreign.db"
