@@ -52,6 +52,8 @@ with SqliteStore(sys.argv[1], index={"dims": 64, "embed": embed, "fields": ["tex
     taste = store.search(("memories",), query="tea", filter={"kind": "taste"}, limit=5)
     store.put(("memories", "grace"), "n4", {"text": "Grace takes green tea at night", "kind": "taste"})
     store.delete(("memories", "ada"), "n3")
+    moved = {"text": "Ada's invoices go to the billing address in Oslo", "kind": "moved"}
+    store.put(("memories", "ada"), "n2", moved)  # the same text: its vector is in the file
     print(json.dumps({"found": [i.key for i in found], "taste": sorted(i.key for i in taste),
                       "embedded": Counting.documents}))
 """
@@ -80,6 +82,9 @@ def test_another_process_searches_the_file_without_embedding_again(tmp_path: Pat
         after = store.search(("memories",), query="green tea at night", limit=5)
         assert keys(after)[0] == "n4" and "n3" not in keys(after)
         assert store.get(("memories", "grace"), "n4") is not None
+        (n2,) = store.search(("memories",), query="Oslo", filter={"kind": "moved"})
+        assert n2.key == "n2" and n2.value["kind"] == "moved"
+        assert store.search(("memories",), query="Oslo", filter={"kind": "billing"}) == []
         assert store.list_namespaces() == [("memories", "ada"), ("memories", "grace")]
         assert len(counting.embedded) == 3
 
@@ -232,9 +237,11 @@ def test_closing_is_clean_and_a_closed_store_says_so(tmp_path: Path) -> None:
         gc.collect()
 
 
-def test_searches_find_what_a_memory_store_finds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache_items", [100_000, 0, 3])
+def test_searches_find_what_a_memory_store_finds(tmp_path: Path, cache_items: int) -> None:
     """The filter is applied to decoded values (a string field is first looked for in the
-    stored bytes): the same pages as MemoryStore, with and without a query."""
+    stored bytes): the same pages as MemoryStore, with and without a query, whether the
+    store holds its items decoded (all, none, or too many to hold)."""
     values: list[Any] = [
         {"kind": "taste", "text": "tea"},
         {"kind": "taste", "n": 1, "text": "green tea"},
@@ -248,7 +255,8 @@ def test_searches_find_what_a_memory_store_finds(tmp_path: Path) -> None:
         {"kind": "taste", "n": 2, "text": "black tea"},
     ]
     memory = MemoryStore(index=index())
-    with SqliteStore(tmp_path / "store.db", index=index()) as store:
+    with SqliteStore(tmp_path / "store.db", index=index(), cache_items=cache_items) as store:
+        store.search((), query="tea")  # the held items, if any, are patched from here on
         for at, value in enumerate(values):
             for each in (memory, store):
                 each.put(("m", str(at % 3)), f"k{at}", value)
