@@ -297,11 +297,10 @@ class QueryEngine:
         if dims != self.dims:
             raise ValueError(
                 f"the Redis vector index {self.name!r} holds vectors of {dims} dimensions, but "
-                f"this store's index has dims={self.dims}: a store's items must all be "
-                f"embedded alike. Either build the store with dims={dims} (and the embedder "
-                f"that made them), or drop the index (FT.DROPINDEX {self.name}, which keeps "
-                "the items), then put the items again or call store.reindex() with the new "
-                "embedder, or use another key_prefix"
+                f"this store's index has dims={self.dims}: a store's items are all embedded "
+                f"alike. Build the store with dims={dims} and the embedder that made them; for "
+                "another embedder, use a key_prefix of its own (vectors are kept by their "
+                "text, so under this prefix the old ones would be read back)"
             )
 
     def _index_dims(self) -> int | None:
@@ -339,7 +338,7 @@ class QueryEngine:
         """The items whose documents match the pre-filter ``query`` (``filter_query``), the
         closest first by their best document, as (namespace, key, score): at least the
         ``want`` best and every item tied with the last of them (the caller breaks ties), or
-        all there are. An index dropped meanwhile is made again (its documents are indexed
+        all there are (fewer). An index dropped meanwhile is made again (its documents are indexed
         again in the background); a search the server refuses is an error under
         ``"server"``, and under ``"auto"`` ``None``: the store searches in the client from
         then on, with a warning."""
@@ -376,7 +375,11 @@ class QueryEngine:
             if len(ranked) >= want and hits[-1][1] > ranked[want - 1]:
                 break  # the documents not read are farther than the last item wanted
             k *= _K_GROWTH
-        return [(ns, key, 1.0 - distance) for (ns, key), distance in best.items()]
+        ranked = list(best.values())
+        cut = ranked[want - 1] if len(ranked) >= want else math.inf
+        return [
+            (ns, key, 1.0 - distance) for (ns, key), distance in best.items() if distance <= cut
+        ]
 
     def _knn(self, query: str, blob: bytes, k: int) -> list[tuple[bytes, float]]:
         reply = self.client.execute_command(
