@@ -194,6 +194,7 @@ class _View:
             return True
         old, count = self.spaces, 0
         spaces: dict[bytes, dict[bytes, _Held]] = {}
+        names: dict[bytes, Namespace] = {}  # each namespace decoded once
         self.version, self.spaces = None, {}
         cursor = db.execute(
             "SELECT ns, key, value, created_at, updated_at, vectors FROM store_items "
@@ -208,10 +209,10 @@ class _View:
                 items = spaces.get(ns)
                 if items is None:
                     items = spaces[ns] = {}
+                    names[ns] = _decode_ns(ns)
                 held = old[ns].get(key) if ns in old else None
                 if held is None or held[0] != blob or held[1] != updated or held[2] != vectors:
-                    space = held[3][0].namespace if held is not None else _decode_ns(ns)
-                    item = Item(space, _text(key), loads(blob), _at(created), _at(updated))
+                    item = Item(names[ns], _text(key), loads(blob), _at(created), _at(updated))
                     held = (blob, updated, vectors, (item, _digests(vectors)))
                 items[key] = held
         finally:
