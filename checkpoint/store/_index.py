@@ -66,6 +66,7 @@ class StoreIndex:
         self.embeddings: Embeddings = as_embeddings(config["embed"])
         self.fields = list(fields)
         self.cache = VectorCache(dims)
+        self.model = model_name(self.embeddings, dims)
 
     def texts(self, value: Any, fields: Sequence[str] | None = None) -> list[str]:
         """The texts of ``value`` at ``fields`` (the index's, by default): a string as it is,
@@ -82,7 +83,7 @@ class StoreIndex:
     def plan(self, texts: list[str], load: Loader | None = None) -> Plan:
         """The vectors of ``texts`` found in the cache, then by ``load`` (the store's own,
         by digest), and the texts left to embed."""
-        by_digest = {digest(text): text for text in texts}
+        by_digest = {digest(text, self.model): text for text in texts}
         found = self.cache.blobs(by_digest)
         rest = [key for key in by_digest if key not in found]
         if rest and load is not None:
@@ -102,7 +103,7 @@ class StoreIndex:
                     f"{len(plan.to_embed)} text(s)"
                 )
             new = {
-                digest(text): unit_blob(vector, self.dims)
+                digest(text, self.model): unit_blob(vector, self.dims)
                 for text, vector in zip(plan.to_embed, made)
             }
             self.cache.add(new)
@@ -114,6 +115,20 @@ class StoreIndex:
 
     async def aquery(self, text: str) -> Vector:
         return unit(await aembed_query(self.embeddings, text), self.dims)
+
+
+def model_name(embeddings: Embeddings, dims: int) -> str:
+    """What tells the vectors of ``embeddings`` apart from another embedder's, with ``dims``:
+    its ``model`` or ``model_name`` where it names one (OpenAIEmbeddings, HashingEmbeddings,
+    LangChain's embeddings), else its class or, for a plain function, its qualified name.
+    Stores key vectors by it and the text, so a change of model or dims embeds again instead
+    of mixing vectors."""
+    named = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+    if isinstance(named, str) and named:
+        return f"model:{named}/{dims}"
+    inner = getattr(embeddings, "embed", None)  # as_embeddings' wrapper of a function
+    source = inner if callable(inner) else type(embeddings)
+    return f"{getattr(source, '__module__', '')}.{getattr(source, '__qualname__', '')}/{dims}"
 
 
 def _at(value: Any, path: str) -> Any:

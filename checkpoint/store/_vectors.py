@@ -37,10 +37,13 @@ Loader = Callable[[list[str]], Mapping[str, bytes]]
 _LITTLE = sys.byteorder == "little"
 
 
-def digest(text: str) -> str:
-    """The key of ``text``'s vector: 32 hex digits of its BLAKE2b hash. Items whose texts
-    are the same share one stored vector, and a text is embedded once."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def digest(text: str, model: str = "") -> str:
+    """The key of ``text``'s vector by ``model`` (what names the embedder and its dims): 32
+    hex digits of their BLAKE2b hash. Items whose texts are the same share one stored
+    vector, and a text is embedded once; another model or dims makes other keys, so vectors
+    of two embedders are never mixed."""
+    data = model.encode("utf-8", "surrogatepass") + b"\0" + text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def pack(vector: Sequence[float]) -> bytes:
@@ -205,7 +208,7 @@ def ranked(
     best = _best_of_each(scores, [len(keys) for _, keys in candidates])
     top = _top(best, offset + limit)
     top.sort(key=lambda at: (-best[at], _Reversed(newer(candidates[at][0]))))
-    return [(float(best[at]), candidates[at][0]) for at in top[offset:]]
+    return [(float(best[at]), candidates[at][0]) for at in top[offset : offset + limit]]
 
 
 class _Reversed:

@@ -116,6 +116,8 @@ class HashingEmbeddings:
     search finds them; synonyms do not. The same text always gives the same vector, in any
     process."""
 
+    model = "graph-agent-hashing-v1"  # what a store keys its vectors by, with the dims
+
     def __init__(self, dims: int = 256) -> None:
         if not isinstance(dims, int) or isinstance(dims, bool) or dims < 8:
             raise ValueError(f"HashingEmbeddings(dims=...) takes an int of 8 or more, got {dims!r}")

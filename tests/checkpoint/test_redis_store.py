@@ -261,6 +261,28 @@ def test_another_store_searches_by_query_without_embedding_again(redis_base: Red
     assert keys_of(redis_base.search(("memories",), limit=10)) == ["tea", "n4", "n3", "n2", "n1"]
 
 
+def test_another_model_or_dims_embeds_again_instead_of_mixing_vectors(
+    redis_base: RedisStore,
+) -> None:
+    """Vectors are kept by the embedder's model, its dims and the text: a store of another
+    model (or dims) on the same data embeds its texts anew, never reads the other's vectors."""
+    first = indexed(redis_base)
+    first.put(("memories", "ada"), "n1", NOTES["n1"])
+
+    class OtherModel(CountingEmbeddings):
+        model = "another-model"
+
+    other = OtherModel()
+    second = indexed(redis_base, other)
+    second.put(("memories", "ada"), "n1", NOTES["n1"])
+    assert other.embedded == [NOTES["n1"]["text"]]
+    wider: IndexConfig = {"dims": 128, "embed": HashingEmbeddings(128), "fields": ["text"]}
+    third = RedisStore(redis_base.client, key_prefix=redis_base.key_prefix, index=wider)
+    third.put(("memories", "ada"), "n1", NOTES["n1"])  # no "stored vector has 64 dimensions"
+    (found,) = third.search(("memories",), query=NOTES["n1"]["text"], limit=1)
+    assert found.key == "n1" and found.score == pytest.approx(1.0, abs=1e-5)
+
+
 def test_a_vector_lives_while_an_item_uses_it(redis_base: RedisStore) -> None:
     """Items with the same text share one vector, which goes with the last of them; an item
     put again with ``index=False``, or without the indexed field, drops its vector; once every

@@ -70,6 +70,16 @@ def test_the_filter_and_the_query_apply_together_and_offset_pages(make_store: Ma
     assert store.search(("elsewhere",), query="Oslo") == []
 
 
+def test_items_tied_in_score_are_paged_newest_first_within_limit(make_store: MakeStore) -> None:
+    store = make_store({"dims": 64, "embed": HashingEmbeddings(64), "fields": ["text"]})
+    for key in ("a", "b", "c"):
+        store.put(("m",), key, {"text": "the same words"})
+    assert [i.key for i in store.search(("m",), query="the same words", limit=1)] == ["c"]
+    paged = store.search(("m",), query="the same words", limit=1, offset=1)
+    assert [i.key for i in paged] == ["b"]
+    assert [i.key for i in store.search(("m",), query="same", limit=5)] == ["c", "b", "a"]
+
+
 def test_a_text_already_embedded_is_not_embedded_again(make_store: MakeStore) -> None:
     counting = CountingEmbeddings()
     store = notes_store(make_store, counting)
