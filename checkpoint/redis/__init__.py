@@ -1,5 +1,6 @@
 """Redis (plain Redis 7 or Valkey, no modules; single node or cluster): the checkpoint saver
-``RedisSaver`` and the long-term memory store ``RedisStore``.
+``RedisSaver`` and the long-term memory store ``RedisStore`` (whose search by meaning uses the
+server's Query Engine, Redis 8's, where there is one: ``_query_engine.py``).
 
 Inside this package ``import redis`` is redis-py: imports are absolute.
 """

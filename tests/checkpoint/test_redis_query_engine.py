@@ -259,6 +259,10 @@ def test_items_put_before_the_server_index_are_reindexed(make: Any) -> None:
     assert "FT.SEARCH" in sent and found(now) == found(expected) == [(("m",), "n1"), (("m",), "n3")]
     assert [i.score for i in now] == pytest.approx([i.score for i in expected], abs=1e-5)
     assert server.reindex() == 4 and num_docs(server) == 4  # again: the same documents
+    client_side.put(("m",), "n1", {"text": "Ada prefers coffee now", "kind": "taste"})
+    client_side.delete(("m",), "n3")  # the client's writes take the old documents away
+    assert num_docs(server) == 2
+    assert server.search(("m",), {"kind": "taste"}, query="tea", limit=3) == []
 
 
 def test_plain_redis_searches_in_the_client_and_server_mode_says_why(redis_url: str) -> None:
