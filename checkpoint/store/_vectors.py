@@ -114,6 +114,7 @@ class VectorCache:
     def add(self, blobs: Mapping[str, bytes]) -> None:
         """Cache the packed vectors ``blobs`` by digest (one already cached stays)."""
         with self._lock:
+            self._reserve(len(self._rows) + len(blobs))
             for key, blob in blobs.items():
                 if key in self._rows:
                     continue
@@ -128,6 +129,19 @@ class VectorCache:
                 else:
                     self._lists[row] = unpack(blob)
 
+    def _reserve(self, rows: int) -> None:
+        """With numpy: room for ``rows`` rows (at most the capacity), the matrix grown once
+        to at least twice its size, so adding many vectors copies it few times."""
+        if not self.numpy:
+            return
+        size = 0 if self._matrix is None else self._matrix.shape[0]
+        if rows <= size or size >= self.capacity:
+            return
+        grown = numpy.zeros((min(self.capacity, max(64, rows, size * 2)), self.dims), "<f4")
+        if size:
+            grown[:size] = self._matrix
+        self._matrix = grown
+
     def _row(self) -> int:
         if self._free:
             return self._free.pop()
@@ -135,13 +149,7 @@ class VectorCache:
         if used >= self.capacity:
             _, row = self._rows.popitem(last=False)
             return row
-        if self.numpy:
-            size = 0 if self._matrix is None else self._matrix.shape[0]
-            if used >= size:
-                grown = numpy.zeros((min(self.capacity, max(64, size * 2)), self.dims), "<f4")
-                if size:
-                    grown[:size] = self._matrix
-                self._matrix = grown
+        self._reserve(used + 1)
         return used
 
     def blobs(self, digests: Iterable[str]) -> dict[str, bytes]:

@@ -83,11 +83,13 @@ class MemoryStore(IndexedStore):
                     del self._items[ns]
 
     def _under(self, prefix: Namespace) -> builtins.list[Item]:
+        # no order: a search sorts what it returns (by score, or by time)
+        size = len(prefix)
         return [
             item
-            for ns in sorted(self._items)
-            if ns[: len(prefix)] == prefix
-            for item in self._items[ns].values()
+            for ns, bucket in self._items.items()
+            if ns[:size] == prefix
+            for item in bucket.values()
         ]
 
     def _plain_search(
