@@ -521,23 +521,30 @@ class RedisStore(IndexedStore, Closing):
             )
         indexed = 0
         for ns, records, digests in self._hashes((), digests=True):
-            items = [
+            found = [
                 (k, records[k], d, _split_digests(d)) for k, d in digests.items() if k in records
             ]
-            vectors = self._stored_vectors([d for *_, split in items for d in split])
-            pipe = self.client.pipeline(transaction=False)
-            for key, blob, joined, split in items:
-                found = [vectors.get(d) for d in split]
-                if any(v is None for v in found):
-                    continue  # deleted meanwhile
-                documents = self._documents(ns, _text(key), self.serializer.loads(blob)["v"])
-                self._reindex_script(
-                    keys=self._script_keys(ns),
-                    args=[key, blob, joined, *documents, *found],
-                    client=pipe,
-                )
-            indexed += sum(int(done) for done in pipe.execute())
+            for at in range(0, len(found), _VECTORS_PER_COMMAND):  # bounded pipelines
+                indexed += self._reindex_items(ns, found[at : at + _VECTORS_PER_COMMAND])
         return indexed
+
+    def _reindex_items(
+        self, ns: Namespace, items: builtins.list[tuple[bytes, bytes, bytes, tuple[str, ...]]]
+    ) -> int:
+        """``reindex`` for some items of ``ns`` (key, record, digests, split): one pipeline."""
+        vectors = self._stored_vectors([d for *_, split in items for d in split])
+        pipe = self.client.pipeline(transaction=False)
+        for key, blob, joined, split in items:
+            blobs = [vectors.get(d) for d in split]
+            if any(v is None for v in blobs):
+                continue  # deleted meanwhile
+            documents = self._documents(ns, _text(key), self.serializer.loads(blob)["v"])
+            self._reindex_script(
+                keys=self._script_keys(ns),
+                args=[key, blob, joined, *documents, *blobs],
+                client=pipe,
+            )
+        return sum(int(done) for done in pipe.execute())
 
     def _stored_vectors(self, digests: builtins.list[str]) -> Mapping[str, bytes]:
         if not digests:

@@ -266,6 +266,16 @@ def test_items_put_before_the_server_index_are_reindexed(make: Any) -> None:
     assert server.search(("m",), {"kind": "taste"}, query="tea", limit=3) == []
 
 
+def test_reindex_goes_through_a_large_namespace_in_bounded_pipelines(make: Any) -> None:
+    client_side = make(vector_search="client", index=index(8))
+    for n in range(1100):  # more than two pipelines' worth (512 items each)
+        client_side.put(("big",), f"k{n}", {"text": f"note {n}", "n": n})
+    server = make(vector_search="server", index=index(8))
+    assert server.reindex() == 1100 and num_docs(server) == 1100
+    (hit,) = server.search(("big",), {"n": 1099}, query="note 1099")
+    assert hit.key == "k1099"
+
+
 def test_plain_redis_searches_in_the_client_and_server_mode_says_why(redis_url: str) -> None:
     prefix = f"qe-{uuid.uuid4().hex[:8]}"
     with warnings.catch_warnings():
