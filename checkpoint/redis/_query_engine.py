@@ -86,8 +86,8 @@ def _canonical(value: Any) -> bytes | None:
     if isinstance(value, int):  # bool and int enums too: True == 1
         return _number(int(value), 1)
     if isinstance(value, (float, Decimal)):
-        if value != value:
-            return None
+        if value.is_nan() if isinstance(value, Decimal) else math.isnan(value):
+            return None  # quiet or signalling: equal to nothing
         if math.isinf(value):
             return b"#+inf" if value > 0 else b"#-inf"
         return _number(*value.as_integer_ratio())
