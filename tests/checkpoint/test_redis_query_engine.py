@@ -190,6 +190,18 @@ def test_filter_and_query_answer_as_a_memory_store(make: Any) -> None:
     assert asked == (len(FILTERS) - 2) * 4 * 3  # all on the server but datetime and NaN
 
 
+def test_items_tied_past_the_first_knn_come_newest_first(make: Any) -> None:
+    """30 items of one text tie: more than the first KNN asks for (8 documents), so it asks
+    again for more, and the newest wins, as in the client."""
+    store = make(vector_search="server")
+    for n in range(30):
+        store.put(("m",), f"k{n:02}", {"text": "the same note", "title": f"title {n}"})
+    with commands(store) as sent:
+        top = store.search(("m",), query="the same note", limit=3, offset=1)
+    assert [i.key for i in top] == ["k28", "k27", "k26"]
+    assert sent.count("FT.SEARCH") == 2  # 8 documents, then 32
+
+
 def test_an_update_or_a_delete_leaves_no_stale_document(make: Any) -> None:
     store = make()
     store.put(("m",), "a", {"text": "tea in Oslo", "kind": "taste"})
