@@ -299,8 +299,9 @@ class QueryEngine:
                 f"the Redis vector index {self.name!r} holds vectors of {dims} dimensions, but "
                 f"this store's index has dims={self.dims}: a store's items are all embedded "
                 f"alike. Build the store with dims={dims} and the embedder that made them; for "
-                "another embedder, use a key_prefix of its own (vectors are kept by their "
-                "text, so under this prefix the old ones would be read back)"
+                "another embedder, use a key_prefix of its own, or drop this index "
+                f"(FT.DROPINDEX {self.name}, which keeps the items) and put every item again "
+                "with the new embedder"
             )
 
     def _index_dims(self) -> int | None:
