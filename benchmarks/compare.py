@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-python", required=True, help="the interpreter of the LangGraph venv"
     )
-    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W11,W12,W14")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W11,W12,W14,W17")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes for ours (checks wiring only)"
     )

@@ -16,6 +16,15 @@ ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {"workload", "n", "seconds", "per_op_us", "peak_rss_mb"}
 
 
+def _query_engine() -> bool:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from _servers import query_engine_server
+    finally:
+        sys.path.pop(0)
+    return query_engine_server(sys.executable) is not None
+
+
 def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     out = tmp_path / "smoke.jsonl"
     env = dict(
@@ -31,7 +40,8 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     expected = {"W1_linear", "W2_react_mem", "W2_react_mem_handbuilt", "W3_resume", "W4_history",
                 "W4_history_handbuilt", "W6_fanout", "W6_fanout_64", "W6_fanout_256", "W7_subgraph", "W7_subgraph_mem", "W8_send",
                 "W9_stream_parse", "W9_stream_parse_merge", "W11_history_sqlite",
-                "W14_single", "W14_sequential", "W14_supervisor"}  # fmt: skip
+                "W14_single", "W14_sequential", "W14_supervisor",
+                "W17_search_memory", "W17_search_sqlite"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
@@ -51,7 +61,10 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
             "W16_first_event_embedded",
             "W16_first_event_queued",
             "W16_added_per_run",
+            "W17_search_redis",
         }
+    if os.environ.get("CI") or _query_engine():
+        expected.add("W17_search_redis_qe")  # W17 on RediSearch (the dev extra's wheel)
     assert expected <= set(records), expected - set(records)
     for name in expected - {"W5_saver_probe_plain", "W5_round_trips"}:
         assert set(records[name]) >= FIELDS, name
@@ -67,6 +80,8 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     for name in {"W11_history_sqlite", "W11_history_redis"} & set(records):
         assert records[name]["decodes"] <= 5 * records[name]["n"], records[name]
     assert records["W7_subgraph"]["steps_per_invoke"] == 23
+    for name in {n for n in records if n.startswith("W17_search_")}:
+        assert records[name]["p99_us"] >= records[name]["per_op_us"] > 0, records[name]
     for width in (64, 256):
         wide = records[f"W6_fanout_{width}"]
         assert wide["width"] == width and wide["n"] == wide["invokes"] * (width + 2)
