@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
+from ..errors import CheckpointError
 from ._index import IndexConfig, StoreIndex
 from ._vectors import Vector, ranked
 from .embeddings import aembed_documents
@@ -22,6 +23,7 @@ __all__ = [
     "IndexedStore",
     "Item",
     "Namespace",
+    "NoIndexError",
     "checked_namespace",
     "listed_namespaces",
     "matcher",
@@ -189,9 +191,13 @@ def listed_namespaces(
     return list(found)[:limit]
 
 
-def no_index(store: object) -> ValueError:
+class NoIndexError(CheckpointError, ValueError):
+    """A search by ``query`` in a store built without an index."""
+
+
+def no_index(store: object) -> NoIndexError:
     """The error of a search by ``query`` in a store built without an index."""
-    return ValueError(
+    return NoIndexError(
         f"{type(store).__name__} was built without an index, so it cannot search by query; "
         "build it with index={'dims': ..., 'embed': ..., 'fields': [...]} (see "
         "checkpoint.store.IndexConfig), or search with filter only"

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from checkpoint import BaseStore, Item
+from checkpoint.store import NoIndexError
 from graph_agent.graph import OverAllState, RunnableConfig
 from graph_agent.messages import AssistantMessage, Message, UserMessage
 from graph_agent.models import ChatModel
@@ -295,7 +296,7 @@ class MemoryWriterHook(AgentHook):
         if query:
             try:
                 return list(store.search(namespace, query=query, limit=self.existing_limit))
-            except ValueError as error:  # no index: the newest instead
+            except NoIndexError as error:  # no index: the newest instead
                 _log.debug(
                     "%s: no search by query (%s); the newest memories instead",
                     self.hook_name,
