@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 # 'mcp>=2': the suite tests the MCP SDK's current major; pip would keep a 1.x already
 # installed, which the extra still admits (test-mcp1 below tests that one).
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml Makefile
-	$(PY) -m pip install --quiet -e '.[dev,mcp,otel,hiredis,server,queue,vectors]' 'mcp>=2' $(EDITABLE)
+	$(PY) -m pip install --quiet -e '.[dev,mcp,otel,hiredis,server,queue,vectors,a2a,agui]' 'mcp>=2' $(EDITABLE)
 	@touch $@
 
 # The benchmarks measure the Redis saver as docs/redis.md recommends it: with hiredis. W15
