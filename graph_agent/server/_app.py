@@ -14,6 +14,7 @@ from ..runs import RunService, RunStore
 from ._access_log import AccessLog
 from ._guard import protect
 from ._http import DEFAULT_MAX_BODY, ERROR_HANDLERS, HEARTBEAT_SECONDS
+from ._mcp import mcp_endpoint
 from ._page import mount_page
 from ._routes_absent import ABSENT_ROUTES
 from ._routes_runs import RUN_ROUTES
@@ -50,14 +51,16 @@ def create_app(
     on workers). The caller closes the store it gave."""
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
-    routes = [*ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
     server = Server(served, max_body, heartbeat, runs)
+    mcp = mcp_endpoint(server)  # /mcp: every served agent as an MCP tool
+    routes = [*mcp.routes, *ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await server.recover()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await server.runs.release()
 

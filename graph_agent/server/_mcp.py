@@ -1,0 +1,305 @@
+"""Every served agent as a tool of an MCP server at ``/mcp`` (streamable HTTP), built on the
+official ``mcp`` SDK's server side (2.x; with 1.x or without the SDK, ``/mcp`` answers 501
+saying what to install).
+
+A call is a run of the server's runs service, like one a client starts with ``runs.wait``:
+the same thread records, the same run records, so an MCP call is visible (and can be
+watched, cancelled, answered) over the Agent Protocol routes. The tool's input is the
+``message`` and an optional ``thread_id`` (a new thread when it is left out); its result is
+the agent's final answer as text (and its structured output as structured content), with the
+thread and the run in ``_meta``.
+
+Sessions are stateful (the SDK's ``Mcp-Session-Id``) and answers are SSE streams: an
+interrupt is asked of the client as an elicitation on the call's own stream, and the client's
+answer comes back on a later request of the same session, which a stateless server could not
+route; progress notifications ride the same stream. (LangGraph's ``/mcp`` is stateless and
+JSON-only: no progress, no questions.) A client that cannot be asked gets an error result
+naming the thread that waits and how to answer it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..events import CustomEvent, NodeStart, ToolEnd, ToolStart
+from ..runs import EVENT, Run
+from ._http import HTTPProblem
+from ._server import Served, Server
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult
+
+__all__ = ["McpEndpoint", "mcp_endpoint"]
+
+PATH = "/mcp"
+
+_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string", "description": "What to ask the agent."},
+        "thread_id": {
+            "type": "string",
+            "description": "The conversation to go on with (the thread_id in the _meta of an "
+            "earlier result); leave it out to start a new one.",
+        },
+    },
+    "required": ["message"],
+    "additionalProperties": False,
+}
+
+_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {
+            "type": "string",
+            "description": "Your answer (JSON for a structured answer, such as "
+            '{"decision": "approved"}).',
+        }
+    },
+    "required": ["answer"],
+}
+
+
+def _sdk_missing() -> str | None:
+    """Why ``/mcp`` cannot be served here (``None``: it can)."""
+    try:
+        major = int(importlib.metadata.version("mcp").split(".")[0])
+    except importlib.metadata.PackageNotFoundError:
+        return "serving agents over MCP needs the mcp extra: pip install 'graph-agent[mcp]'"
+    if major < 2:
+        return (
+            "serving agents over MCP needs the mcp SDK 2.x (1.x is installed; graph_agent.mcp's "
+            "client side works with it): pip install 'mcp>=2'"
+        )
+    return None
+
+
+class _Unavailable:
+    """``/mcp`` without the SDK it needs: a 501 saying what to install."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await JSONResponse({"detail": self.reason}, 501)(scope, receive, send)
+
+
+class McpEndpoint:
+    """``/mcp`` for the app of ``server``: its ``routes``, and ``running()``, which the app's
+    lifespan enters (the SDK's session manager lives in it)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        missing = _sdk_missing()
+        self._manager: Any = None
+        app: ASGIApp = _Unavailable(missing) if missing else self._build()
+        self.routes: list[BaseRoute] = [Route(PATH, app)]
+
+    def _build(self) -> ASGIApp:
+        from mcp.server.lowlevel import Server as McpServer
+        from mcp.server.streamable_http_manager import (
+            StreamableHTTPASGIApp,
+            StreamableHTTPSessionManager,
+        )
+
+        mcp_server: McpServer[Any] = McpServer(
+            "graph-agent",
+            version=importlib.metadata.version("graph-agent"),
+            instructions="Each tool is an agent: send it a message, go on with its thread_id.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        # origins and hosts are checked by the app's own middleware (_guard), the token too
+        self._manager = StreamableHTTPSessionManager(
+            mcp_server, max_request_body_size=self.server.max_body
+        )
+        return StreamableHTTPASGIApp(self._manager)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The SDK's session manager, for the app's life."""
+        if self._manager is None:
+            yield
+            return
+        async with self._manager.run():
+            yield
+
+    # -- the MCP methods ---------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: Any
+    ) -> ListToolsResult:
+        from mcp_types import ListToolsResult, Tool
+
+        tools = [
+            Tool(
+                name=served.graph_id,
+                description=served.description or f"The agent {served.graph_id}.",
+                input_schema=_INPUT_SCHEMA,
+            )
+            for served in self.server.served.values()
+        ]
+        return ListToolsResult(tools=tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        served = self.server.served.get(params.name)
+        if served is None:
+            tools = ", ".join(sorted(self.server.served))
+            return _error(f"there is no tool {params.name!r}; the tools are: {tools}")
+        try:
+            message, thread_id = _arguments(params.arguments)
+        except ValueError as error:
+            return _error(f"{params.name}: {error}")
+        body: dict[str, Any] = {
+            "assistant_id": served.graph_id,
+            "input": {"messages": [{"role": "user", "content": message}]},
+            "if_not_exists": "create",
+            "metadata": {"via": "mcp"},
+        }
+        thread_id = thread_id or str(uuid.uuid4())
+        while True:
+            try:
+                run = await self.server.start_run(thread_id, body, waited=True)
+            except HTTPProblem as problem:
+                return _error(f"{params.name}: {problem.detail}")
+            values = await self.server.cancel_unless_answered(run, self._finish(ctx, run))
+            meta = {"thread_id": run.thread_id, "run_id": run.run_id}
+            if "__error__" in values:
+                failure = values["__error__"]
+                return _error(f"the run failed: {failure.get('message', failure)}", meta)
+            waiting = values.get("__interrupt__")
+            if not waiting:
+                return _answer(values, meta)
+            answer = await _ask(ctx, served, waiting[0], thread_id)
+            if isinstance(answer, str):
+                return _error(answer, meta)
+            body = {"assistant_id": served.graph_id, "command": {"resume": answer[0]}}
+
+    async def _finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]:
+        """The run's final values, once it ends; a progress notification per step, tool
+        call and custom event meanwhile, when the client asked for progress."""
+        if ctx.meta and ctx.meta.get("progress_token") is not None:
+            done = 0
+            async for batch in run.log.batches():
+                for entry in batch:
+                    note = _progress_note(entry.data) if entry.kind == EVENT else None
+                    if note is not None:
+                        done += 1
+                        await ctx.session.report_progress(done, None, note)
+        await self.server.runs.join(run)
+        return await self.server.final_values(run)
+
+
+def _arguments(arguments: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    """``message`` and ``thread_id`` of a call, checked (``ValueError`` saying what is
+    wrong)."""
+    given = dict(arguments or {})
+    unknown = sorted(set(given) - {"message", "thread_id"})
+    if unknown:
+        raise ValueError(f"unknown arguments {unknown}: give message and, optionally, thread_id")
+    message, thread_id = given.get("message"), given.get("thread_id")
+    if not isinstance(message, str) or not message.strip():
+        raise ValueError(f"message must be a non-empty string, got {message!r}")
+    if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
+        raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
+    return message, thread_id
+
+
+def _progress_note(event: Any) -> str | None:
+    """What a progress notification says of a run event (``None``: nothing)."""
+    if isinstance(event, NodeStart):
+        return f"step {event.node}"
+    if isinstance(event, ToolStart):
+        return f"calling {event.name}"
+    if isinstance(event, ToolEnd):
+        return f"{event.name} answered"
+    if isinstance(event, CustomEvent):
+        return json.dumps(event.data, default=str)[:200]
+    return None
+
+
+async def _ask(
+    ctx: ServerRequestContext[Any, Any], served: Served, interrupt: Mapping[str, Any], thread: str
+) -> tuple[Any] | str:
+    """The person's answer to ``interrupt``, asked of the client (an elicitation on the call's
+    stream), as a 1-tuple; or, when it cannot be asked or is not answered, the error text
+    the tool returns."""
+    from mcp_types import ClientCapabilities, ElicitationCapability
+
+    question = json.dumps(interrupt.get("value"), ensure_ascii=False, default=str)
+    how = (
+        f"answer it on thread {thread!r} over the Agent Protocol (langgraph-sdk: "
+        f"client.runs.wait({thread!r}, {served.graph_id!r}, command={{'resume': ...}})) or "
+        "on the server's page"
+    )
+    asking = ClientCapabilities(elicitation=ElicitationCapability())
+    if not (ctx.session.can_send_request and ctx.session.check_client_capability(asking)):
+        return f"the agent is waiting for a person: {question}; {how}"
+    reply = await ctx.session.elicit_form(
+        f"The agent {served.graph_id} asks: {question}",
+        _ANSWER_SCHEMA,
+        related_request_id=ctx.request_id,
+    )
+    text = (reply.content or {}).get("answer") if reply.action == "accept" else None
+    if not isinstance(text, str):
+        return f"the agent is waiting for a person, who did not answer: {question}; {how}"
+    try:
+        return (json.loads(text),)
+    except ValueError:
+        return (text,)
+
+
+def _answer(values: Mapping[str, Any], meta: dict[str, Any]) -> CallToolResult:
+    """The result of a run that ended: the last assistant message's text, the structured
+    output (an agent's ``output_type``) as structured content."""
+    from mcp_types import CallToolResult, TextContent
+
+    structured = values.get("structured_response")
+    if structured is not None and not isinstance(structured, dict):
+        structured = {"result": structured}
+    text = next(
+        (
+            _text(m.get("content"))
+            for m in reversed(values.get("messages") or [])
+            if isinstance(m, dict) and m.get("type") == "ai"
+        ),
+        None,
+    )
+    if text is None:
+        text = json.dumps(structured if structured is not None else values, default=str)
+    return CallToolResult(
+        content=[TextContent(text=text)], structured_content=structured, _meta=meta
+    )
+
+
+def _text(content: Any) -> str:
+    """A message's content (a string or a list of parts) as text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+def _error(text: str, meta: dict[str, Any] | None = None) -> CallToolResult:
+    """A tool result with ``isError``: what the model (or person) calling can read."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(text=text)], is_error=True, _meta=meta)
+
+
+def mcp_endpoint(server: Server) -> McpEndpoint:
+    """``/mcp`` serving ``server``'s agents (a 501 there without the SDK 2.x)."""
+    return McpEndpoint(server)
