@@ -7,9 +7,10 @@ token."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+import json
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -31,6 +32,7 @@ from mcp import ClientSession  # noqa: E402
 from graph_agent.mcp import _sdk  # noqa: E402
 
 TOKEN = "s3cret"
+T = TypeVar("T")
 
 
 def weather_agent() -> ReactAgent:
@@ -77,8 +79,8 @@ async def session(
         yield client
 
 
-def run(scenario: Callable[[], Awaitable[Any]]) -> Any:
-    return asyncio.run(scenario())  # type: ignore[arg-type]
+def run(scenario: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return asyncio.run(scenario())
 
 
 def test_each_served_agent_is_a_tool(url: str) -> None:
@@ -112,3 +114,159 @@ def test_a_call_answers_and_a_follow_up_goes_on_with_the_thread(url: str) -> Non
     assert second["content"][0]["text"] == "You asked about Paris."
     assert second["_meta"]["thread_id"] == first["_meta"]["thread_id"]
     assert second["_meta"]["run_id"] != first["_meta"]["run_id"]
+
+
+def test_a_call_is_a_run_seen_over_the_agent_protocol(url: str) -> None:
+    from langgraph_sdk import get_client
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with session(url) as client:
+            first = _sdk.wire(await client.call_tool("weather", {"message": "Weather in Paris?"}))
+            thread = first["_meta"]["thread_id"]
+            await client.call_tool("weather", {"message": "What did I ask?", "thread_id": thread})
+        async with get_client(url=url, api_key=TOKEN) as protocol:
+            seen = await protocol.runs.get(thread, first["_meta"]["run_id"])
+            state = await protocol.threads.get_state(thread)
+        return first, seen, state
+
+    first, seen, state = run(scenario)
+    assert seen["status"] == "success"
+    assert seen["thread_id"] == first["_meta"]["thread_id"]
+    assert seen["metadata"] == {"via": "mcp"}
+    said = [(m["type"], m["content"]) for m in state["values"]["messages"]]
+    # the follow-up went on with the first call's conversation
+    assert said[0] == ("human", "Weather in Paris?")
+    assert said[3] == ("ai", "It is sunny in Paris.")
+    assert said[4:] == [("human", "What did I ask?"), ("ai", "You asked about Paris.")]
+
+
+def test_progress_comes_from_the_run_events(url: str) -> None:
+    notes: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        notes.append((done, message))
+
+    async def scenario() -> dict[str, Any]:
+        async with session(url) as client:
+            result = await client.call_tool(
+                "weather", {"message": "Weather in Paris?"}, progress_callback=progress
+            )
+            return _sdk.wire(result)
+
+    assert run(scenario)["content"][0]["text"] == "It is sunny in Paris."
+    assert [done for done, _ in notes] == list(range(1, len(notes) + 1))
+    said = [message for _, message in notes]
+    assert "calling get_weather" in said
+    assert said.index("calling get_weather") < said.index("get_weather answered")
+
+
+def test_an_interrupt_is_asked_of_the_client_and_its_answer_resumes_the_run(url: str) -> None:
+    from mcp_types import ElicitResult
+
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        answer = json.dumps({"tool_call_id": "call_1", "decision": "approved"})
+        return ElicitResult(action="accept", content={"answer": answer})
+
+    async def scenario() -> dict[str, Any]:
+        async with session(url, elicitation_callback=elicit) as client:
+            return _sdk.wire(await client.call_tool("refunds", {"message": "Refund me 5"}))
+
+    result = run(scenario)
+    assert not result.get("isError")
+    assert result["content"][0]["text"] == "Refunded 5."
+    assert len(asked) == 1 and asked[0].startswith("The agent refunds asks: ")
+    assert '"refund"' in asked[0]  # the interrupt's value: the tool call waiting for approval
+
+
+def test_a_client_that_cannot_be_asked_gets_an_error_naming_the_waiting_thread(
+    url: str,
+) -> None:
+    from langgraph_sdk import get_client
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with session(url) as client:  # no elicitation callback: it cannot be asked
+            result = _sdk.wire(await client.call_tool("refunds", {"message": "Refund me 5"}))
+        thread = result["_meta"]["thread_id"]
+        async with get_client(url=url, api_key=TOKEN) as protocol:
+            done = await protocol.runs.wait(
+                thread,
+                "refunds",
+                command={"resume": {"tool_call_id": "call_1", "decision": "approved"}},
+            )
+        return result, done
+
+    result, done = run(scenario)
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text.startswith("the agent is waiting for a person: ")
+    assert repr(result["_meta"]["thread_id"]) in text
+    # answered over the Agent Protocol, as the error says
+    assert done["messages"][-1]["content"] == "Refunded 5."
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "says"),
+    [
+        ("weather", {}, "message must be a non-empty string, got None"),
+        ("weather", {"message": 3}, "message must be a non-empty string, got 3"),
+        ("weather", {"message": "hi", "city": "Paris"}, "unknown arguments ['city']"),
+        ("weather", {"message": "hi", "thread_id": 7}, "thread_id must be a non-empty string"),
+        ("nobody", {"message": "hi"}, "there is no tool 'nobody'; the tools are: refunds, weather"),
+    ],
+)
+def test_bad_arguments_are_an_error_result(
+    url: str, name: str, arguments: dict[str, Any], says: str
+) -> None:
+    async def scenario() -> dict[str, Any]:
+        async with session(url) as client:
+            return _sdk.wire(await client.call_tool(name, arguments))
+
+    result = run(scenario)
+    assert result["isError"] is True
+    assert says in result["content"][0]["text"]
+
+
+def test_a_thread_of_another_agent_is_an_error_result(url: str) -> None:
+    async def scenario() -> dict[str, Any]:
+        async with session(url) as client:
+            first = _sdk.wire(await client.call_tool("weather", {"message": "Weather?"}))
+            thread = first["_meta"]["thread_id"]
+            return _sdk.wire(
+                await client.call_tool("refunds", {"message": "Refund", "thread_id": thread})
+            )
+
+    result = run(scenario)
+    assert result["isError"] is True
+    assert "belongs to 'weather', not 'refunds'" in result["content"][0]["text"]
+
+
+def test_the_token_is_needed(url: str) -> None:
+    import httpx
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    refused = httpx.post(f"{url}/mcp", json=hello, headers=accept)
+    assert refused.status_code == 401
+    assert "detail" in refused.json()
+    wrong = httpx.post(f"{url}/mcp", json=hello, headers={**accept, "X-Api-Key": "nope"})
+    assert wrong.status_code == 401
+
+    async def scenario() -> None:
+        async with session(url, token=None):
+            pass
+
+    with pytest.raises(Exception) as refused_client:  # in the SDK's task groups
+        run(scenario)
+    assert "Server returned an error response" in repr(refused_client.value)
