@@ -17,15 +17,17 @@ import pytest
 from checkpoint import MemorySaver
 from graph_agent import ReactAgent, ScriptedChatModel
 from graph_agent.server import create_app
+from graph_agent.server._mcp import _sdk_missing
 from hooks import HumanInTheLoopHook
+from tests._needs import need_module, unavailable
 
 from .conftest import live_server
 from .served_kit import get_weather, refund
 from .test_sdk_client import asks
 
-mcp = pytest.importorskip("mcp")
-if int(__import__("importlib.metadata").metadata.version("mcp").split(".")[0]) < 2:
-    pytest.skip("serving over MCP needs the mcp SDK 2.x", allow_module_level=True)
+need_module("mcp", "the mcp extra: pip install 'graph-agent[mcp]' (make test)")
+if _sdk_missing() is not None:  # the SDK's server side as it is in 2.x
+    unavailable(str(_sdk_missing()))
 
 from mcp import ClientSession  # noqa: E402
 
