@@ -1,0 +1,390 @@
+"""A run's log read as AG-UI 1.0 events (``ag-ui-protocol``'s models).
+
+Pure conversions, no web framework and no I/O: ``AguiEncoder`` turns the entries of one run's
+log (our ``RunEvent``s and the thread's state at each stored step, see ``graph_agent.runs``)
+into AG-UI events, and, once the run ended, into its last ones (the messages snapshot and
+``RUN_FINISHED`` with its outcome, or ``RUN_ERROR``). docs/ag-ui.md has the mapping table.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    CustomEvent,
+    FunctionCall,
+    Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SystemMessage,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCall,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
+)
+from ag_ui.core import SubagentStartedEvent as SubagentStarted
+
+from ..events import (
+    CustomEvent as OurCustom,
+)
+from ..events import (
+    ModelDelta,
+    ModelEnd,
+    NodeEnd,
+    NodeStart,
+    RunEnd,
+    RunError,
+    RunEvent,
+    RunStart,
+    ToolEnd,
+)
+from ..graph import Interrupt as OurInterrupt
+from ..graph import StateSnapshot
+from ..messages import AssistantMessage as OurAssistant
+from ..runs import BEFORE, EVENT, FAILURE, STATE, Entry, error_text
+from ._wire_messages import NAMESPACE_WIRE, messages_to_wire, to_jsonable
+from ._wire_stream import stream_message_id
+
+__all__ = ["AguiEncoder", "agui_interrupts", "agui_messages", "state_of"]
+
+MESSAGES = "messages"
+
+
+def state_of(values: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
+    """The thread's state as AG-UI's ``STATE_SNAPSHOT`` carries it: every key but the
+    messages (they go in ``MESSAGES_SNAPSHOT``), as JSON."""
+    return {str(k): to_jsonable(v, thread_id=thread_id) for k, v in values.items() if k != MESSAGES}
+
+
+def _pointer(key: str) -> str:
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def state_delta(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A JSON Patch (RFC 6902) from ``before`` to ``after``, key by key at the top."""
+    patch: list[dict[str, Any]] = [
+        {"op": "remove", "path": _pointer(k)} for k in before if k not in after
+    ]
+    for key, value in after.items():
+        if key not in before:
+            patch.append({"op": "add", "path": _pointer(key), "value": value})
+        elif before[key] != value:
+            patch.append({"op": "replace", "path": _pointer(key), "value": value})
+    return patch
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(block.get("text", "")) for block in content if isinstance(block, Mapping)
+        )
+    return "" if content is None else str(content)
+
+
+def agui_messages(messages: Sequence[Any], thread_id: str) -> list[Message]:
+    """The thread's messages as AG-UI messages, with the ids the Agent Protocol gives them
+    (the ids a client sends back to say which messages it already has)."""
+    out: list[Message] = []
+    for wire in messages_to_wire(messages, thread_id=thread_id):
+        kind, mid = wire.get("type"), str(wire["id"])
+        if kind == "human":
+            out.append(UserMessage(id=mid, content=_text(wire.get("content"))))
+        elif kind == "ai":
+            calls = [
+                ToolCall(
+                    id=str(call["id"]),
+                    function=FunctionCall(
+                        name=str(call["name"]), arguments=_json(call.get("args", {}))
+                    ),
+                )
+                for call in wire.get("tool_calls") or ()
+            ]
+            text = _text(wire.get("content"))
+            out.append(AssistantMessage(id=mid, content=text or None, tool_calls=calls or None))
+        elif kind == "tool":
+            out.append(
+                ToolMessage(
+                    id=mid,
+                    content=_text(wire.get("content")),
+                    tool_call_id=str(wire.get("tool_call_id", "")),
+                )
+            )
+        elif kind == "system":
+            out.append(SystemMessage(id=mid, content=_text(wire.get("content"))))
+    return out
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def agui_interrupts(pending: Sequence[OurInterrupt], thread_id: str) -> list[Interrupt]:
+    """The thread's pauses as AG-UI interrupts: ``reason`` is ``"tool_approval"`` for a
+    ``HumanInTheLoopHook``'s request (with the first call it holds back), else ``"input"``; the
+    pause's own value is in ``metadata["value"]``, answered by a resume entry's
+    ``payload``."""
+    out = []
+    for pause in pending:
+        value = to_jsonable(pause.value, thread_id=thread_id)
+        reason, message, call_id = "input", None, None
+        if isinstance(value, str):
+            message = value
+        elif isinstance(value, Mapping):
+            calls = value.get("tool_calls")
+            if value.get("type") == "tool_approval" and isinstance(calls, list) and calls:
+                reason = "tool_approval"
+                first = calls[0] if isinstance(calls[0], Mapping) else {}
+                call_id = str(first["id"]) if first.get("id") else None
+                if first.get("description"):
+                    message = str(first["description"])
+            elif isinstance(value.get("message"), str):
+                message = value["message"]
+        out.append(
+            Interrupt(
+                id=pause.id,
+                reason=reason,
+                message=message,
+                tool_call_id=call_id,
+                metadata={"value": value},
+            )
+        )
+    return out
+
+
+class AguiEncoder:
+    """The AG-UI events of one run (``thread_id``, ``run_id``), entry by entry of its log."""
+
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.failed = False
+        self._state: dict[str, Any] | None = None
+        self._calls: dict[tuple[str, ...], int] = {}  # model calls per namespace and task
+        self._text: dict[tuple[str, ...], str] = {}  # the open text message, by task
+        self._started: dict[tuple[str, ...], dict[int, str]] = {}  # streamed tool calls
+        self._subagents: dict[tuple[str, ...], str] = {}
+        self._hidden: set[tuple[str, ...]] = set()  # namespaces of graphs, not agents
+
+    def start(self) -> list[BaseEvent]:
+        return [RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
+
+    def entry(self, entry: Entry) -> list[BaseEvent]:
+        """The events one log entry gives."""
+        if entry.kind == EVENT and isinstance(entry.data, RunEvent):
+            return self.event(entry.data)
+        if entry.kind in (STATE, BEFORE) and isinstance(entry.data, StateSnapshot):
+            return self._state_events(entry.data)
+        if entry.kind == FAILURE and not self.failed:
+            self.failed = True
+            error = entry.data
+            text = error_text(error) if isinstance(error, BaseException) else str(error)
+            code = type(error).__name__ if isinstance(error, BaseException) else None
+            return [RunErrorEvent(message=text, code=code)]
+        return []
+
+    def _state_events(self, snapshot: StateSnapshot) -> list[BaseEvent]:
+        state = state_of(snapshot.values, self.thread_id)
+        before, self._state = self._state, state
+        if before is None:
+            return [StateSnapshotEvent(snapshot=state)]
+        patch = state_delta(before, state)
+        return [StateDeltaEvent.model_validate({"delta": patch})] if patch else []
+
+    def _sub(self, ns: tuple[str, ...]) -> str | None:
+        """The subagent run id events of ``ns`` carry (``None``: the run's own agent)."""
+        while ns:
+            found = self._subagents.get(ns)
+            if found is not None:
+                return found
+            ns = ns[:-1]
+        return None
+
+    def event(self, event: RunEvent) -> list[BaseEvent]:
+        """The events one of our run events gives."""
+        ns = tuple(event.namespace)
+        key = (*ns, event.task_id or "")
+        sub = self._sub(ns)
+        if isinstance(event, RunStart) and ns:
+            if not event.agent:
+                return []
+            handle = str(uuid.uuid5(NAMESPACE_WIRE, f"{self.run_id}\x1f{'|'.join(ns)}"))
+            self._subagents[ns] = handle
+            return [
+                SubagentStarted(
+                    subagent_run_id=handle,
+                    name=event.graph or ns[-1],
+                    parent_tool_call_id=event.call_id or None,
+                    parent_subagent_run_id=self._sub(ns[:-1]),
+                )
+            ]
+        if isinstance(event, RunEnd) and ns and ns in self._subagents:
+            handle = self._subagents.pop(ns)
+            return [SubagentFinishedEvent(subagent_run_id=handle)]
+        if isinstance(event, RunError) and ns and ns in self._subagents:
+            handle = self._subagents.pop(ns)
+            text = error_text(event.error) if event.error else "the sub-agent failed"
+            return [SubagentErrorEvent(subagent_run_id=handle, message=text)]
+        if ns and sub is None:
+            return []  # a subgraph's own steps: its parent's step shows it
+        if isinstance(event, NodeStart) and not ns and event.node:
+            return [StepStartedEvent(step_name=event.node)]
+        if isinstance(event, NodeEnd) and not ns and event.node:
+            return [StepFinishedEvent(step_name=event.node)]
+        if isinstance(event, ModelDelta):
+            return self._delta(event, key, sub)
+        if isinstance(event, ModelEnd):
+            return self._model_end(event, key, sub)
+        if isinstance(event, ToolEnd):
+            result_id = str(
+                uuid.uuid5(NAMESPACE_WIRE, f"{self.run_id}\x1fresult\x1f{event.call_id}")
+            )
+            return [
+                ToolCallResultEvent(
+                    message_id=result_id,
+                    tool_call_id=event.call_id,
+                    content=event.result or "",
+                    role="tool",
+                    subagent_run_id=sub,
+                )
+            ]
+        if isinstance(event, OurCustom):
+            data = to_jsonable(event.data, thread_id=self.thread_id)
+            if isinstance(data, Mapping) and isinstance(data.get("name"), str) and "value" in data:
+                return [CustomEvent(name=data["name"], value=data["value"], subagent_run_id=sub)]
+            return [CustomEvent(name="emit", value=data, subagent_run_id=sub)]
+        return []
+
+    def _message_id(self, key: tuple[str, ...]) -> str:
+        found = self._text.get(key)
+        if found is None:
+            call = self._calls.get(key, 0)
+            found = stream_message_id(self.run_id, key[:-1], key[-1] or None, call)
+            self._text[key] = found
+        return found
+
+    def _delta(self, event: ModelDelta, key: tuple[str, ...], sub: str | None) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        opened = key in self._text
+        mid = self._message_id(key)
+        if not opened:
+            out.append(TextMessageStartEvent(message_id=mid, role="assistant", subagent_run_id=sub))
+        if event.text:
+            out.append(
+                TextMessageContentEvent(message_id=mid, delta=event.text, subagent_run_id=sub)
+            )
+        fragment = event.tool_call_delta
+        if fragment is not None:
+            started = self._started.setdefault(key, {})
+            index = getattr(fragment, "index", None)
+            index = index if isinstance(index, int) else len(started)
+            call_id = started.get(index)
+            given = str(getattr(fragment, "id", None) or "")
+            if call_id is None and given:
+                call_id = started[index] = given
+                out.append(
+                    ToolCallStartEvent(
+                        tool_call_id=call_id,
+                        tool_call_name=str(getattr(fragment, "name", "")),
+                        parent_message_id=mid,
+                        subagent_run_id=sub,
+                    )
+                )
+            arguments = getattr(fragment, "arguments", "")
+            if call_id is not None and arguments:
+                out.append(
+                    ToolCallArgsEvent(tool_call_id=call_id, delta=arguments, subagent_run_id=sub)
+                )
+        return out
+
+    def _model_end(self, event: ModelEnd, key: tuple[str, ...], sub: str | None) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        message = event.message
+        text = message.answer if isinstance(message, OurAssistant) else ""
+        opened = key in self._text
+        mid = self._message_id(key)
+        if not opened and text and event.error is None:  # not streamed: the whole answer
+            out.append(TextMessageStartEvent(message_id=mid, role="assistant", subagent_run_id=sub))
+            out.append(TextMessageContentEvent(message_id=mid, delta=text, subagent_run_id=sub))
+            opened = True
+        if opened:
+            out.append(TextMessageEndEvent(message_id=mid, subagent_run_id=sub))
+        started = set(self._started.pop(key, {}).values())
+        for call in getattr(message, "tool_calls", ()) or ():
+            if call.id not in started:
+                out.append(
+                    ToolCallStartEvent(
+                        tool_call_id=call.id,
+                        tool_call_name=call.name,
+                        parent_message_id=mid,
+                        subagent_run_id=sub,
+                    )
+                )
+                if call.arguments:
+                    out.append(
+                        ToolCallArgsEvent(
+                            tool_call_id=call.id, delta=call.arguments, subagent_run_id=sub
+                        )
+                    )
+            out.append(ToolCallEndEvent(tool_call_id=call.id, subagent_run_id=sub))
+        for call_id in started - {c.id for c in getattr(message, "tool_calls", ()) or ()}:
+            out.append(ToolCallEndEvent(tool_call_id=call_id, subagent_run_id=sub))
+        self._text.pop(key, None)
+        self._calls[key] = self._calls.get(key, 0) + 1
+        return out
+
+    def finish(
+        self, status: str, snapshot: StateSnapshot | None, error: str | None
+    ) -> list[BaseEvent]:
+        """The last events, once the run ended with ``status`` and its thread is at
+        ``snapshot``: the messages snapshot, then ``RUN_FINISHED`` (success, interrupt or
+        cancelled) or ``RUN_ERROR``."""
+        out: list[BaseEvent] = []
+        if snapshot is not None:
+            messages = snapshot.values.get(MESSAGES)
+            if isinstance(messages, (list, tuple)):
+                out.append(MessagesSnapshotEvent(messages=agui_messages(messages, self.thread_id)))
+        if status in ("error", "timeout"):
+            if not self.failed:
+                self.failed = True
+                out.append(
+                    RunErrorEvent(message=error or f"the run ended in {status}", code=status)
+                )
+            return out
+        if status in ("cancelled", "interrupted"):
+            outcome: Any = RunFinishedCancelledOutcome()
+        else:
+            waiting = [i for i in snapshot.interrupts if i.when == "during"] if snapshot else []
+            if waiting:
+                outcome = RunFinishedInterruptOutcome(
+                    interrupts=agui_interrupts(waiting, self.thread_id)
+                )
+            else:
+                outcome = RunFinishedSuccessOutcome()
+        out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome))
+        return out
