@@ -11,7 +11,6 @@ from typing import Any
 from starlette.applications import Starlette
 
 from ..runs import RunService, RunStore
-from ._a2a_routes import a2a_routes
 from ._access_log import AccessLog
 from ._agui import AGUI_ROUTES
 from ._guard import protect
@@ -56,7 +55,6 @@ def create_app(
     server = Server(served, max_body, heartbeat, runs)
     mcp = mcp_endpoint(server)  # /mcp: every served agent as an MCP tool
     routes = [*mcp.routes, *ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
-    routes += a2a_routes(secured=bool(token))  # /a2a/{assistant_id}: A2A over the same runs
     routes += AGUI_ROUTES  # POST /ag-ui/{assistant_id}: AG-UI 1.0 over the same runs
 
     @contextlib.asynccontextmanager
