@@ -1,0 +1,61 @@
+"""The JSON-RPC endpoint of A2A: ``a2a-sdk``'s dispatcher (it reads a request, checks it,
+answers a protocol error for a bad one, streams as SSE), with what the server's own routes
+promise around it: a body over the server's limit is refused, and the request handler
+answers from the runs of the agent the path names."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from a2a.server.context import ServerCallContext
+from a2a.server.jsonrpc_models import InvalidRequestError
+from a2a.server.request_handlers.response_helpers import build_error_response
+from a2a.server.routes import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ._a2a_handler import RunsRequestHandler
+from ._server import server_of
+
+__all__ = ["rpc_endpoint"]
+
+
+class _Context(DefaultServerCallContextBuilder):
+    """The call's context, with the server and the served agent the path names."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        server = server_of(request)
+        context.state["server"] = server
+        context.state["served"] = server.assistant(request.path_params["assistant_id"])
+        return context
+
+
+async def _body_within(request: Request, limit: int) -> bytes | None:
+    """The request's body, ``None`` once it is over ``limit`` bytes (not read further)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def rpc_endpoint() -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint answering A2A's JSON-RPC requests (1.0's methods; 0.3's names too)."""
+    dispatcher = JsonRpcDispatcher(RunsRequestHandler(), _Context(), enable_v0_3_compat=True)
+
+    async def endpoint(request: Request) -> Response:
+        limit = server_of(request).max_body
+        body = await _body_within(request, limit)
+        if body is None:
+            error = InvalidRequestError(
+                message=f"the request body is over {limit} bytes, the most this server reads"
+            )
+            return JSONResponse(build_error_response(None, error), 413)
+        request._body = body  # the dispatcher reads it as the request's body
+        return await dispatcher.handle_requests(request)
+
+    return endpoint

@@ -1,0 +1,288 @@
+"""A2A tasks read from our runs: a task IS a run (its id is the run's), its context IS the
+run's thread, and a task paused on an interrupt (``input-required``) goes on in the run that
+answers it (a resume on the same thread). Nothing here keeps a task: every answer is read
+from the runs service and the thread's checkpoints, so any server process answers for any
+task when the runs are kept in a shared store (Redis).
+
+The runs of a task: the run that started it, then each next run of the thread that answers
+an interrupt (``command.resume``, over A2A or over the Agent Protocol), up to the thread's
+next run with new input (another task). The last of them (``head``) says the task's state."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from a2a.helpers.proto_helpers import get_data_parts, new_data_part
+from a2a.types import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+from ..events import ModelEnd
+from ..graph import RunnableConfig, StateSnapshot
+from ..messages import AssistantMessage, UserMessage
+from ..runs import EVENT, Run
+from ._server import Served, Server
+from ._wire_messages import to_jsonable
+from ._wire_state import values_to_wire
+
+__all__ = [
+    "TaskRuns",
+    "build_task",
+    "data_part",
+    "follow_task",
+    "is_answer",
+    "part_data",
+    "task_runs",
+    "task_state",
+]
+
+TERMINAL = frozenset(
+    {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED}
+)
+RESULT_ARTIFACT = "result"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRuns:
+    """A task's runs, oldest first: ``runs[0]`` started it, ``head`` is its latest."""
+
+    runs: list[Run]
+
+    @property
+    def first(self) -> Run:
+        return self.runs[0]
+
+    @property
+    def head(self) -> Run:
+        return self.runs[-1]
+
+    @property
+    def task_id(self) -> str:
+        return self.first.run_id
+
+    @property
+    def context_id(self) -> str:
+        return self.first.thread_id
+
+
+def is_answer(run: Run) -> bool:
+    """Whether ``run`` answers an interrupt (a resume): it goes on with the task before it."""
+    command = run.kwargs.get("command")
+    return isinstance(command, Mapping) and "resume" in command
+
+
+def chains(thread_runs: Sequence[Run]) -> list[TaskRuns]:
+    """A thread's runs (newest first, as the runs service lists them) grouped in tasks."""
+    tasks: list[list[Run]] = []
+    for run in sorted(thread_runs, key=lambda r: r.created_at):
+        if tasks and is_answer(run):
+            tasks[-1].append(run)
+        else:
+            tasks.append([run])
+    return [TaskRuns(runs) for runs in tasks]
+
+
+async def task_runs(server: Server, task_id: str, served: Served) -> TaskRuns | None:
+    """The runs of the task ``task_id`` of ``served`` (``None``: no such task there)."""
+    run = await server.runs.get(task_id)
+    if run is None or server.by_assistant.get(run.assistant_id) is not served:
+        return None
+    for chain in chains(await server.runs.thread_runs(run.thread_id)):
+        if any(r.run_id == task_id for r in chain.runs):
+            at = [r.run_id for r in chain.runs].index(task_id)
+            return TaskRuns(chain.runs[at:])
+    return TaskRuns([run])
+
+
+def _snapshot(run: Run) -> StateSnapshot | None:
+    return run.output if isinstance(run.output, StateSnapshot) else None
+
+
+def task_state(head: Run) -> TaskState:
+    """The task's state as its latest run says it: an ended run whose thread waits for an
+    answer is ``input-required``."""
+    if head.status == "pending":
+        return TaskState.TASK_STATE_SUBMITTED
+    if head.status == "running":
+        return TaskState.TASK_STATE_WORKING
+    if head.status == "cancelled":
+        return TaskState.TASK_STATE_CANCELED
+    if head.status in ("error", "timeout"):
+        return TaskState.TASK_STATE_FAILED
+    snapshot = _snapshot(head)
+    if snapshot is not None and snapshot.interrupts:
+        return TaskState.TASK_STATE_INPUT_REQUIRED
+    return TaskState.TASK_STATE_COMPLETED
+
+
+def _plain(value: Any) -> Any:
+    """A data part's value with whole numbers as ints (a ``google.protobuf.Value`` keeps
+    every number as a double: ``5`` arrives as ``5.0``)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def part_data(part: Part) -> Any:
+    """A data part's value as plain JSON data."""
+    return _plain(get_data_parts([part])[0])
+
+
+def data_part(value: Any) -> Part:
+    """``value`` (converted to JSON data) as a data part."""
+    return new_data_part(to_jsonable(value))
+
+
+def _message(task: TaskRuns, number: str, role: Role, parts: list[Part]) -> Message:
+    return Message(
+        message_id=f"{task.task_id}-{number}",
+        context_id=task.context_id,
+        task_id=task.task_id,
+        role=role,
+        parts=parts,
+    )
+
+
+def _status_message(task: TaskRuns, state: TaskState) -> Message | None:
+    """What the agent says with the task's state: the question of an ``input-required``
+    task (each pending interrupt: its text, and its id and value as data), why it failed."""
+    head = task.head
+    if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        snapshot = _snapshot(head)
+        assert snapshot is not None
+        parts = []
+        for pause in snapshot.interrupts:
+            if isinstance(pause.value, str):
+                parts.append(Part(text=pause.value))
+            parts.append(data_part({"id": pause.id, "value": pause.value}))
+        return _message(task, f"{head.run_id}-input", Role.ROLE_AGENT, parts)
+    if state == TaskState.TASK_STATE_FAILED:
+        why = head.error or "the run failed"
+        return _message(task, f"{head.run_id}-failed", Role.ROLE_AGENT, [Part(text=why)])
+    return None
+
+
+def _result(task: TaskRuns, snapshot: StateSnapshot) -> Artifact:
+    """The task's result: the agent's last answer as text, or a graph's values as data."""
+    messages = snapshot.values.get("messages")
+    if isinstance(messages, list):
+        last = messages[-1] if messages else None
+        text = last.text if isinstance(last, AssistantMessage) else ""
+        parts = [Part(text=text)]
+    else:
+        parts = [data_part(values_to_wire(snapshot.values, thread_id=task.context_id))]
+    return Artifact(
+        artifact_id=f"{task.task_id}-{RESULT_ARTIFACT}", name=RESULT_ARTIFACT, parts=parts
+    )
+
+
+async def _history(
+    server: Server, task: TaskRuns, snapshot: StateSnapshot | None, length: int | None
+) -> list[Message]:
+    """The task's conversation: the thread's messages written since the task began."""
+    if snapshot is None or length == 0:
+        return []
+    messages = snapshot.values.get("messages")
+    if not isinstance(messages, list):
+        return []
+    served = server.by_assistant.get(task.first.assistant_id)
+    before = 0
+    began_at = task.first.started_at_checkpoint
+    if served is not None and began_at is not None:
+        at = RunnableConfig(thread_id=task.context_id, checkpoint_id=began_at)
+        earlier = await served.graph.aget_state(at)
+        kept = earlier.values.get("messages") if earlier is not None else None
+        before = len(kept) if isinstance(kept, list) else 0
+    history = []
+    for number, message in enumerate(messages[before:], start=before):
+        if isinstance(message, UserMessage) and message.text:
+            role: Role = Role.ROLE_USER
+        elif isinstance(message, AssistantMessage) and message.text:
+            role = Role.ROLE_AGENT
+        else:
+            continue  # tool calls and their results, system prompts: the agent's own work
+        history.append(_message(task, str(number), role, [Part(text=message.text)]))
+    return history[-length:] if length is not None else history
+
+
+def _timestamp(run: Run) -> datetime:
+    return datetime.fromtimestamp(run.updated_at, timezone.utc)
+
+
+def _status(task: TaskRuns) -> TaskStatus:
+    state = task_state(task.head)
+    status = TaskStatus(state=state)
+    status.timestamp.FromDatetime(_timestamp(task.head))
+    said = _status_message(task, state)
+    if said is not None:
+        status.message.CopyFrom(said)
+    return status
+
+
+async def build_task(server: Server, task: TaskRuns, history_length: int | None = None) -> Task:
+    """The A2A task of ``task``'s runs: its state, its result once completed, its history
+    (the last ``history_length`` messages; ``None``: all)."""
+    state = task_state(task.head)
+    snapshot = _snapshot(task.head)
+    out = Task(id=task.task_id, context_id=task.context_id, status=_status(task))
+    if state == TaskState.TASK_STATE_COMPLETED and snapshot is not None:
+        out.artifacts.append(_result(task, snapshot))
+    out.history.extend(await _history(server, task, snapshot, history_length))
+    return out
+
+
+async def follow_task(
+    server: Server, task: TaskRuns
+) -> AsyncIterator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
+    """The events of the task's latest run as it goes: ``working`` with each answer of the
+    agent's (its text), then the result (when it completed) and the state it ended in."""
+    head = task.head
+    async for batch in head.log.batches(0):
+        for entry in batch:
+            event = entry.data
+            if entry.kind != EVENT or not isinstance(event, ModelEnd) or event.namespace:
+                continue
+            text = getattr(event.message, "text", "")
+            if text:
+                said = _message(
+                    task, f"{head.run_id}-{entry.id}", Role.ROLE_AGENT, [Part(text=text)]
+                )
+                yield TaskStatusUpdateEvent(
+                    task_id=task.task_id,
+                    context_id=task.context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_WORKING, message=said),
+                )
+    await server.runs.join(head)
+    ended = await task_runs(server, task.task_id, _served_of(server, head))
+    ended = ended if ended is not None else task
+    snapshot = _snapshot(ended.head)
+    if task_state(ended.head) == TaskState.TASK_STATE_COMPLETED and snapshot is not None:
+        yield TaskArtifactUpdateEvent(
+            task_id=task.task_id,
+            context_id=task.context_id,
+            artifact=_result(ended, snapshot),
+            last_chunk=True,
+        )
+    yield TaskStatusUpdateEvent(
+        task_id=task.task_id, context_id=task.context_id, status=_status(ended)
+    )
+
+
+def _served_of(server: Server, run: Run) -> Served:
+    return server.by_assistant[run.assistant_id]

@@ -1,0 +1,309 @@
+"""Served agents over A2A, driven by ``a2a-sdk``'s own client over a real uvicorn: the card,
+a message sent (blocking) and streamed, a task read and listed, an interrupt as
+``input-required`` answered by the next message, a cancel, a subscription; a task is a run
+of the Agent Protocol (read there with ``langgraph-sdk``, and the other way round)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import Client, ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_data_parts, new_data_part
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from langgraph_sdk import get_sync_client
+
+from checkpoint import MemorySaver
+from graph_agent import ReactAgent, ScriptedChatModel
+from graph_agent.server import create_app
+from hooks import HumanInTheLoopHook
+
+from .conftest import live_server
+from .gate_kit import Gate
+from .served_kit import refund
+from .test_sdk_client import asks, weather_agent
+
+S = TaskState
+
+
+def refund_agent() -> ReactAgent:
+    """Asks to refund 5 (a call a human approves), then says it did; for each task."""
+    model = ScriptedChatModel([asks("refund", {"amount": 5}), "Refunded 5."] * 10)
+    return ReactAgent(
+        name="refunds",
+        model=model,
+        tools=[refund],
+        hooks=[HumanInTheLoopHook(["refund"])],
+        saver=MemorySaver(),
+    )
+
+
+@pytest.fixture(scope="module")
+def gate() -> Gate:
+    return Gate()
+
+
+@pytest.fixture(scope="module")
+def url(gate: Gate) -> Iterator[str]:
+    app = create_app(
+        {"weather": weather_agent(), "refunds": refund_agent(), "held": gate.agent("held")}
+    )
+    gate.watch(app)
+    with live_server(app) as base:
+        yield base
+
+
+@asynccontextmanager
+async def a2a(url: str, agent: str, *, streaming: bool = False) -> AsyncIterator[Client]:
+    """``a2a-sdk``'s client of the served ``agent``, from its card."""
+    async with httpx.AsyncClient(timeout=20) as http:
+        config = ClientConfig(httpx_client=http, streaming=streaming)
+        client = await create_client(f"{url}/a2a/{agent}", config)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def says(text: str = "", *, data: Any = None, task_id: str = "", context_id: str = "") -> Message:
+    part = Part(text=text) if data is None else new_data_part(data)
+    return Message(
+        message_id=f"m-{text or 'data'}",
+        role=Role.ROLE_USER,
+        parts=[part],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+async def send(client: Client, message: Message, *, now: bool = False) -> list[StreamResponse]:
+    request = SendMessageRequest(
+        message=message, configuration=SendMessageConfiguration(return_immediately=now)
+    )
+    return [response async for response in client.send_message(request)]
+
+
+def text_of(task: Task) -> str:
+    return "".join(p.text for a in task.artifacts for p in a.parts)
+
+
+def test_the_card_names_the_agent_its_skills_and_its_interface(url: str) -> None:
+    card = httpx.get(f"{url}/a2a/weather/.well-known/agent-card.json").json()
+    assert card["name"] == "weather"
+    assert card["capabilities"]["streaming"] is True
+    assert not card["capabilities"].get("pushNotifications")
+    assert [s["name"] for s in card["skills"]] == ["weather", "get_weather"]
+    assert card["skills"][1]["description"] == "Current weather for a city."
+    [interface] = card["supportedInterfaces"]
+    assert interface == {
+        "url": f"{url}/a2a/weather",
+        "protocolBinding": "JSONRPC",
+        "protocolVersion": "1.0",
+    }
+    assert "securitySchemes" not in card  # no token asked for
+    # by its assistant id too, as LangGraph's clients name it
+    assistant_id = httpx.post(f"{url}/assistants/search", json={}).json()
+    ids = {a["graph_id"]: a["assistant_id"] for a in assistant_id}
+    by_id = httpx.get(f"{url}/a2a/{ids['weather']}/.well-known/agent-card.json").json()
+    assert by_id["name"] == "weather"
+    missing = httpx.get(f"{url}/a2a/nobody/.well-known/agent-card.json")
+    assert missing.status_code == 404
+    assert "nobody" in missing.json()["detail"]
+
+
+def test_a_sent_message_is_a_run_on_a_thread(url: str) -> None:
+    async def scenario() -> Task:
+        async with a2a(url, "weather") as client:
+            [answer] = await send(client, says("weather in Paris?"))
+            return answer.task
+
+    task = asyncio.run(scenario())
+    assert task.status.state == S.TASK_STATE_COMPLETED
+    assert text_of(task) == "It is sunny in Paris."
+    assert [(m.role, m.parts[0].text) for m in task.history] == [
+        (Role.ROLE_USER, "weather in Paris?"),
+        (Role.ROLE_AGENT, "It is sunny in Paris."),
+    ]
+    # the same run, on the same thread, over the Agent Protocol
+    client = get_sync_client(url=url)
+    try:
+        run = client.runs.get(task.context_id, task.id)
+        assert run["status"] == "success"
+        state = client.threads.get_state(task.context_id)
+        assert state["values"]["messages"][-1]["content"] == "It is sunny in Paris."
+    finally:
+        client.close()
+
+
+def test_a_streamed_message_shows_the_work_then_the_result(url: str) -> None:
+    async def scenario() -> list[StreamResponse]:
+        async with a2a(url, "weather", streaming=True) as client:
+            return await send(client, says("and now?"))
+
+    events = asyncio.run(scenario())
+    kinds = [e.WhichOneof("payload") for e in events]
+    assert kinds[0] == "task"
+    assert kinds[-2:] == ["artifact_update", "status_update"]
+    working = [
+        e.status_update.status.message.parts[0].text
+        for e in events[1:-2]
+        if e.status_update.status.state == S.TASK_STATE_WORKING
+    ]
+    assert working == ["It is sunny in Paris."]
+    assert events[-2].artifact_update.artifact.parts[0].text == "It is sunny in Paris."
+    assert events[-1].status_update.status.state == S.TASK_STATE_COMPLETED
+    ids = {getattr(e, e.WhichOneof("payload")).task_id for e in events[1:]}
+    assert ids == {events[0].task.id}
+
+
+def test_a_task_is_read_and_listed_and_a_context_goes_on(url: str) -> None:
+    async def scenario() -> tuple[Task, Task, Task, list[Task], list[Task]]:
+        async with a2a(url, "weather") as client:
+            [first] = await send(client, says("one"))
+            context = first.task.context_id
+            [second] = await send(client, says("two", context_id=context))
+            got = await client.get_task(GetTaskRequest(id=first.task.id, history_length=1))
+            listed = await client.list_tasks(ListTasksRequest(context_id=context))
+            everything = await client.list_tasks(ListTasksRequest(page_size=100))
+            return first.task, second.task, got, list(listed.tasks), list(everything.tasks)
+
+    first, second, got, listed, everything = asyncio.run(scenario())
+    assert second.context_id == first.context_id and second.id != first.id
+    assert [m.parts[0].text for m in second.history] == ["two", "It is sunny in Paris."]
+    assert got.id == first.id and got.status.state == S.TASK_STATE_COMPLETED
+    assert [m.parts[0].text for m in got.history] == ["It is sunny in Paris."]
+    assert [t.id for t in listed] == [second.id, first.id]  # the latest first
+    assert {first.id, second.id} <= {t.id for t in everything}
+
+
+def test_an_interrupt_is_input_required_and_the_next_message_answers_it(url: str) -> None:
+    async def scenario() -> tuple[Task, Task, Task]:
+        async with a2a(url, "refunds") as client:
+            [paused] = await send(client, says("refund me"))
+            answer = {"tool_call_id": "call_1", "decision": "approved"}
+            message = says(data=answer, task_id=paused.task.id)
+            [done] = await send(client, message)
+            read = await client.get_task(GetTaskRequest(id=paused.task.id))
+            return paused.task, done.task, read
+
+    paused, done, read = asyncio.run(scenario())
+    assert paused.status.state == S.TASK_STATE_INPUT_REQUIRED
+    [question] = get_data_parts(paused.status.message.parts)
+    assert question["value"]["tool_calls"][0]["name"] == "refund"
+    assert done.id == paused.id and done.context_id == paused.context_id
+    assert done.status.state == S.TASK_STATE_COMPLETED
+    assert text_of(done) == "Refunded 5."
+    assert read.status.state == S.TASK_STATE_COMPLETED
+    # two runs on the thread: the one that paused, the one that answered
+    client = get_sync_client(url=url)
+    try:
+        runs = client.runs.list(paused.context_id)
+        assert [r["status"] for r in runs] == ["success", "success"]
+        assert runs[-1]["run_id"] == paused.id
+    finally:
+        client.close()
+
+
+def test_a_task_paused_over_a2a_is_answered_over_the_agent_protocol(url: str) -> None:
+    async def pause() -> Task:
+        async with a2a(url, "refunds") as client:
+            [paused] = await send(client, says("refund me"))
+            return paused.task
+
+    async def read(task_id: str) -> Task:
+        async with a2a(url, "refunds") as client:
+            return await client.get_task(GetTaskRequest(id=task_id))
+
+    paused = asyncio.run(pause())
+    client = get_sync_client(url=url)
+    try:
+        client.runs.wait(
+            paused.context_id,
+            "refunds",
+            command={"resume": {"tool_call_id": "call_1", "decision": "approved"}},
+        )
+    finally:
+        client.close()
+    task = asyncio.run(read(paused.id))
+    assert task.status.state == S.TASK_STATE_COMPLETED
+    assert text_of(task) == "Refunded 5."
+
+
+def test_a_run_started_over_the_agent_protocol_is_read_as_a_task(url: str) -> None:
+    client = get_sync_client(url=url)
+    try:
+        thread = client.threads.create()
+        run = client.runs.create(
+            thread["thread_id"],
+            "weather",
+            input={"messages": [{"role": "user", "content": "hi"}]},
+        )
+        client.runs.join(thread["thread_id"], run["run_id"])
+    finally:
+        client.close()
+
+    async def scenario() -> Task:
+        async with a2a(url, "weather") as client:
+            return await client.get_task(GetTaskRequest(id=run["run_id"]))
+
+    task = asyncio.run(scenario())
+    assert task.context_id == thread["thread_id"]
+    assert task.status.state == S.TASK_STATE_COMPLETED
+    assert text_of(task) == "It is sunny in Paris."
+
+
+def test_a_working_task_is_cancelled_as_its_run(url: str, gate: Gate) -> None:
+    gate.close()
+
+    async def scenario() -> tuple[Task, Task]:
+        async with a2a(url, "held") as client:
+            [started] = await send(client, says("wait"), now=True)
+            cancelled = await client.cancel_task(CancelTaskRequest(id=started.task.id))
+            return started.task, cancelled
+
+    started, cancelled = asyncio.run(scenario())
+    assert started.status.state == S.TASK_STATE_WORKING
+    assert cancelled.status.state == S.TASK_STATE_CANCELED
+    client = get_sync_client(url=url)
+    try:
+        assert client.runs.get(started.context_id, started.id)["status"] == "interrupted"
+    finally:
+        client.close()
+
+
+def test_a_subscriber_follows_a_working_task_to_its_end(url: str, gate: Gate) -> None:
+    gate.close()
+
+    async def scenario() -> list[StreamResponse]:
+        async with a2a(url, "held") as client:
+            [started] = await send(client, says("later"), now=True)
+        async with a2a(url, "held", streaming=True) as client:
+            events = []
+            async for event in client.subscribe(SubscribeToTaskRequest(id=started.task.id)):
+                events.append(event)
+                if len(events) == 1:
+                    gate.open()  # the run ends once the subscriber is there
+            return events
+
+    events = asyncio.run(scenario())
+    assert events[0].WhichOneof("payload") == "task"
+    assert events[0].task.status.state == S.TASK_STATE_WORKING
+    assert events[-1].status_update.status.state == S.TASK_STATE_COMPLETED
+    assert events[-2].artifact_update.artifact.parts[0].text == "done: held later"
