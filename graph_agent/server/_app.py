@@ -54,9 +54,9 @@ def create_app(
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds, got {heartbeat!r}")
     server = Server(served, max_body, heartbeat, runs)
-    routes += a2a_routes(secured=bool(token))  # /a2a/{assistant_id}: A2A over the same runs
     mcp = mcp_endpoint(server)  # /mcp: every served agent as an MCP tool
     routes = [*mcp.routes, *ABSENT_ROUTES, *THREAD_ROUTES, *RUN_ROUTES]
+    routes += a2a_routes(secured=bool(token))  # /a2a/{assistant_id}: A2A over the same runs
     routes += AGUI_ROUTES  # POST /ag-ui/{assistant_id}: AG-UI 1.0 over the same runs
 
     @contextlib.asynccontextmanager
