@@ -1,6 +1,7 @@
 """One of our agents uses another served agent as a tool through ``McpToolProvider`` (the
 ``/mcp`` of a real uvicorn); an agent's structured output comes back as structured content;
-without the SDK 2.x, ``/mcp`` says what to install."""
+a call the client cancels cancels its run; without the SDK 2.x, ``/mcp`` says what to
+install."""
 
 from __future__ import annotations
 
@@ -86,3 +87,39 @@ def test_without_the_sdk_2_mcp_says_what_to_install(monkeypatch: pytest.MonkeyPa
     assert answer.status_code == 501
     assert answer.json() == {"detail": "serving agents over MCP needs ..."}
     assert ok.status_code == 200  # the Agent Protocol is served all the same
+
+
+def test_a_call_the_client_cancels_cancels_its_run() -> None:
+    import anyio
+    from langgraph_sdk import get_client
+
+    from .gate_kit import Gate
+
+    gate = Gate()
+    app = create_app({"held": gate.agent()})
+    gate.watch(app)
+
+    async def scenario(url: str) -> list[dict[str, Any]]:
+        started = anyio.Event()
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            if message == "calling hold":
+                started.set()
+
+        async with session(url, token=None) as client, anyio.create_task_group() as calls:
+
+            async def call() -> None:
+                arguments = {"message": "wait", "thread_id": "t-held"}
+                await client.call_tool("held", arguments, progress_callback=progress)
+
+            calls.start_soon(call)
+            await started.wait()  # the run is in its tool
+            calls.cancel_scope.cancel()
+        async with get_client(url=url) as protocol:
+            runs = await protocol.runs.list("t-held")
+            await protocol.runs.join("t-held", runs[0]["run_id"])
+            return list(await protocol.runs.list("t-held"))
+
+    with live_server(app) as base:
+        runs = asyncio.run(scenario(base))
+    assert [run["status"] for run in runs] == ["interrupted"]  # the Agent Protocol's cancelled
