@@ -117,6 +117,9 @@ _EXPORTS: dict[str, str] = {
     "ChatClient": "graph_agent.chat",
     "ChatMemory": "graph_agent.chat",
     "MessageWindowChatMemory": "graph_agent.chat",
+    # remote A2A agents (the a2a extra)
+    "RemoteA2AAgent": "graph_agent.a2a",
+    "RemoteA2AError": "graph_agent.a2a",
 }
 
 __all__ = [
@@ -169,6 +172,8 @@ __all__ = [
     "Prompt",
     "ReactAgent",
     "ReactAgentBuilder",
+    "RemoteA2AAgent",
+    "RemoteA2AError",
     "RetryPolicy",
     "RunStopped",
     "RunnableConfig",
@@ -217,6 +222,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .a2a import RemoteA2AAgent, RemoteA2AError
     from .agent import (
         BaseAgent,
         FlowAgent,

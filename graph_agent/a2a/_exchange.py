@@ -1,0 +1,327 @@
+"""The wire side of a remote A2A agent, over a2a-sdk's client: reading its agent card, and one
+exchange (a message sent, the task's events read until the task ends or asks for input).
+Every failure becomes a ``RemoteA2AError`` that says what, where and how to fix it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import httpx
+from a2a.client import ClientConfig, ClientFactory
+from a2a.client.card_resolver import parse_agent_card
+from a2a.helpers.proto_helpers import get_data_parts
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    Artifact,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from a2a.utils.errors import A2AError
+
+from .errors import RemoteA2AError
+
+__all__ = ["DONE", "PAUSED", "Remote", "Reply", "exchange", "read_card", "state_name"]
+
+DONE = "completed"
+PAUSED = "input-required"
+# The states a task stops in for good, besides DONE: the remote gave up on it.
+_ENDED_BADLY = {"failed", "rejected", "canceled"}
+_AUTH = "auth-required"
+
+Say = Callable[[str], None]  # a piece of the answer's text, as it streams
+Tell = Callable[[Mapping[str, Any]], None]  # an event of the remote task, summed up
+
+
+def state_name(state: int) -> str:
+    """A task state as the A2A spec names it (``TASK_STATE_INPUT_REQUIRED`` ->
+    ``"input-required"``)."""
+    name: str = TaskState.Name(state)
+    return name.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class Remote:
+    """Where a remote agent is and how to reach it."""
+
+    url: str
+    card: AgentCard
+    headers: Mapping[str, str]
+    timeout: float
+
+    def http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            headers=dict(self.headers), timeout=_timeout(self.timeout), follow_redirects=True
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """How an exchange ended: the task's ``state`` (``"completed"`` or ``"input-required"``),
+    the answer's (or the question's) ``text``, and the ids to continue with."""
+
+    state: str
+    text: str
+    task_id: str
+    context_id: str
+
+
+def _timeout(seconds: float) -> httpx.Timeout:
+    # read: how long the remote may stay silent (a streamed task sends its events as it goes)
+    return httpx.Timeout(seconds, connect=min(seconds, 10.0))
+
+
+def card_url(url: str) -> str:
+    """Where the agent card of the agent at ``url`` is (``url`` itself when it names a
+    ``.json`` file)."""
+    if url.endswith(".json"):
+        return url
+    return url.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH
+
+
+def read_card(url: str, headers: Mapping[str, str], timeout: float) -> AgentCard:
+    """The agent card of the agent at ``url``, read over HTTP; a clear error when the agent
+    is unreachable, refuses us, has no card there or serves an invalid one."""
+    where = card_url(url)
+    try:
+        with httpx.Client(
+            headers=dict(headers), timeout=_timeout(timeout), follow_redirects=True
+        ) as client:
+            response = client.get(where)
+    except httpx.TimeoutException:
+        raise RemoteA2AError(
+            f"the A2A agent at {url} did not answer within {timeout:g} s (reading its card "
+            f"at {where}); check that it is up, or give a longer timeout=",
+            url=url,
+        ) from None
+    except httpx.HTTPError as error:
+        raise RemoteA2AError(
+            f"cannot reach the A2A agent at {url} ({error}; reading its card at {where}): "
+            "is it running, and is the URL right?",
+            url=url,
+        ) from None
+    if response.status_code in (401, 403):
+        raise RemoteA2AError(
+            f"the A2A agent at {url} refused our credentials (HTTP {response.status_code} for "
+            f"its card at {where}): pass the ones it expects, e.g. "
+            "headers={'Authorization': 'Bearer <token>'}",
+            url=url,
+        )
+    if response.status_code != 200:
+        raise RemoteA2AError(
+            f"no agent card at {where} (HTTP {response.status_code}): give the agent's base "
+            "URL (its card is at /.well-known/agent-card.json under it) or its card's URL",
+            url=url,
+        )
+    return parse_card(response.content, url, where)
+
+
+def parse_card(content: bytes | str | Mapping[str, Any], url: str, where: str) -> AgentCard:
+    """An agent card from its JSON; a clear error when it is not one."""
+    problem = None
+    try:
+        data = dict(content) if isinstance(content, Mapping) else json.loads(content)
+        card = parse_agent_card(data)
+    except Exception as error:  # not JSON, or protobuf's ParseError: not a card
+        problem = str(error)
+    else:
+        if not card.name:
+            problem = "it has no name"
+        elif not card.supported_interfaces:
+            problem = "it names no interface (supportedInterfaces) to send messages to"
+    if problem is not None:
+        raise RemoteA2AError(
+            f"the agent card at {where} is not a valid A2A agent card ({problem}); check the "
+            "URL, and that the agent speaks A2A 1.0 or 0.3",
+            url=url,
+        )
+    return card
+
+
+def message(parts: Sequence[str | Any], context_id: str | None, task_id: str | None) -> Message:
+    """A user message of text parts (a ``str``) and data parts (anything else, as JSON)."""
+    sent = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
+    for part in parts:
+        if isinstance(part, str):
+            sent.parts.append(Part(text=part))
+        else:
+            made = Part()
+            made.data.update(part if isinstance(part, Mapping) else {"value": part})
+            sent.parts.append(made)
+    if context_id:
+        sent.context_id = context_id
+    if task_id:
+        sent.task_id = task_id
+    return sent
+
+
+async def exchange(
+    remote: Remote,
+    name: str,
+    sent: Message,
+    say: Say,
+    tell: Tell,
+) -> Reply:
+    """Send ``sent`` to the remote agent (streaming when its card says it streams) and read
+    its task's events until the task completes or asks for input. ``say`` gets each piece of
+    the answer's text as it comes, ``tell`` a summary of each event. A task that fails, is
+    rejected or canceled, or asks for credentials raises ``RemoteA2AError``."""
+    where = f"remote A2A agent '{name}' at {remote.url}"
+    config_streams = remote.card.capabilities.streaming
+    run = _Run(say, tell)
+    try:
+        async with remote.http() as http:
+            config = ClientConfig(httpx_client=http, streaming=config_streams)
+            client = ClientFactory(config).create(remote.card)
+            try:
+                async for event in client.send_message(SendMessageRequest(message=sent)):
+                    run.read(event)
+                    if run.stopped():
+                        break
+            finally:
+                await client.close()
+    except A2AError as error:
+        raise _failure(error, where, remote) from None
+    except httpx.HTTPError as error:  # what the SDK did not wrap (reading a stream)
+        raise RemoteA2AError(f"{where}: {error!r}", url=remote.url) from None
+    except ValueError as error:  # the SDK: no transport of the card it can speak
+        raise RemoteA2AError(
+            f"{where}: cannot talk to it ({error}); its card offers "
+            f"{[i.protocol_binding for i in remote.card.supported_interfaces]}, and we speak "
+            "JSONRPC",
+            url=remote.url,
+        ) from None
+    return run.reply(where, remote.url)
+
+
+def _failure(error: A2AError, where: str, remote: Remote) -> RemoteA2AError:
+    cause = error.__cause__
+    status = cause.response.status_code if isinstance(cause, httpx.HTTPStatusError) else None
+    if status in (401, 403):
+        return RemoteA2AError(
+            f"{where} refused our credentials (HTTP {status}): pass the ones it expects, "
+            "e.g. headers={'Authorization': 'Bearer <token>'}",
+            url=remote.url,
+        )
+    if isinstance(cause, httpx.TimeoutException):
+        return RemoteA2AError(
+            f"{where} did not answer within {remote.timeout:g} s; check that it is up, or "
+            "give a longer timeout=",
+            url=remote.url,
+        )
+    if isinstance(cause, httpx.TransportError):
+        return RemoteA2AError(
+            f"cannot reach the {where} ({cause}): is it running, and is the URL right?",
+            url=remote.url,
+        )
+    return RemoteA2AError(f"{where} answered with an error: {error}", url=remote.url)
+
+
+def _text(parts: Sequence[Part], joiner: str = "\n") -> str:
+    """The text of ``parts`` (data parts as JSON). An artifact's parts join with nothing:
+    a streamed artifact's appended chunks are its parts, in order."""
+    texts = []
+    for part in parts:
+        if part.HasField("text"):
+            texts.append(part.text)
+        elif part.HasField("data"):
+            texts.extend(json.dumps(value) for value in get_data_parts([part]))
+    return joiner.join(texts)
+
+
+class _Run:
+    """What the events of one exchange said so far."""
+
+    def __init__(self, say: Say, tell: Tell) -> None:
+        self.say = say
+        self.tell = tell
+        self.task_id = ""
+        self.context_id = ""
+        self.state = ""
+        self.status_text = ""
+        self.artifacts: dict[str, str] = {}  # artifact id -> its text so far
+        self.streamed = False  # some text was said
+        self.answer: str | None = None  # a direct Message's text
+
+    def stopped(self) -> bool:
+        return self.answer is not None or self.state in (DONE, PAUSED, _AUTH, *_ENDED_BADLY)
+
+    def read(self, event: StreamResponse) -> None:
+        if event.HasField("message"):
+            self.context_id = event.message.context_id or self.context_id
+            self.answer = _text(event.message.parts)
+            self._tell("message", text=self.answer)
+        elif event.HasField("task"):
+            self._task(event.task)
+        elif event.HasField("status_update"):
+            update = event.status_update
+            self.task_id, self.context_id = update.task_id, update.context_id
+            self._status(update.status)
+        elif event.HasField("artifact_update"):
+            update = event.artifact_update
+            self.task_id, self.context_id = update.task_id, update.context_id
+            self._artifact(update.artifact, update.append)
+
+    def _task(self, task: Task) -> None:
+        self.task_id, self.context_id = task.id, task.context_id
+        for artifact in task.artifacts:
+            self._artifact(artifact, append=False)
+        self._status(task.status)
+
+    def _status(self, status: TaskStatus) -> None:
+        self.state = state_name(status.state)
+        self.status_text = _text(status.message.parts) if status.HasField("message") else ""
+        self._tell("status", state=self.state, text=self.status_text)
+
+    def _artifact(self, artifact: Artifact, append: bool) -> None:
+        piece = _text(artifact.parts, "")
+        before = self.artifacts.get(artifact.artifact_id, "") if append else ""
+        if before == "" and artifact.artifact_id not in self.artifacts and self.artifacts:
+            piece = "\n" + piece if piece else piece  # a second artifact: a line of its own
+        self.artifacts[artifact.artifact_id] = before + piece
+        if piece:
+            self.streamed = True
+            self.say(piece)
+        self._tell("artifact", artifact_id=artifact.artifact_id, text=piece)
+
+    def _tell(self, kind: str, **fields: Any) -> None:
+        self.tell({"event": kind, "task_id": self.task_id, "context_id": self.context_id, **fields})
+
+    def reply(self, where: str, url: str) -> Reply:
+        if self.answer is not None:  # the remote answered with a message, not a task
+            self.say(self.answer)
+            return Reply(DONE, self.answer, self.task_id, self.context_id)
+        task = f"{where}, task {self.task_id}"
+        if self.state == DONE:
+            text = "".join(self.artifacts.values()) or self.status_text
+            if not self.streamed and text:
+                self.say(text)
+            return Reply(DONE, text, self.task_id, self.context_id)
+        if self.state == PAUSED:
+            return Reply(PAUSED, self.status_text, self.task_id, self.context_id)
+        said = f": {self.status_text}" if self.status_text else " (it gave no reason)"
+        if self.state in _ENDED_BADLY:
+            raise RemoteA2AError(f"{task} {self.state}{said}", url=url, state=self.state)
+        if self.state == _AUTH:
+            raise RemoteA2AError(
+                f"{task} asks for credentials (auth-required){said}; give them with "
+                "headers= when the agent is made",
+                url=url,
+                state=self.state,
+            )
+        raise RemoteA2AError(
+            f"{task}: the stream ended while the task was {self.state or 'not yet started'}; "
+            "the remote closed it early",
+            url=url,
+            state=self.state or None,
+        )

@@ -1,0 +1,263 @@
+"""``RemoteA2AAgent``: an agent served elsewhere over A2A, standing where a ``ReactAgent``
+stands: called on a thread, a sub-agent of our flows, a tool (``as_tool()``).
+
+It compiles to a graph of two nodes. ``send`` sends the conversation's new messages to the
+remote agent and reads its task to the end; ``ask`` runs when the remote task asks for input
+(``input-required``): it pauses our run with an ``interrupt()`` carrying the remote's
+question, and the answer it is resumed with goes to the same remote task. ``ask`` sends only
+after its ``interrupt()`` has its answer, so a resumed run never sends a message twice.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from a2a.types.a2a_pb2 import AgentCard
+
+from checkpoint import BaseCheckpointSaver, MemorySaver
+
+from .._runtime.task_scope import current_task
+from ..agent import AgentTool, BaseAgent
+from ..events import ModelDelta, ModelEnd, ModelStart, emit
+from ..graph import (
+    END,
+    START,
+    KeyStrategy,
+    OverAllState,
+    Overwrite,
+    RunnableConfig,
+    StateGraph,
+    interrupt,
+    run_coroutine_sync,
+)
+from ..messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
+from ..tools import ToolContext
+from . import _exchange
+from ._exchange import DONE, Remote, Reply
+from .errors import RemoteA2AError
+
+__all__ = ["CONTEXTS", "RemoteA2AAgent", "RemoteA2ATool"]
+
+MESSAGES = "messages"
+CONTEXTS = "a2a_contexts"
+"""The state key that keeps, per remote agent's name, the remote context id of our thread:
+the next message to that agent continues its conversation."""
+_PENDING = "a2a_pending"  # private: the remote task that waits for our answer
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _merge_contexts(old: Any, new: Any) -> Any:
+    """The ``a2a_contexts`` key: context ids by agent name, merged."""
+    return {**(old or {}), **(new or {})}
+
+
+class RemoteA2AAgent(BaseAgent):
+    """A remote agent spoken to over A2A (``a2a-sdk``'s client), built from its agent card
+    (read at ``url``, its base URL or the card's own URL).
+
+    It runs like any agent (``call``, ``invoke``, ``stream_events``, ``stream_messages`` and
+    the async twins, on a thread) and stands where a ``ReactAgent`` stands: a sub-agent of a
+    flow, a tool of another agent (``as_tool()``). Each run sends the conversation's new
+    messages to the remote agent, streaming when its card says it streams: the answer's text
+    arrives as ``model_delta`` events (``model`` is ``a2a:<name>``), each remote event as a
+    ``custom`` event (``data["a2a"]``). The remote context id is kept in the thread's state
+    (``a2a_contexts``), so a follow-up continues the remote conversation. A remote task that
+    asks for input pauses the run with an interrupt whose value is
+    ``{"question": ..., "agent": ..., "task_id": ..., "context_id": ...}``; resuming with the
+    answer (``Command(resume="...")``) sends it to the same remote task.
+
+    ``name`` and ``description`` default to the card's; ``headers`` go with every request
+    (credentials); ``timeout`` is how long, in seconds, the remote may stay silent. A remote
+    that is down, a bad card, refused credentials, a silent remote and a failed task raise
+    ``RemoteA2AError``, saying what, where and how to fix it.
+    """
+
+    _fresh: Mapping[str, Any] = {_PENDING: None}
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        output_key: str | None = None,
+        saver: BaseCheckpointSaver | None = None,
+        listeners: Sequence[Any] = (),
+        card: AgentCard | Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"RemoteA2AAgent: url must be the agent's http(s) URL (or its card's), got {url!r}"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(
+                f"RemoteA2AAgent: timeout must be a positive number of seconds, got {timeout!r}"
+            )
+        sent = dict(headers or {})
+        if card is None:
+            card = _exchange.read_card(url, sent, float(timeout))
+        elif not isinstance(card, AgentCard):
+            card = _exchange.parse_card(card, url, "the card given")
+        self.card = card
+        self.remote = Remote(url, card, sent, float(timeout))
+        self.name = name or _NAME.sub("_", card.name).strip("_")[:64] or "remote_agent"
+        self.description = description or card.description or None
+        self.output_key = output_key
+        self.saver = saver if saver is not None else MemorySaver()
+        self._listeners = tuple(listeners)
+        self._graph = self._compile()
+
+    def __repr__(self) -> str:
+        return f"RemoteA2AAgent({self.name!r}, url={self.remote.url!r})"
+
+    def as_tool(
+        self, name: str | None = None, description: str | None = None, *, history: bool = False
+    ) -> RemoteA2ATool:
+        """This remote agent as a tool of another agent: the model gives it
+        ``{"input": "..."}`` and gets the remote's final answer. It runs under the caller's
+        thread, so its events are in the caller's stream, a remote question pauses the
+        caller (resumed in place), and the remote context id is kept in the caller's state:
+        the next call continues the same remote conversation."""
+        return RemoteA2ATool(self, name, description, history)
+
+    # -- the graph ---------------------------------------------------------------------------
+
+    def _compile(self) -> Any:
+        graph = StateGraph(
+            {MESSAGES: KeyStrategy.APPEND, CONTEXTS: _merge_contexts}, private_keys=(_PENDING,)
+        )
+        graph.add_node("send", self._send, self._asend)
+        graph.add_node("ask", self._ask, self._aask)
+        graph.add_edge(START, "send")
+        route = {"ask": "ask", END: END}
+        graph.add_conditional_edges("send", _next, route)
+        graph.add_conditional_edges("ask", _next, route)
+        return graph.compile(saver=self.saver, listeners=self._listeners, name=self.name)
+
+    def _outgoing(self, state: OverAllState) -> list[Message]:
+        """The conversation since this agent last answered (what the remote has not seen),
+        without tool traffic."""
+        new: list[Message] = []
+        for message in reversed(state.get(MESSAGES) or ()):
+            if isinstance(message, AssistantMessage):
+                if (message.metadata.get("a2a") or {}).get("agent") == self.name:
+                    break
+                if message.tool_calls:
+                    continue
+            if isinstance(message, ToolResponseMessage):
+                continue
+            new.append(message)
+        return new[::-1]
+
+    def _send(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        return run_coroutine_sync(self._asend(state, config))
+
+    async def _asend(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        outgoing = self._outgoing(state)
+        texts = [m.text for m in outgoing if m.text]
+        if not texts:
+            raise RemoteA2AError(
+                f"remote A2A agent '{self.name}' was given no message to send: give it a "
+                "user message (agent.call('...')) or run it after one",
+                url=self.remote.url,
+            )
+        context_id = (state.get(CONTEXTS) or {}).get(self.name)
+        sent = _exchange.message(texts, context_id, None)
+        return self._after(await self._talk(sent, outgoing))
+
+    def _question(self, state: OverAllState) -> tuple[Any, dict[str, Any]]:
+        pending = state.get(_PENDING) or {}
+        answer = interrupt(
+            {
+                "question": pending.get("question", ""),
+                "agent": self.name,
+                "task_id": pending.get("task_id"),
+                "context_id": pending.get("context_id"),
+            }
+        )
+        return answer, pending
+
+    def _ask(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        answer, pending = self._question(state)
+        return run_coroutine_sync(self._answer_remote(answer, pending))
+
+    async def _aask(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        answer, pending = self._question(state)
+        return await self._answer_remote(answer, pending)
+
+    async def _answer_remote(self, answer: Any, pending: Mapping[str, Any]) -> dict[str, Any]:
+        sent = _exchange.message([answer], pending.get("context_id"), pending.get("task_id"))
+        said = UserMessage(answer if isinstance(answer, str) else repr(answer))
+        return self._after(await self._talk(sent, [said]))
+
+    async def _talk(self, sent: Any, outgoing: Sequence[Message]) -> Reply:
+        """One exchange, its events in our run's events."""
+        task = current_task.get()
+        model = f"a2a:{self.name}"
+        if task is not None:
+            task.run.event(ModelStart, task, model=model, messages=tuple(outgoing), provider="a2a")
+
+        def say(text: str) -> None:
+            if task is not None:
+                task.run.event(ModelDelta, task, model=model, text=text)
+
+        def tell(event: Mapping[str, Any]) -> None:
+            emit({"a2a": {"agent": self.name, **event}})
+
+        began = time.monotonic()
+        try:
+            reply = await _exchange.exchange(self.remote, self.name, sent, say, tell)
+        except BaseException as error:
+            if task is not None:
+                took = time.monotonic() - began
+                task.run.event(ModelEnd, task, model=model, error=error, duration=took)
+            raise
+        if task is not None:
+            answered = AssistantMessage(reply.text) if reply.state == DONE else None
+            took = time.monotonic() - began
+            task.run.event(ModelEnd, task, model=model, message=answered, duration=took)
+        return reply
+
+    def _after(self, reply: Reply) -> dict[str, Any]:
+        """The state update after an exchange: the answer, or the remote task that waits."""
+        update: dict[str, Any] = {}
+        if reply.context_id:
+            update[CONTEXTS] = {self.name: reply.context_id}
+        ids = {"agent": self.name, "task_id": reply.task_id, "context_id": reply.context_id}
+        if reply.state == DONE:
+            update[MESSAGES] = [AssistantMessage(reply.text, metadata={"a2a": ids})]
+            update[_PENDING] = None
+        else:
+            update[_PENDING] = {**ids, "question": reply.text}
+        return update
+
+
+def _next(state: OverAllState) -> str:
+    return "ask" if state.get(_PENDING) else END
+
+
+class RemoteA2ATool(AgentTool):
+    """``RemoteA2AAgent.as_tool()``: an ``AgentTool`` that also carries the remote context
+    id of the caller's thread in (from the caller's state) and out (to the call's
+    ``extra_state``, which the caller's tool node merges into its state)."""
+
+    def _entry(self, request: str, context: ToolContext | None) -> tuple[OverAllState, Any]:
+        state, config = super()._entry(request, context)
+        known = context.state.get(CONTEXTS) if context and context.state is not None else None
+        if known:
+            state = OverAllState({**state.data(), CONTEXTS: known})
+        return state, config
+
+    def _counted(self, update: Any, context: ToolContext | None) -> str:
+        contexts = update.get(CONTEXTS)
+        if isinstance(contexts, Overwrite):  # the sub-agent's whole value of the key
+            contexts = contexts.value
+        if context is not None and contexts:
+            known = context.state.get(CONTEXTS) if context.state is not None else None
+            context.extra_state[CONTEXTS] = {**(known or {}), **contexts}
+        return super()._counted(update, context)

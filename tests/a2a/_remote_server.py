@@ -1,0 +1,134 @@
+"""A real A2A agent for the client's tests, built on a2a-sdk's own server side (its JSON-RPC
+routes, request handler and task store) and served by uvicorn on a free loopback port.
+
+What it does, by the text it is sent:
+
+- ``fail ...``: the task fails, its status message saying why;
+- ``book ...``: the task asks ``Which city?`` (``input-required``); the next message on that
+  task completes it with ``Booked for <answer> (task <id>)``;
+- anything else: the answer ``Echo: <text> (turn <n>)``, streamed in pieces as artifact
+  updates, where ``n`` counts the messages its context has seen (a follow-up in the same
+  context says ``turn 2``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandlerV2
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Part,
+    Role,
+    TaskState,
+)
+from starlette.applications import Starlette
+
+from tests.redis_servers import free_port
+
+
+class Scripted(AgentExecutor):
+    """The remote agent's logic (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, int] = {}  # context id -> messages seen
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        text = context.get_user_input()
+        task = context.current_task
+        if task is None:
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        turn = self.turns[task.context_id] = self.turns.get(task.context_id, 0) + 1
+        if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await updater.complete(self._said(updater, f"Booked for {text} (task {task.id})"))
+            return
+        await updater.start_work()
+        if text.startswith("fail"):
+            await updater.failed(self._said(updater, "the flight API is down"))
+        elif text.startswith("book"):
+            await updater.requires_input(self._said(updater, "Which city?"))
+        else:
+            answer = f"Echo: {text} (turn {turn})"
+            pieces = [answer[:6], answer[6:]]
+            for n, piece in enumerate(pieces):
+                await updater.add_artifact(
+                    [Part(text=piece)],
+                    artifact_id="answer",
+                    append=n > 0,
+                    last_chunk=n == len(pieces) - 1,
+                )
+            await updater.complete()
+
+    @staticmethod
+    def _said(updater: TaskUpdater, text: str) -> Any:
+        return new_text_message(
+            text, role=Role.ROLE_AGENT, context_id=updater.context_id, task_id=updater.task_id
+        )
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def card(url: str, *, streaming: bool = True) -> AgentCard:
+    return AgentCard(
+        name="travel",
+        description="Books flights and answers travel questions.",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(protocol_binding="JSONRPC", url=url, protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=streaming),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="book", name="book", description="Books a flight", tags=["travel"])],
+    )
+
+
+def app(url: str, *, streaming: bool = True) -> Starlette:
+    served = card(url, streaming=streaming)
+    handler = DefaultRequestHandlerV2(
+        agent_executor=Scripted(), task_store=InMemoryTaskStore(), agent_card=served
+    )
+    routes = [*create_agent_card_routes(served), *create_jsonrpc_routes(handler, "/")]
+    return Starlette(routes=routes)
+
+
+@contextmanager
+def remote_agent(*, streaming: bool = True) -> Iterator[str]:
+    """The remote agent served by uvicorn in a thread of this process; yields its URL."""
+    import uvicorn
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app(url, streaming=streaming), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, name=f"a2a-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"uvicorn did not start on port {port}")
+        time.sleep(0.01)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(10)
