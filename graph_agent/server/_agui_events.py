@@ -186,7 +186,8 @@ class AguiEncoder:
         self.failed = False
         self._state: dict[str, Any] | None = None
         self._calls: dict[tuple[str, ...], int] = {}  # model calls per namespace and task
-        self._text: dict[tuple[str, ...], str] = {}  # the open text message, by task
+        self._ids: dict[tuple[str, ...], str] = {}  # the answer's message id, by task
+        self._open: set[tuple[str, ...]] = set()  # the tasks whose text message is open
         self._started: dict[tuple[str, ...], dict[int, str]] = {}  # streamed tool calls
         self._subagents: dict[tuple[str, ...], str] = {}
         self._hidden: set[tuple[str, ...]] = set()  # namespaces of graphs, not agents
@@ -281,20 +282,22 @@ class AguiEncoder:
         return []
 
     def _message_id(self, key: tuple[str, ...]) -> str:
-        found = self._text.get(key)
+        found = self._ids.get(key)
         if found is None:
             call = self._calls.get(key, 0)
             found = stream_message_id(self.run_id, key[:-1], key[-1] or None, call)
-            self._text[key] = found
+            self._ids[key] = found
         return found
 
     def _delta(self, event: ModelDelta, key: tuple[str, ...], sub: str | None) -> list[BaseEvent]:
         out: list[BaseEvent] = []
-        opened = key in self._text
         mid = self._message_id(key)
-        if not opened:
-            out.append(TextMessageStartEvent(message_id=mid, role="assistant", subagent_run_id=sub))
         if event.text:
+            if key not in self._open:
+                self._open.add(key)
+                out.append(
+                    TextMessageStartEvent(message_id=mid, role="assistant", subagent_run_id=sub)
+                )
             out.append(
                 TextMessageContentEvent(message_id=mid, delta=event.text, subagent_run_id=sub)
             )
@@ -326,7 +329,7 @@ class AguiEncoder:
         out: list[BaseEvent] = []
         message = event.message
         text = message.answer if isinstance(message, OurAssistant) else ""
-        opened = key in self._text
+        opened = key in self._open
         mid = self._message_id(key)
         if not opened and text and event.error is None:  # not streamed: the whole answer
             out.append(TextMessageStartEvent(message_id=mid, role="assistant", subagent_run_id=sub))
@@ -354,7 +357,8 @@ class AguiEncoder:
             out.append(ToolCallEndEvent(tool_call_id=call.id, subagent_run_id=sub))
         for call_id in started - {c.id for c in getattr(message, "tool_calls", ()) or ()}:
             out.append(ToolCallEndEvent(tool_call_id=call_id, subagent_run_id=sub))
-        self._text.pop(key, None)
+        self._ids.pop(key, None)
+        self._open.discard(key)
         self._calls[key] = self._calls.get(key, 0) + 1
         return out
 
@@ -364,10 +368,14 @@ class AguiEncoder:
         """The last events, once the run ended with ``status`` and its thread is at
         ``snapshot``: the messages snapshot, then ``RUN_FINISHED`` (success, interrupt or
         cancelled) or ``RUN_ERROR``."""
+        if self.failed:  # RUN_ERROR was the last event
+            return []
         out: list[BaseEvent] = []
         if snapshot is not None:
             messages = snapshot.values.get(MESSAGES)
-            if isinstance(messages, (list, tuple)):
+            if isinstance(messages, (list, tuple)) and all(
+                hasattr(m, "message_type") for m in messages
+            ):
                 out.append(MessagesSnapshotEvent(messages=agui_messages(messages, self.thread_id)))
         if status in ("error", "timeout"):
             if not self.failed:

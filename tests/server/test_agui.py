@@ -246,3 +246,54 @@ def test_the_token_is_enforced() -> None:
         assert refused.status_code == 401
         events = ag_ui(base, "chat", body, {"Authorization": "Bearer s3cret"})
         assert text_of(events) == "Hello there!"
+
+
+def counting_graph() -> Any:
+    from graph_agent import END, START, StateGraph
+    from graph_agent.events import emit
+
+    def one(state: Any) -> dict[str, Any]:
+        return {"count": 1}
+
+    def two(state: Any) -> dict[str, Any]:
+        emit({"name": "progress", "value": {"done": 2}})
+        emit("plain")
+        if state.get("count") and "fail" in str(state.get("messages")):
+            raise ValueError("count must stay below two")
+        return {"count": 2, "note": "x"}
+
+    graph = StateGraph()
+    graph.add_node("one", one)
+    graph.add_node("two", two)
+    graph.add_edge(START, "one")
+    graph.add_edge("one", "two")
+    graph.add_edge("two", END)
+    return graph.compile(saver=MemorySaver())
+
+
+def test_a_graph_s_state_changes_are_deltas_and_its_emits_custom_events() -> None:
+    with live_server(create_app({"counter": counting_graph()})) as base:
+        events = ag_ui(base, "counter", run_input(str(uuid.uuid4()), [user("go")]))
+    snapshot = next(e for e in events if e.type == EventType.STATE_SNAPSHOT)
+    state = dict(snapshot.snapshot)
+    for delta in (e for e in events if e.type == EventType.STATE_DELTA):
+        for op in delta.delta:
+            key = op.path.lstrip("/")
+            if op.op == "remove":
+                state.pop(key)
+            else:
+                state[key] = op.value
+    assert state == {"count": 2, "note": "x"}
+    steps = [e.step_name for e in events if e.type == EventType.STEP_STARTED]
+    assert steps == ["one", "two"]
+    custom = [(e.name, e.value) for e in events if e.type == EventType.CUSTOM]
+    assert custom == [("progress", {"done": 2}), ("emit", "plain")]
+    assert events[-1].type == EventType.RUN_FINISHED
+
+
+def test_a_failed_run_ends_in_run_error() -> None:
+    with live_server(create_app({"counter": counting_graph()})) as base:
+        events = ag_ui(base, "counter", run_input(str(uuid.uuid4()), [user("fail")]))
+    assert events[-1].type == EventType.RUN_ERROR
+    assert events[-1].message == "count must stay below two"
+    assert "RUN_FINISHED" not in types(events)
