@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,6 +35,10 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from tests.redis_servers import free_port
 
@@ -99,26 +103,42 @@ def card(url: str, *, streaming: bool = True) -> AgentCard:
     )
 
 
-def app(url: str, *, streaming: bool = True) -> Starlette:
+def app(url: str, *, streaming: bool = True, token: str | None = None) -> Starlette:
+    """The remote agent's app; with ``token``, its JSON-RPC route answers 401 to a request
+    without ``Authorization: Bearer <token>`` (its card stays public)."""
     served = card(url, streaming=streaming)
     handler = DefaultRequestHandlerV2(
         agent_executor=Scripted(), task_store=InMemoryTaskStore(), agent_card=served
     )
     routes = [*create_agent_card_routes(served), *create_jsonrpc_routes(handler, "/")]
-    return Starlette(routes=routes)
+    if token is None:
+        return Starlette(routes=routes)
+
+    async def guard(request: Request, call_next: Any) -> Any:
+        given = request.headers.get("authorization")
+        if request.method == "POST" and given != f"Bearer {token}":
+            return JSONResponse({"error": "unauthorized"}, status_code=401)
+        return await call_next(request)
+
+    return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)])
 
 
 @contextmanager
-def remote_agent(*, streaming: bool = True) -> Iterator[str]:
+def remote_agent(*, streaming: bool = True, token: str | None = None) -> Iterator[str]:
     """The remote agent served by uvicorn in a thread of this process; yields its URL."""
+    with served(lambda url: app(url, streaming=streaming, token=token)) as url:
+        yield url
+
+
+@contextmanager
+def served(make: Callable[[str], Any]) -> Iterator[str]:
+    """The app ``make(url)`` served by uvicorn in a thread of this process; yields its URL."""
     import uvicorn
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = uvicorn.Server(
-        uvicorn.Config(
-            app(url, streaming=streaming), host="127.0.0.1", port=port, log_level="warning"
-        )
+        uvicorn.Config(make(url), host="127.0.0.1", port=port, log_level="warning")
     )
     thread = threading.Thread(target=server.run, name=f"a2a-{port}", daemon=True)
     thread.start()

@@ -1,0 +1,155 @@
+"""What goes wrong with a remote A2A agent raises ``RemoteA2AError``, saying what, where and
+how to fix it, at once (never a hang): a remote that is down, no card or an invalid one,
+refused credentials, a task that fails. No connection is left open (ResourceWarning is an
+error in the suite)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Iterator
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall
+from graph_agent.a2a import RemoteA2AAgent, RemoteA2AError
+from graph_agent.errors import GraphAgentError
+from graph_agent.events import ToolEnd
+from tests.redis_servers import free_port
+
+from ._remote_server import card, remote_agent, served
+
+
+def card_app(body: str, status: int = 200) -> Starlette:
+    async def answer(request: Request) -> Response:
+        return PlainTextResponse(body, status_code=status, media_type="application/json")
+
+    return Starlette(routes=[Route("/.well-known/agent-card.json", answer)])
+
+
+def test_a_remote_that_is_down_says_it_cannot_be_reached() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(RemoteA2AError) as raised:
+        RemoteA2AAgent(url)
+    message = str(raised.value)
+    assert message.startswith(f"cannot reach the A2A agent at {url}"), message
+    assert "is it running, and is the URL right?" in message
+    assert raised.value.url == url and isinstance(raised.value, GraphAgentError)
+
+
+def test_a_remote_that_goes_down_after_its_card_was_read() -> None:
+    with remote_agent() as url:
+        remote = RemoteA2AAgent(url)
+    with pytest.raises(RemoteA2AError, match=r"cannot reach the remote A2A agent 'travel' at "):
+        remote.call("hello")
+    with pytest.raises(RemoteA2AError, match="is it running, and is the URL right"):
+        asyncio.run(remote.acall("hello"))
+
+
+def test_no_card_at_the_url() -> None:
+    with served(lambda url: Starlette()) as url, pytest.raises(RemoteA2AError) as raised:
+        RemoteA2AAgent(url)
+    assert str(raised.value).startswith(
+        f"no agent card at {url}/.well-known/agent-card.json (HTTP 404): give the agent's base URL"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("<html>not json</html>", "Expecting value"),
+        (json.dumps({"description": "no name"}), "it has no name"),
+        (json.dumps({"name": "x", "version": "1"}), "it names no interface"),
+        (json.dumps({"name": "x", "supportedInterfaces": "nope"}), "supportedInterfaces"),
+    ],
+)
+def test_an_invalid_card_says_what_is_wrong_with_it(body: str, problem: str) -> None:
+    with served(lambda url: card_app(body)) as url, pytest.raises(RemoteA2AError) as raised:
+        RemoteA2AAgent(url)
+    message = str(raised.value)
+    assert message.startswith(
+        f"the agent card at {url}/.well-known/agent-card.json is not a valid A2A agent card ("
+    ), message
+    assert problem in message, message
+
+
+def test_a_card_given_directly_is_checked_too() -> None:
+    with pytest.raises(RemoteA2AError, match=r"the card given is not a valid A2A agent card"):
+        RemoteA2AAgent("http://127.0.0.1:1", card={"name": "x"})
+    given = card("http://127.0.0.1:1")
+    assert RemoteA2AAgent("http://127.0.0.1:1", card=given).name == "travel"
+
+
+def test_refused_credentials_say_how_to_give_them() -> None:
+    with remote_agent(token="s3cret") as url:
+        remote = RemoteA2AAgent(url)  # its card is public
+        with pytest.raises(RemoteA2AError) as raised:
+            remote.call("hello")
+        message = str(raised.value)
+        assert "refused our credentials (HTTP 401)" in message, message
+        assert "headers={'Authorization': 'Bearer <token>'}" in message
+        allowed = RemoteA2AAgent(url, headers={"Authorization": "Bearer s3cret"})
+        assert allowed.call("hello").text == "Echo: hello (turn 1)"
+
+
+def test_a_refused_card_says_so() -> None:
+    refused = pytest.raises(RemoteA2AError, match=r"refused our credentials \(HTTP 401 for")
+    with served(lambda url: card_app("{}", status=401)) as url, refused:
+        RemoteA2AAgent(url)
+
+
+def test_a_failed_task_raises_with_the_remote_s_reason(remote_url: str) -> None:
+    remote = RemoteA2AAgent(remote_url)
+    with pytest.raises(RemoteA2AError) as raised:
+        remote.call("fail please")
+    message = str(raised.value)
+    assert message.startswith(f"remote A2A agent 'travel' at {remote_url}, task "), message
+    assert message.endswith(" failed: the flight API is down")
+    assert raised.value.state == "failed"
+
+
+def test_as_a_tool_a_failed_task_is_the_tool_s_error_for_the_model(remote_url: str) -> None:
+    remote = RemoteA2AAgent(remote_url)
+    call = ToolCall(id="call_1", name="travel", arguments=json.dumps({"input": "fail"}))
+    model = ScriptedChatModel([AssistantMessage("", tool_calls=[call]), "Sorry."])
+    agent = ReactAgent(name="assistant", model=model, tools=[remote.as_tool()])
+    events = list(agent.stream_events("book"))
+    (ended,) = [e for e in events if isinstance(e, ToolEnd) and not e.namespace]
+    assert isinstance(ended.error, RemoteA2AError)
+    assert "failed: the flight API is down" in (ended.result or "")
+
+
+def test_bad_arguments_are_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="url must be the agent's http"):
+        RemoteA2AAgent("travel.example.com")
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        RemoteA2AAgent("http://127.0.0.1:1", timeout=0)
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A loopback port that takes connections and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_a_silent_remote_times_out_instead_of_hanging(silent_url: str) -> None:
+    with pytest.raises(RemoteA2AError) as raised:
+        RemoteA2AAgent(silent_url, timeout=0.2)
+    assert str(raised.value).startswith(
+        f"the A2A agent at {silent_url} did not answer within 0.2 s (reading its card at "
+    )
+    remote = RemoteA2AAgent(silent_url, card=card(silent_url), timeout=0.2)
+    with pytest.raises(RemoteA2AError) as raised:
+        remote.call("hello")
+    assert str(raised.value) == (
+        f"remote A2A agent 'travel' at {silent_url} did not answer within 0.2 s; check that "
+        "it is up, or give a longer timeout="
+    )
