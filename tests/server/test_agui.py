@@ -297,3 +297,52 @@ def test_a_failed_run_ends_in_run_error() -> None:
     assert events[-1].type == EventType.RUN_ERROR
     assert events[-1].message == "count must stay below two"
     assert "RUN_FINISHED" not in types(events)
+
+
+def test_an_agent_called_as_a_tool_is_a_sub_agent() -> None:
+    helper = ReactAgent(
+        name="helper", model=ScriptedChatModel(["Paris is sunny."]), saver=MemorySaver()
+    )
+    boss = ReactAgent(
+        name="boss",
+        model=ScriptedChatModel([asks("helper", {"input": "weather?"}), "Done: sunny."]),
+        tools=[helper.as_tool()],
+        saver=MemorySaver(),
+    )
+    with live_server(create_app({"boss": boss})) as base:
+        events = ag_ui(base, "boss", run_input(str(uuid.uuid4()), [user("go")]))
+    started = next(e for e in events if e.type == EventType.SUBAGENT_STARTED)
+    assert (started.name, started.parent_tool_call_id) == ("helper", "call_1")
+    inner = [e for e in events if getattr(e, "subagent_run_id", None) == started.subagent_run_id]
+    assert "".join(e.delta for e in inner if e.type == EventType.TEXT_MESSAGE_CONTENT) == (
+        "Paris is sunny."
+    )
+    finished = next(e for e in events if e.type == EventType.SUBAGENT_FINISHED)
+    assert finished.subagent_run_id == started.subagent_run_id
+    own = [e for e in events if getattr(e, "subagent_run_id", None) is None]
+    assert "".join(e.delta for e in own if e.type == EventType.TEXT_MESSAGE_CONTENT) == (
+        "Done: sunny."
+    )
+    assert events[-1].outcome.type == "success"
+
+
+def test_a_run_cancelled_over_the_agent_protocol_finishes_cancelled() -> None:
+    from .gate_kit import served as gated
+
+    with gated() as held:
+        held.gate.close()
+        thread = str(uuid.uuid4())
+        events: list[Any] = []
+        body = run_input(thread, [user("wait")])
+        with httpx.stream("POST", f"{held.url}/ag-ui/held", json=body, timeout=30) as response:
+            for line in response.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                events.append(EVENTS.validate_json(line[len("data: ") :]))
+                if len(events) == 1:  # RUN_STARTED: the run is ours, cancel it once held
+                    held.gate.wait_entered(1)
+                    cancel = f"/threads/{thread}/runs/{events[0].run_id}/cancel"
+                    assert held.http.post(cancel).status_code == 202
+        assert held.run(thread, events[0].run_id)["status"] == "interrupted"
+    assert events[-1].type == EventType.RUN_FINISHED
+    assert events[-1].outcome.type == "cancelled"
