@@ -32,6 +32,7 @@ from langgraph_sdk import get_sync_client
 
 from checkpoint import MemorySaver
 from graph_agent import ReactAgent, ScriptedChatModel
+from graph_agent.graph import END, START, StateGraph, interrupt
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
 
@@ -55,6 +56,20 @@ def refund_agent() -> ReactAgent:
     )
 
 
+def greeter() -> Any:
+    """A graph without messages: it asks for a name (an interrupt), then greets it."""
+
+    def ask(state: dict[str, Any]) -> dict[str, Any]:
+        name = interrupt({"question": f"what is your name, {state['title']}?"})
+        return {"greeting": f"hello, {state['title']} {name}"}
+
+    graph = StateGraph()
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    return graph.compile(saver=MemorySaver())
+
+
 @pytest.fixture(scope="module")
 def gate() -> Gate:
     return Gate()
@@ -63,7 +78,12 @@ def gate() -> Gate:
 @pytest.fixture(scope="module")
 def url(gate: Gate) -> Iterator[str]:
     app = create_app(
-        {"weather": weather_agent(), "refunds": refund_agent(), "held": gate.agent("held")}
+        {
+            "weather": weather_agent(),
+            "refunds": refund_agent(),
+            "held": gate.agent("held"),
+            "greeter": greeter(),
+        }
     )
     gate.watch(app)
     with live_server(app) as base:
@@ -307,3 +327,22 @@ def test_a_subscriber_follows_a_working_task_to_its_end(url: str, gate: Gate) ->
     assert events[0].task.status.state == S.TASK_STATE_WORKING
     assert events[-1].status_update.status.state == S.TASK_STATE_COMPLETED
     assert events[-2].artifact_update.artifact.parts[0].text == "done: held later"
+
+
+def test_a_graph_takes_a_data_part_and_streams_its_interrupt(url: str) -> None:
+    async def scenario() -> tuple[list[StreamResponse], list[StreamResponse]]:
+        async with a2a(url, "greeter", streaming=True) as client:
+            asked = await send(client, says(data={"title": "Dr"}))
+            task_id = asked[0].task.id
+            answered = await send(client, says("Ada", task_id=task_id))
+            return asked, answered
+
+    asked, answered = asyncio.run(scenario())
+    paused = asked[-1].status_update.status
+    assert paused.state == S.TASK_STATE_INPUT_REQUIRED
+    [question] = get_data_parts(paused.message.parts)
+    assert question["value"] == {"question": "what is your name, Dr?"}
+    assert answered[0].task.id == asked[0].task.id
+    assert answered[-1].status_update.status.state == S.TASK_STATE_COMPLETED
+    [values] = get_data_parts(answered[-2].artifact_update.artifact.parts)
+    assert values == {"title": "Dr", "greeting": "hello, Dr Ada"}
