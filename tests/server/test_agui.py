@@ -346,3 +346,17 @@ def test_a_run_cancelled_over_the_agent_protocol_finishes_cancelled() -> None:
         assert held.run(thread, events[0].run_id)["status"] == "interrupted"
     assert events[-1].type == EventType.RUN_FINISHED
     assert events[-1].outcome.type == "cancelled"
+
+
+def test_a_thread_that_is_running_is_a_409() -> None:
+    from .gate_kit import served as gated
+
+    with gated() as held:
+        held.gate.close()
+        thread = held.thread()
+        assert held.start(thread, "first").status_code == 200
+        held.gate.wait_entered(1)
+        body = run_input(thread, [user("second")])
+        response = held.http.post("/ag-ui/held", json=body)
+        assert response.status_code == 409, response.text
+        assert thread in response.json()["detail"]
