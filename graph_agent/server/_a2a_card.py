@@ -1,6 +1,6 @@
 """A served agent's A2A card: its name and description, a skill for the agent and one per
 tool, what it can do (streaming; no push notifications: the server calls no address a client
-names), the interface it speaks (JSON-RPC, A2A 1.0) and, when the server asks for a token,
+names), the interface it speaks (JSON-RPC, A2A 1.0 and 0.3) and, when the server asks for a token,
 how to send it."""
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from a2a.types import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
-    AgentProvider,
     AgentSkill,
     HTTPAuthSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
     StringList,
 )
-from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 from ._server import Served
 
@@ -64,14 +63,13 @@ def agent_card(served: Served, url: str, *, secured: bool) -> AgentCard:
     card = AgentCard(
         name=served.graph_id,
         description=served.description or f"The {served.graph_id} agent, served by graph-agent",
+        # one endpoint, both versions: 1.0's method names with its header, 0.3's without
         supported_interfaces=[
             AgentInterface(
-                url=url,
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_1_0,
+                url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=v
             )
+            for v in (PROTOCOL_VERSION_1_0, PROTOCOL_VERSION_0_3)
         ],
-        provider=AgentProvider(organization="graph-agent", url="https://github.com/graph-agent"),
         version=version("graph-agent"),
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=MODES,

@@ -6,7 +6,6 @@ or its assistant id). ``a2a-sdk`` parses the requests and writes the answers (it
 
 from __future__ import annotations
 
-from importlib.metadata import version
 from typing import Any
 from urllib.parse import quote
 
@@ -57,7 +56,3 @@ def _served(request: Request) -> Served:
 
 async def _absent(request: Request) -> Any:
     raise HTTPProblem(501, _INSTALL)
-
-
-def package_version() -> str:
-    return version("graph-agent")

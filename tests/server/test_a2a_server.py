@@ -131,12 +131,11 @@ def test_the_card_names_the_agent_its_skills_and_its_interface(url: str) -> None
     assert not card["capabilities"].get("pushNotifications")
     assert [s["name"] for s in card["skills"]] == ["weather", "get_weather"]
     assert card["skills"][1]["description"] == "Current weather for a city."
-    [interface] = card["supportedInterfaces"]
-    assert interface == {
-        "url": f"{url}/a2a/weather",
-        "protocolBinding": "JSONRPC",
-        "protocolVersion": "1.0",
-    }
+    assert card["supportedInterfaces"] == [
+        {"url": f"{url}/a2a/weather", "protocolBinding": "JSONRPC", "protocolVersion": v}
+        for v in ("1.0", "0.3")
+    ]
+    assert card["url"] == f"{url}/a2a/weather"  # where a client of A2A 0.3 reads it
     assert "securitySchemes" not in card  # no token asked for
     # by its assistant id too, as LangGraph's clients name it
     assistant_id = httpx.post(f"{url}/assistants/search", json={}).json()
