@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import ExitStack, asynccontextmanager
+from contextlib import ExitStack
 from typing import Any
 
-import httpx
-from a2a.client import Client, ClientConfig, create_client
+from a2a.client import Client
 from a2a.helpers.proto_helpers import new_data_part
 from a2a.types import (
     GetTaskRequest,
@@ -40,6 +38,7 @@ from hooks import HumanInTheLoopHook
 
 from .conftest import live_server
 from .served_kit import refund
+from .test_a2a_server import a2a
 from .test_two_servers import closing_on_its_loop
 
 
@@ -73,17 +72,6 @@ def two_servers(stack: ExitStack, redis_url: str) -> list[str]:
     return urls
 
 
-@asynccontextmanager
-async def a2a(url: str) -> AsyncIterator[Client]:
-    async with httpx.AsyncClient(timeout=30) as http:
-        config = ClientConfig(httpx_client=http, streaming=False)
-        client = await create_client(f"{url}/a2a/refunds", config)
-        try:
-            yield client
-        finally:
-            await client.close()
-
-
 async def send(client: Client, message: Message) -> Task:
     answers = [a async for a in client.send_message(SendMessageRequest(message=message))]
     return answers[-1].task
@@ -91,10 +79,10 @@ async def send(client: Client, message: Message) -> Task:
 
 def test_a_task_paused_on_one_server_is_answered_on_the_other(redis_url: str) -> None:
     async def scenario(first: str, second: str) -> dict[str, Any]:
-        async with a2a(first) as one:
+        async with a2a(first, "refunds") as one:
             asked = Message(message_id="m1", role=Role.ROLE_USER, parts=[Part(text="refund")])
             paused = await send(one, asked)
-        async with a2a(second) as two:
+        async with a2a(second, "refunds") as two:
             read = await two.get_task(GetTaskRequest(id=paused.id))
             listed = await two.list_tasks(ListTasksRequest(context_id=paused.context_id))
             answer = new_data_part({"tool_call_id": "call_1", "decision": "approved"})
@@ -102,7 +90,7 @@ def test_a_task_paused_on_one_server_is_answered_on_the_other(redis_url: str) ->
                 two,
                 Message(message_id="m2", role=Role.ROLE_USER, parts=[answer], task_id=paused.id),
             )
-        async with a2a(first) as one:
+        async with a2a(first, "refunds") as one:
             again = await one.get_task(GetTaskRequest(id=paused.id))
         return {"paused": paused, "read": read, "listed": listed, "done": done, "again": again}
 
