@@ -249,9 +249,11 @@ class RemoteA2ATool(AgentTool):
     def _entry(self, request: str, context: ToolContext | None) -> tuple[OverAllState, Any]:
         state, config = super()._entry(request, context)
         known = context.state.get(CONTEXTS) if context and context.state is not None else None
-        if known:
-            state = OverAllState({**state.data(), CONTEXTS: known})
-        return state, config
+        if not known:
+            return state, config
+        if known.get(self.agent.name):  # the remote has the history already: not again
+            return OverAllState({MESSAGES: [UserMessage(request)], CONTEXTS: known}), config
+        return OverAllState({**state.data(), CONTEXTS: known}), config
 
     def _counted(self, update: Any, context: ToolContext | None) -> str:
         contexts = update.get(CONTEXTS)

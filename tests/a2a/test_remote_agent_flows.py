@@ -14,7 +14,9 @@ from graph_agent import (
     ReactAgent,
     ScriptedChatModel,
     SequentialAgent,
+    SupervisorAgent,
     ToolCall,
+    ToolResponseMessage,
 )
 from graph_agent.a2a import RemoteA2AAgent
 from graph_agent.events import ToolEnd
@@ -114,3 +116,27 @@ def test_a_flow_pauses_on_a_remote_question_and_resumes(remote_url: str) -> None
     assert question(pause)["question"] == "Which city?"
     answer = flow.call(Command(resume="Lima"), thread)
     assert answer.text == f"Booked for Lima (task {question(pause)['task_id']})"
+
+
+def test_as_a_supervisor_s_agent_the_history_is_sent_once_then_the_context_holds_it(
+    remote_url: str,
+) -> None:
+    remote = RemoteA2AAgent(remote_url)
+    model = ScriptedChatModel(
+        [asks("find a hotel"), "Found one.", asks("cheaper", "call_2"), "Found a cheaper one."]
+    )
+    supervisor = SupervisorAgent(name="desk", model=model, sub_agents=[remote])
+    thread = {"thread_id": "desk"}
+    supervisor.call("I go to Rome", thread)
+    supervisor.call("Too expensive", thread)
+    results = [
+        m.text
+        for m in supervisor.get_state(thread).values["messages"]
+        if isinstance(m, ToolResponseMessage)
+    ]
+    # first contact: the conversation (what the remote could not know) and the task; then
+    # the remote context holds it, and only the new task is sent
+    assert results == [
+        "Echo: I go to Rome\nfind a hotel (turn 1)",
+        "Echo: cheaper (turn 2)",
+    ]
