@@ -38,7 +38,9 @@ async def _snapshot(server: Server, run: Run) -> StateSnapshot | None:
 def _events(server: Server, run: Run) -> AsyncIterator[bytes]:
     from ._agui_events import AguiEncoder
 
-    encoder = AguiEncoder(run.thread_id, run.run_id)
+    declared = run.kwargs.get("context") or {}
+    client_tools = {t["name"] for t in declared.get("ag_ui_tools") or ()}
+    encoder = AguiEncoder(run.thread_id, run.run_id, client_tools)
 
     def sse(events: list[Any]) -> bytes:
         return b"".join(
@@ -85,7 +87,8 @@ async def agui_run(request: Request) -> Response:
     if not run_input.thread_id:
         raise HTTPProblem(422, "threadId must not be empty: name the conversation's thread")
     snapshot = await served.graph.aget_state(RunnableConfig(thread_id=run_input.thread_id))
-    body = run_body(run_input, served.graph_id, snapshot)
+    own = [t.tool_definition.name for t in getattr(served.target, "tools", ())]
+    body = run_body(run_input, served.graph_id, snapshot, own)
     run = await server.start_run(run_input.thread_id, body)
     headers = server.run_headers(run, "/stream")
     return StreamingResponse(

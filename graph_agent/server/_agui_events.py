@@ -9,7 +9,7 @@ into AG-UI events, and, once the run ended, into its last ones (the messages sna
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from ag_ui.core import (
@@ -64,6 +64,7 @@ from ..graph import Interrupt as OurInterrupt
 from ..graph import StateSnapshot
 from ..messages import AssistantMessage as OurAssistant
 from ..runs import BEFORE, EVENT, FAILURE, STATE, Entry, error_text
+from ._agui_tools import is_client_call
 from ._wire_messages import NAMESPACE_WIRE, messages_to_wire, to_jsonable
 from ._wire_stream import stream_message_id
 
@@ -157,7 +158,9 @@ def agui_interrupts(pending: Sequence[OurInterrupt], thread_id: str) -> list[Int
             message = value
         elif isinstance(value, Mapping):
             calls = value.get("tool_calls")
-            if value.get("type") == "tool_approval" and isinstance(calls, list) and calls:
+            if is_client_call(value):
+                reason, call_id = "client_tool", str(value.get("tool_call_id"))
+            elif value.get("type") == "tool_approval" and isinstance(calls, list) and calls:
                 reason = "tool_approval"
                 first = calls[0] if isinstance(calls[0], Mapping) else {}
                 call_id = str(first["id"]) if first.get("id") else None
@@ -180,9 +183,10 @@ def agui_interrupts(pending: Sequence[OurInterrupt], thread_id: str) -> list[Int
 class AguiEncoder:
     """The AG-UI events of one run (``thread_id``, ``run_id``), entry by entry of its log."""
 
-    def __init__(self, thread_id: str, run_id: str) -> None:
+    def __init__(self, thread_id: str, run_id: str, client_tools: Set[str] = frozenset()) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
+        self.client_tools = client_tools  # their results are the client's: not sent back
         self.failed = False
         self._state: dict[str, Any] | None = None
         self._calls: dict[tuple[str, ...], int] = {}  # model calls per namespace and task
@@ -261,7 +265,9 @@ class AguiEncoder:
             return self._delta(event, key, sub)
         if isinstance(event, ModelEnd):
             return self._model_end(event, key, sub)
-        if isinstance(event, ToolEnd):
+        if isinstance(event, ToolEnd) and event.result is not None:
+            if event.name in self.client_tools and not ns:
+                return []
             result_id = str(
                 uuid.uuid5(NAMESPACE_WIRE, f"{self.run_id}\x1fresult\x1f{event.call_id}")
             )
@@ -388,7 +394,10 @@ class AguiEncoder:
             outcome: Any = RunFinishedCancelledOutcome()
         else:
             waiting = [i for i in snapshot.interrupts if i.when == "during"] if snapshot else []
-            if waiting:
+            if waiting and all(is_client_call(i.value) for i in waiting):
+                calls = [str(i.value.get("tool_call_id")) for i in waiting]
+                outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=calls)
+            elif waiting:
                 outcome = RunFinishedInterruptOutcome(
                     interrupts=agui_interrupts(waiting, self.thread_id)
                 )

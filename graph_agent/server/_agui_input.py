@@ -3,21 +3,22 @@ server takes from a client (the trust model of docs/ag-ui.md).
 
 The thread on the server is the truth. Of the messages a client sends, the ones the thread
 already holds (by id) are ignored, whatever the client changed in them, and so is anything
-before the last of those; of the rest (the new turn) only the user's messages are taken. An
-assistant, system or developer message the client made up is dropped; a tool result is
-refused, because the thread asked the client for none (it would put words in a tool's
-mouth). Resume entries answer the thread's pending interrupts, by id.
+before the last of those; of the rest (the new turn) only the user's messages are taken, and
+the results of the front-end tool calls the thread waits for. An assistant, system or
+developer message the client made up is dropped; any other tool result is refused (it would
+put words in a tool's mouth). Resume entries answer the thread's pending interrupts, by id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import Message, RunAgentInput, TextPart, ToolMessage, UserMessage
 from pydantic import ValidationError
 
 from ..graph import StateSnapshot
+from ._agui_tools import CLIENT_TOOLS_KEY, is_client_call
 from ._http import HTTPProblem
 from ._wire_messages import messages_to_wire
 
@@ -60,35 +61,46 @@ def _content(message: UserMessage) -> str | list[dict[str, Any]]:
     return blocks
 
 
-def new_turn(messages: Sequence[Message], held: Sequence[Any], thread_id: str) -> list[UserMessage]:
-    """The user's messages of the client's new turn: those after the last message the thread
-    already holds (``held``, the thread's own). Raises a 422 for a tool result in it."""
+def _text_of(message: ToolMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return "".join(p.text for p in message.content if isinstance(p, TextPart))
+
+
+def new_turn(
+    messages: Sequence[Message], held: Sequence[Any], thread_id: str, asked: Mapping[str, str]
+) -> tuple[list[UserMessage], dict[str, str]]:
+    """The client's new turn (the messages after the last one the thread already holds,
+    ``held``): its user messages, and the results of the front-end tool calls the thread
+    waits for (``asked``: call id -> interrupt id), as answers by interrupt id. A 422 for a
+    tool result the thread did not ask the client for."""
     known = {str(wire["id"]) for wire in messages_to_wire(held, thread_id=thread_id)}
     last = max((i for i, m in enumerate(messages) if m.id in known), default=-1)
     turn: list[UserMessage] = []
+    answers: dict[str, str] = {}
     for message in messages[last + 1 :]:
         if isinstance(message, UserMessage):
             turn.append(message)
         elif isinstance(message, ToolMessage):
-            raise HTTPProblem(
-                422,
-                f"message {message.id!r} is a tool result for call {message.tool_call_id!r}, "
-                "which this thread did not leave for the client to answer: the server runs "
-                "its tools and keeps their results",
-            )
-    return turn
+            if message.tool_call_id not in asked:
+                raise HTTPProblem(
+                    422,
+                    f"message {message.id!r} is a tool result for call "
+                    f"{message.tool_call_id!r}, which this thread did not leave for the "
+                    "client to answer: the server runs its tools and keeps their results",
+                )
+            answers[asked[message.tool_call_id]] = _text_of(message)
+    return turn, answers
 
 
-def _resume(run_input: RunAgentInput, snapshot: StateSnapshot | None) -> dict[str, Any]:
-    pending = [i for i in snapshot.interrupts if i.when == "during"] if snapshot else []
-    ids = [i.id for i in pending]
+def _resume(run_input: RunAgentInput, ids: Sequence[str]) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     for entry in run_input.resume or ():
         if entry.interrupt_id not in ids:
             raise HTTPProblem(
                 422,
                 f"resume entry {entry.interrupt_id!r} answers no pending interrupt of thread "
-                f"{run_input.thread_id!r}; pending: {ids}",
+                f"{run_input.thread_id!r}; pending: {list(ids)}",
             )
         if entry.status != "resolved":
             raise HTTPProblem(
@@ -98,20 +110,40 @@ def _resume(run_input: RunAgentInput, snapshot: StateSnapshot | None) -> dict[st
                 "payload; for an approval, a rejection is an answer)",
             )
         answers[entry.interrupt_id] = entry.payload
-    missing = [i for i in ids if i not in answers]
-    if missing:
-        raise HTTPProblem(
-            422, f"the resume entries leave interrupts {missing} of the thread unanswered"
+    return answers
+
+
+def _client_tools(run_input: RunAgentInput, own: Collection[str]) -> list[dict[str, Any]]:
+    declared = []
+    for declared_tool in run_input.tools or ():
+        if declared_tool.name in own:
+            raise HTTPProblem(
+                422,
+                f"tool {declared_tool.name!r}: the agent has a tool of that name already; "
+                "give the front-end tool another name",
+            )
+        declared.append(
+            {
+                "name": declared_tool.name,
+                "description": declared_tool.description,
+                "parameters": declared_tool.parameters,
+            }
         )
-    return {"resume": answers}
+    return declared
 
 
 def run_body(
-    run_input: RunAgentInput, graph_id: str, snapshot: StateSnapshot | None
+    run_input: RunAgentInput,
+    graph_id: str,
+    snapshot: StateSnapshot | None,
+    own_tools: Collection[str] = (),
 ) -> dict[str, Any]:
     """The Agent Protocol's run request for ``run_input`` on its thread (at ``snapshot``,
-    ``None`` for a new thread): a resume when it carries resume entries, else its new turn
-    as input. 422 when it asks for nothing the thread can run."""
+    ``None`` for a new thread): a resume when it answers the thread's pauses (resume
+    entries; tool results for the front-end tool calls it waits for), else its new user
+    turn as input. The client's tools go in the run's context (``ClientTools`` offers them;
+    a name of the agent's ``own_tools`` is refused). 422 when it asks for nothing the
+    thread can run."""
     common: dict[str, Any] = {
         "assistant_id": graph_id,
         "stream_mode": ["values"],  # the log keeps the state of each step: STATE_DELTA
@@ -119,19 +151,33 @@ def run_body(
         "multitask_strategy": "reject",
         "metadata": {"ag_ui_run_id": run_input.run_id},
     }
-    if run_input.resume:
-        return {**common, "command": _resume(run_input, snapshot)}
-    waiting = [i.id for i in snapshot.interrupts if i.when == "during"] if snapshot else []
-    if waiting:
-        raise HTTPProblem(
-            422,
-            f"thread {run_input.thread_id!r} waits for answers to interrupts {waiting}: send "
-            "them as resume entries ({interruptId, status: 'resolved', payload})",
-        )
+    tools = _client_tools(run_input, own_tools)
+    if tools:
+        common["context"] = {CLIENT_TOOLS_KEY: tools}
+    pending = [i for i in snapshot.interrupts if i.when == "during"] if snapshot else []
+    ids = [i.id for i in pending]
+    asked = {str(i.value.get("tool_call_id")): i.id for i in pending if is_client_call(i.value)}
     held = snapshot.values.get("messages") if snapshot else None
-    turn = new_turn(
-        run_input.messages, held if isinstance(held, Sequence) else (), run_input.thread_id
+    turn, answers = new_turn(
+        run_input.messages, held if isinstance(held, Sequence) else (), run_input.thread_id, asked
     )
+    answers = {**answers, **_resume(run_input, ids)}
+    if answers or pending:
+        missing = [i for i in ids if i not in answers]
+        if missing:
+            raise HTTPProblem(
+                422,
+                f"thread {run_input.thread_id!r} waits for answers to interrupts {missing}: "
+                "send them as resume entries ({interruptId, status: 'resolved', payload}), "
+                "and a front-end tool call's result as a tool message",
+            )
+        if turn:
+            raise HTTPProblem(
+                422,
+                f"message {turn[0].id!r}: a new user message cannot come with the answers to "
+                "the thread's pauses; send it in the next run, once they are answered",
+            )
+        return {**common, "command": {"resume": answers}}
     if not turn:
         raise HTTPProblem(
             422,

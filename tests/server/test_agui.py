@@ -360,3 +360,73 @@ def test_a_thread_that_is_running_is_a_409() -> None:
         response = held.http.post("/ag-ui/held", json=body)
         assert response.status_code == 409, response.text
         assert thread in response.json()["detail"]
+
+
+def test_a_front_end_tool_is_offered_called_and_answered_by_the_client() -> None:
+    from graph_agent import FunctionChatModel, Prompt
+    from graph_agent.server import ClientTools
+
+    offered: list[list[str]] = []
+
+    def reply(prompt: Prompt) -> AssistantMessage:
+        offered.append([t.tool_definition.name for t in prompt.options.tool_callbacks])
+        last = prompt.messages[-1]
+        if last.message_type == "tool":
+            return AssistantMessage(f"The page says: {last.responses[0].response_data}")
+        return asks("change_background", {"color": "blue"}, "call_bg")
+
+    agent = ReactAgent(
+        name="ui",
+        model=FunctionChatModel(reply),
+        tools=[get_weather],
+        tool_providers=[ClientTools()],
+        saver=MemorySaver(),
+    )
+    tool = {
+        "name": "change_background",
+        "description": "Change the page's background colour.",
+        "parameters": {"type": "object", "properties": {"color": {"type": "string"}}},
+    }
+    thread = str(uuid.uuid4())
+    with live_server(create_app({"ui": agent})) as base:
+        first = ag_ui(base, "ui", run_input(thread, [user("make it blue", "u1")], tools=[tool]))
+        assert offered[0] == ["get_weather", "change_background"]
+        call = next(e for e in first if e.type == EventType.TOOL_CALL_START)
+        assert (call.tool_call_id, call.tool_call_name) == ("call_bg", "change_background")
+        assert "TOOL_CALL_RESULT" not in types(first)  # the client runs it
+        assert first[-1].outcome.type == "success"
+        assert first[-1].outcome.pending_tool_call_ids == ["call_bg"]
+
+        history = next(e for e in first if e.type == EventType.MESSAGES_SNAPSHOT).messages
+        result = {
+            "id": "r1",
+            "role": "tool",
+            "content": "background is blue",
+            "toolCallId": "call_bg",
+        }
+        messages = [*(m.model_dump(by_alias=True) for m in history), result]
+        second = ag_ui(base, "ui", run_input(thread, messages, tools=[tool]))
+        assert text_of(second) == "The page says: background is blue"
+        assert second[-1].outcome.type == "success"
+        assert not second[-1].outcome.pending_tool_call_ids
+        kept = next(e for e in second if e.type == EventType.MESSAGES_SNAPSHOT).messages
+        assert [m.role for m in kept] == ["user", "assistant", "tool", "assistant"]
+        assert (kept[2].tool_call_id, kept[2].content) == ("call_bg", "background is blue")
+
+        # a result for a call the thread does not wait for (any more) is refused
+        again = httpx.post(
+            f"{base}/ag-ui/ui",
+            json=run_input(thread, [*messages, {**result, "id": "r2"}], tools=[tool]),
+            timeout=10,
+        )
+        assert again.status_code == 422, again.text
+        assert "did not leave for the client" in again.json()["detail"]
+
+
+def test_a_front_end_tool_may_not_take_the_name_of_the_agent_s_own() -> None:
+    with live_server(create_app(served())) as base:
+        tool = {"name": "get_weather", "description": "mine"}
+        body = run_input(str(uuid.uuid4()), [user("hi")], tools=[tool])
+        response = httpx.post(f"{base}/ag-ui/weather", json=body, timeout=10)
+    assert response.status_code == 422
+    assert "has a tool of that name already" in response.json()["detail"]
