@@ -1,7 +1,8 @@
 """Served agents as MCP tools at ``/mcp``, driven by the official ``mcp`` client over
 streamable HTTP against a real uvicorn: the tools listed, a call on a new thread and a
 follow-up on its thread, the call seen over the Agent Protocol (``langgraph-sdk``), progress,
-an interrupt asked as an elicitation (or returned as an error result), bad arguments, the
+an interrupt asked as an elicitation (or returned as an error result), bad arguments and
+malformed requests, the
 token."""
 
 from __future__ import annotations
@@ -272,3 +273,24 @@ def test_the_token_is_needed(url: str) -> None:
     with pytest.raises(Exception) as refused_client:  # in the SDK's task groups
         run(scenario)
     assert "Server returned an error response" in repr(refused_client.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{nope", -32700),  # not JSON
+        (b"[1, 2]", -32602),  # not a JSON-RPC message
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', -32600),  # no session
+    ],
+)
+def test_a_malformed_request_is_a_protocol_error(url: str, body: bytes, code: int) -> None:
+    import httpx
+
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {TOKEN}",
+    }
+    answer = httpx.post(f"{url}/mcp", content=body, headers=headers)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == code
