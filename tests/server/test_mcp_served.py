@@ -2,8 +2,7 @@
 streamable HTTP against a real uvicorn: the tools listed, a call on a new thread and a
 follow-up on its thread, the call seen over the Agent Protocol (``langgraph-sdk``), progress,
 an interrupt asked as an elicitation (or returned as an error result), bad arguments and
-malformed requests, the
-token."""
+malformed requests, the token."""
 
 from __future__ import annotations
 
