@@ -6,9 +6,12 @@ the SDK's ``DefaultRequestHandler`` with its ``TaskStore``): see ``_a2a_tasks``.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 import uuid
-from collections.abc import AsyncGenerator
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, TypeVar, cast
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
@@ -33,8 +36,10 @@ from a2a.types import (
 )
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE, MAX_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import (
+    A2AError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
+    InternalError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -58,10 +63,52 @@ from ._server import Served, Server
 
 __all__ = ["RunsRequestHandler"]
 
+_log = logging.getLogger("graph_agent.server")
+F = TypeVar("F", bound=Callable[..., Any])
+
 _NO_PUSH = (
     "push notifications are not served here (the server never calls an address a client "
     "names); stream the task (SendStreamingMessage), subscribe to it, or poll GetTask"
 )
+
+
+def _fault(error: Exception) -> InternalError:
+    """What a client is told of a fault of the server's (its traceback goes to the log)."""
+    _log.error("an A2A request failed", exc_info=error)
+    return InternalError(message="An internal error occurred")
+
+
+def _faults_hidden(method: F) -> F:
+    """``method`` (a coroutine or an async generator) with a fault of the server's answered
+    as A2A's internal error saying no more, as the server's other routes answer one (the
+    SDK would send the exception's text); the protocol's own errors go out as they are."""
+    if inspect.isasyncgenfunction(method):
+
+        @functools.wraps(method)
+        async def stream(*args: Any, **kwargs: Any) -> Any:
+            inner = method(*args, **kwargs)
+            try:
+                async for item in inner:
+                    yield item
+            except A2AError:
+                raise
+            except Exception as error:
+                raise _fault(error) from None
+            finally:
+                await inner.aclose()
+
+        return cast("F", stream)
+
+    @functools.wraps(method)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await method(*args, **kwargs)
+        except A2AError:
+            raise
+        except Exception as error:
+            raise _fault(error) from None
+
+    return cast("F", call)
 
 
 def _server(context: ServerCallContext) -> tuple[Server, Served]:
@@ -188,6 +235,7 @@ class RunsRequestHandler(RequestHandler):
         except HTTPProblem as problem:
             raise InvalidParamsError(message=problem.detail) from None
 
+    @_faults_hidden
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Task | Message:
@@ -198,6 +246,7 @@ class RunsRequestHandler(RequestHandler):
             await server.runs.join(task.head)
         return await build_task(server, task, length)
 
+    @_faults_hidden
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
@@ -207,6 +256,7 @@ class RunsRequestHandler(RequestHandler):
         async for event in follow_task(server, task):
             yield event
 
+    @_faults_hidden
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
@@ -223,11 +273,13 @@ class RunsRequestHandler(RequestHandler):
             async for event in follow_task(server, task):
                 yield event
 
+    @_faults_hidden
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
         server, _ = _server(context)
         length = _history_length(params)
         return await build_task(server, await self._find(context, params.id), length)
 
+    @_faults_hidden
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
@@ -273,6 +325,7 @@ class RunsRequestHandler(RequestHandler):
             total_size=len(found),
         )
 
+    @_faults_hidden
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         server, _ = _server(context)
         task = await self._find(context, params.id)

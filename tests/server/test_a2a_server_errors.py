@@ -142,3 +142,20 @@ def test_the_token_is_needed_for_the_card_and_the_calls() -> None:
 
         task = asyncio.run(scenario())
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+def test_a_fault_of_the_server_says_no_more_than_that() -> None:
+    app = create_app({"weather": weather_agent()})
+
+    async def broken(run_id: str) -> Any:
+        raise RuntimeError("the secret path /etc/runs is unreadable")
+
+    app.state.server.runs.get = broken
+    with live_server(app) as base:
+        for method in ("GetTask", "CancelTask"):
+            fault = error_of(call(base, rpc(method, {"id": "t"})))
+            assert (fault["code"], fault["message"]) == (-32603, "An internal error occurred")
+            assert "secret" not in str(fault)
+        stream = call(base, rpc("SubscribeToTask", {"id": "t"}))
+        assert stream.status_code == 200
+        assert "An internal error occurred" in stream.text and "secret" not in stream.text
