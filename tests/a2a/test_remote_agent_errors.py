@@ -8,7 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
@@ -23,6 +27,8 @@ from graph_agent.events import ToolEnd
 from tests.redis_servers import free_port
 
 from ._remote_server import card, remote_agent, served
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def card_app(body: str, status: int = 200) -> Starlette:
@@ -153,3 +159,30 @@ def test_a_silent_remote_times_out_instead_of_hanging(silent_url: str) -> None:
         f"remote A2A agent 'travel' at {silent_url} did not answer within 0.2 s; check that "
         "it is up, or give a longer timeout="
     )
+
+
+def test_without_the_a2a_extra_the_import_says_what_to_install() -> None:
+    hide = textwrap.dedent(
+        """
+        import sys
+
+        class NotInstalled:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "a2a":
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+                return None
+
+        sys.meta_path.insert(0, NotInstalled())
+        import graph_agent
+        assert graph_agent.ReactAgent
+        graph_agent.RemoteA2AAgent
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", hide], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: graph_agent.a2a needs the A2A SDK, which is not installed: "
+        "pip install 'graph-agent[a2a]'"
+    ), done.stderr
