@@ -12,9 +12,25 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import Client, ClientConfig, create_client
-from a2a.helpers.proto_helpers import get_data_parts, new_data_part
-from a2a.types import (
+from langgraph_sdk import get_sync_client
+
+from checkpoint import MemorySaver
+from graph_agent import ReactAgent, ScriptedChatModel
+from graph_agent.graph import END, START, StateGraph, interrupt
+from graph_agent.server import create_app
+from hooks import HumanInTheLoopHook
+from tests._needs import need_module
+
+from .conftest import live_server
+from .gate_kit import Gate
+from .served_kit import refund
+from .test_sdk_client import asks, weather_agent
+
+need_module("a2a.client", "the a2a extra: pip install 'graph-agent[a2a]' (make test)")
+
+from a2a.client import Client, ClientConfig, create_client  # noqa: E402
+from a2a.helpers.proto_helpers import get_data_parts, new_data_part  # noqa: E402
+from a2a.types import (  # noqa: E402
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
@@ -28,18 +44,6 @@ from a2a.types import (
     Task,
     TaskState,
 )
-from langgraph_sdk import get_sync_client
-
-from checkpoint import MemorySaver
-from graph_agent import ReactAgent, ScriptedChatModel
-from graph_agent.graph import END, START, StateGraph, interrupt
-from graph_agent.server import create_app
-from hooks import HumanInTheLoopHook
-
-from .conftest import live_server
-from .gate_kit import Gate
-from .served_kit import refund
-from .test_sdk_client import asks, weather_agent
 
 S = TaskState
 

@@ -9,13 +9,17 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
-from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
 from graph_agent.server import create_app
+from tests._needs import need_module
 
 from .conftest import live_server
 from .test_sdk_client import weather_agent
+
+need_module("a2a.client", "the a2a extra: pip install 'graph-agent[a2a]' (make test)")
+
+from a2a.client import ClientConfig, create_client  # noqa: E402
+from a2a.types import Message, Part, Role, SendMessageRequest, TaskState  # noqa: E402
 
 V1 = {"A2A-Version": "1.0"}
 

@@ -10,19 +10,6 @@ import uuid
 from contextlib import ExitStack
 from typing import Any
 
-from a2a.client import Client
-from a2a.helpers.proto_helpers import new_data_part
-from a2a.types import (
-    GetTaskRequest,
-    ListTasksRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageRequest,
-    Task,
-    TaskState,
-)
-
 from checkpoint import RedisSaver
 from graph_agent import (
     AssistantMessage,
@@ -35,11 +22,27 @@ from graph_agent import (
 from graph_agent.runs import RedisRunStore
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
+from tests._needs import need_module
 
 from .conftest import live_server
 from .served_kit import refund
 from .test_a2a_server import a2a
 from .test_two_servers import closing_on_its_loop
+
+need_module("a2a.client", "the a2a extra: pip install 'graph-agent[a2a]' (make test)")
+
+from a2a.client import Client  # noqa: E402
+from a2a.helpers.proto_helpers import new_data_part  # noqa: E402
+from a2a.types import (  # noqa: E402
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 
 
 def refund_agent(saver: RedisSaver) -> ReactAgent:
