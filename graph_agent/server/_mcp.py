@@ -185,7 +185,8 @@ class McpEndpoint:
             answer = await _ask(ctx, served, waiting[0], thread_id)
             if isinstance(answer, str):
                 return _error(answer, meta)
-            body = {"assistant_id": served.graph_id, "command": {"resume": answer[0]}}
+            body = {**body, "command": {"resume": answer[0]}}
+            body.pop("input", None)
 
     async def _finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]:
         """The run's final values, once it ends; a progress notification per step, tool

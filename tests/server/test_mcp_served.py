@@ -172,11 +172,18 @@ def test_an_interrupt_is_asked_of_the_client_and_its_answer_resumes_the_run(url:
         answer = json.dumps({"tool_call_id": "call_1", "decision": "approved"})
         return ElicitResult(action="accept", content={"answer": answer})
 
-    async def scenario() -> dict[str, Any]:
-        async with session(url, elicitation_callback=elicit) as client:
-            return _sdk.wire(await client.call_tool("refunds", {"message": "Refund me 5"}))
+    async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        from langgraph_sdk import get_client
 
-    result = run(scenario)
+        async with session(url, elicitation_callback=elicit) as client:
+            result = _sdk.wire(await client.call_tool("refunds", {"message": "Refund me 5"}))
+        async with get_client(url=url, api_key=TOKEN) as protocol:
+            return result, list(await protocol.runs.list(result["_meta"]["thread_id"]))
+
+    result, runs = run(scenario)
+    # two runs on the thread: the question, then the answer
+    assert [(r["status"], r["metadata"]) for r in runs] == [("success", {"via": "mcp"})] * 2
+    assert result["_meta"]["run_id"] == runs[0]["run_id"]
     assert not result.get("isError")
     assert result["content"][0]["text"] == "Refunded 5."
     assert len(asked) == 1 and asked[0].startswith("The agent refunds asks: ")
