@@ -4,19 +4,22 @@ Every failure becomes a ``RemoteA2AError`` that says what, where and how to fix 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
-from a2a.client import ClientConfig, ClientFactory
+from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.helpers.proto_helpers import get_data_parts
 from a2a.types.a2a_pb2 import (
     AgentCard,
     Artifact,
+    CancelTaskRequest,
     Message,
     Part,
     Role,
@@ -30,6 +33,8 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import A2AError
 
 from .errors import RemoteA2AError
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["DONE", "PAUSED", "Remote", "Reply", "exchange", "read_card", "state_name"]
 
@@ -188,6 +193,9 @@ async def exchange(
                     run.read(event)
                     if run.stopped():
                         break
+            except asyncio.CancelledError:  # our run was cancelled: so is the remote task
+                await _cancel(client, run, remote)
+                raise
             finally:
                 await client.close()
     except A2AError as error:
@@ -202,6 +210,18 @@ async def exchange(
             url=remote.url,
         ) from None
     return run.reply(where, remote.url)
+
+
+async def _cancel(client: Client, run: _Run, remote: Remote) -> None:
+    """Ask the remote to cancel the task ``run`` was reading, if it still runs (at most a few
+    seconds: our run's cancel does not wait on a remote that is gone)."""
+    if not run.task_id or run.stopped():
+        return
+    try:
+        request = CancelTaskRequest(id=run.task_id)
+        await asyncio.wait_for(client.cancel_task(request), min(remote.timeout, 5.0))
+    except Exception as error:  # the remote may be gone, or the task already over
+        logger.debug("cancelling remote task %s at %s failed: %r", run.task_id, remote.url, error)
 
 
 def _failure(error: A2AError, where: str, remote: Remote) -> RemoteA2AError:

@@ -4,6 +4,7 @@ routes, request handler and task store) and served by uvicorn on a free loopback
 What it does, by the text it is sent:
 
 - ``fail ...``: the task fails, its status message saying why;
+- ``wait ...``: the task works until a client cancels it;
 - ``book ...``: the task asks ``Which city?`` (``input-required``); the next message on that
   task completes it with ``Booked for <answer> (task <id>)``;
 - anything else: the answer ``Echo: <text> (turn <n>)``, streamed in pieces as artifact
@@ -13,6 +14,7 @@ What it does, by the text it is sent:
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +50,7 @@ class Scripted(AgentExecutor):
 
     def __init__(self) -> None:
         self.turns: dict[str, int] = {}  # context id -> messages seen
+        self.canceled: list[str] = []  # the ids of the tasks a client cancelled
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None
@@ -64,6 +67,8 @@ class Scripted(AgentExecutor):
         await updater.start_work()
         if text.startswith("fail"):
             await updater.failed(self._said(updater, "the flight API is down"))
+        elif text.startswith("wait"):
+            await asyncio.Event().wait()  # until the task is cancelled
         elif text.startswith("book"):
             await updater.requires_input(self._said(updater, "Which city?"))
         else:
@@ -85,7 +90,9 @@ class Scripted(AgentExecutor):
         )
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
+        assert context.task_id is not None and context.context_id is not None
+        self.canceled.append(context.task_id)
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
 def card(url: str, *, streaming: bool = True) -> AgentCard:
@@ -103,12 +110,14 @@ def card(url: str, *, streaming: bool = True) -> AgentCard:
     )
 
 
-def app(url: str, *, streaming: bool = True, token: str | None = None) -> Starlette:
+def app(
+    url: str, *, streaming: bool = True, token: str | None = None, executor: Scripted | None = None
+) -> Starlette:
     """The remote agent's app; with ``token``, its JSON-RPC route answers 401 to a request
     without ``Authorization: Bearer <token>`` (its card stays public)."""
     served = card(url, streaming=streaming)
     handler = DefaultRequestHandlerV2(
-        agent_executor=Scripted(), task_store=InMemoryTaskStore(), agent_card=served
+        agent_executor=executor or Scripted(), task_store=InMemoryTaskStore(), agent_card=served
     )
     routes = [*create_agent_card_routes(served), *create_jsonrpc_routes(handler, "/")]
     if token is None:
@@ -124,9 +133,11 @@ def app(url: str, *, streaming: bool = True, token: str | None = None) -> Starle
 
 
 @contextmanager
-def remote_agent(*, streaming: bool = True, token: str | None = None) -> Iterator[str]:
+def remote_agent(
+    *, streaming: bool = True, token: str | None = None, executor: Scripted | None = None
+) -> Iterator[str]:
     """The remote agent served by uvicorn in a thread of this process; yields its URL."""
-    with served(lambda url: app(url, streaming=streaming, token=token)) as url:
+    with served(lambda url: app(url, streaming=streaming, token=token, executor=executor)) as url:
         yield url
 
 

@@ -23,10 +23,10 @@ from starlette.routing import Route
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall
 from graph_agent.a2a import RemoteA2AAgent, RemoteA2AError
 from graph_agent.errors import GraphAgentError
-from graph_agent.events import ToolEnd
+from graph_agent.events import CustomEvent, ToolEnd
 from tests.redis_servers import free_port
 
-from ._remote_server import card, remote_agent, served
+from ._remote_server import Scripted, card, remote_agent, served
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,3 +186,30 @@ def test_without_the_a2a_extra_the_import_says_what_to_install() -> None:
         "ImportError: graph_agent.a2a needs the A2A SDK, which is not installed: "
         "pip install 'graph-agent[a2a]'"
     ), done.stderr
+
+
+def test_cancelling_our_run_cancels_the_remote_task() -> None:
+    executor = Scripted()
+    with remote_agent(executor=executor) as url:
+        remote = RemoteA2AAgent(url)
+
+        async def main() -> list[str]:
+            working = asyncio.Event()
+            seen: list[str] = []
+
+            async def run() -> None:
+                async for event in remote.astream_events("wait for it"):
+                    if isinstance(event, CustomEvent) and event.data["a2a"].get("state"):
+                        seen.append(event.data["a2a"]["task_id"])
+                        if event.data["a2a"]["state"] == "working":
+                            working.set()
+
+            running = asyncio.create_task(run())
+            await working.wait()
+            running.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await running
+            return seen
+
+        seen = asyncio.run(main())
+        assert executor.canceled == [seen[-1]]
