@@ -37,7 +37,12 @@ from ._server import Served, Server
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
-    from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult
+    from mcp_types import (
+        CallToolRequestParams,
+        CallToolResult,
+        InputRequiredResult,
+        ListToolsResult,
+    )
 
 __all__ = ["McpEndpoint", "mcp_endpoint"]
 
@@ -57,6 +62,7 @@ _INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_ANSWER = "answer"  # the key of our one question in a 2026-07-28 input_required result
 _ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -153,7 +159,7 @@ class McpEndpoint:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         served = self.server.served.get(params.name)
         if served is None:
             tools = ", ".join(sorted(self.server.served))
@@ -162,13 +168,20 @@ class McpEndpoint:
             message, thread_id = _arguments(params.arguments)
         except ValueError as error:
             return _error(f"{params.name}: {error}")
-        body: dict[str, Any] = {
-            "assistant_id": served.graph_id,
-            "input": {"messages": [{"role": "user", "content": message}]},
-            "if_not_exists": "create",
-            "metadata": {"via": "mcp"},
-        }
-        thread_id = thread_id or str(uuid.uuid4())
+        body: dict[str, Any] = {"assistant_id": served.graph_id, "metadata": {"via": "mcp"}}
+        if params.request_state is not None:  # a 2026-07-28 client's answer to our question
+            try:
+                thread_id = _thread_of(params.request_state)
+            except ValueError as error:
+                return _error(f"{params.name}: {error}")
+            answer = _reply(params.input_responses, served, thread_id)
+            if isinstance(answer, str):
+                return _error(answer, {"thread_id": thread_id})
+            body["command"] = {"resume": answer[0]}
+        else:
+            thread_id = thread_id or str(uuid.uuid4())
+            body["input"] = {"messages": [{"role": "user", "content": message}]}
+            body["if_not_exists"] = "create"
         while True:
             try:
                 run = await self.server.start_run(thread_id, body, waited=True)
@@ -182,11 +195,12 @@ class McpEndpoint:
             waiting = values.get("__interrupt__")
             if not waiting:
                 return _answer(values, meta)
-            answer = await _ask(ctx, served, waiting[0], thread_id)
-            if isinstance(answer, str):
-                return _error(answer, meta)
-            body = {**body, "command": {"resume": answer[0]}}
+            asked = await _ask(ctx, served, waiting[0], thread_id)
+            if not isinstance(asked, tuple):
+                return asked
             body.pop("input", None)
+            body.pop("if_not_exists", None)
+            body["command"] = {"resume": asked[0]}
 
     async def _finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]:
         """The run's final values, once it ends; a progress notification per step, tool
@@ -231,31 +245,77 @@ def _progress_note(event: Any) -> str | None:
     return None
 
 
-async def _ask(
-    ctx: ServerRequestContext[Any, Any], served: Served, interrupt: Mapping[str, Any], thread: str
-) -> tuple[Any] | str:
-    """The person's answer to ``interrupt``, asked of the client (an elicitation on the call's
-    stream), as a 1-tuple; or, when it cannot be asked or is not answered, the error text
-    the tool returns."""
-    from mcp_types import ClientCapabilities, ElicitationCapability
-
-    question = json.dumps(interrupt.get("value"), ensure_ascii=False, default=str)
-    how = (
+def _how(served: Served, thread: str) -> str:
+    return (
         f"answer it on thread {thread!r} over the Agent Protocol (langgraph-sdk: "
         f"client.runs.wait({thread!r}, {served.graph_id!r}, command={{'resume': ...}})) or "
         "on the server's page"
     )
-    asking = ClientCapabilities(elicitation=ElicitationCapability())
-    if not (ctx.session.can_send_request and ctx.session.check_client_capability(asking)):
-        return f"the agent is waiting for a person: {question}; {how}"
-    reply = await ctx.session.elicit_form(
-        f"The agent {served.graph_id} asks: {question}",
-        _ANSWER_SCHEMA,
-        related_request_id=ctx.request_id,
+
+
+async def _ask(
+    ctx: ServerRequestContext[Any, Any], served: Served, interrupt: Mapping[str, Any], thread: str
+) -> tuple[Any] | CallToolResult | InputRequiredResult:
+    """The person's answer to ``interrupt``, asked of the client, as a 1-tuple: an
+    elicitation on the call's own stream (a client of the ``initialize`` handshake), or,
+    for a client of 2026-07-28, the question as the call's result (``input_required``)
+    that the client answers by calling again. When it cannot be asked, the error result."""
+    from mcp_types import (
+        ClientCapabilities,
+        ElicitationCapability,
+        ElicitRequest,
+        ElicitRequestFormParams,
+        InputRequiredResult,
     )
-    text = (reply.content or {}).get("answer") if reply.action == "accept" else None
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    question = json.dumps(interrupt.get("value"), ensure_ascii=False, default=str)
+    asking = ClientCapabilities(elicitation=ElicitationCapability())
+    if not ctx.session.check_client_capability(asking):
+        return _error(f"the agent is waiting for a person: {question}; {_how(served, thread)}")
+    form = ElicitRequestFormParams(
+        message=f"The agent {served.graph_id} asks: {question}", requested_schema=_ANSWER_SCHEMA
+    )
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        state = json.dumps({"thread_id": thread})
+        return InputRequiredResult(
+            input_requests={_ANSWER: ElicitRequest(params=form)}, request_state=state
+        )
+    if not ctx.session.can_send_request:
+        return _error(f"the agent is waiting for a person: {question}; {_how(served, thread)}")
+    reply = await ctx.session.elicit_form(
+        form.message, _ANSWER_SCHEMA, related_request_id=ctx.request_id
+    )
+    answer = _reply({_ANSWER: reply}, served, thread)
+    return _error(answer) if isinstance(answer, str) else answer
+
+
+def _thread_of(request_state: str) -> str:
+    """The thread a question was asked on, from the ``request_state`` the client echoes."""
+    try:
+        thread = json.loads(request_state)["thread_id"]
+    except (ValueError, TypeError, KeyError):
+        thread = None
+    if not isinstance(thread, str):
+        raise ValueError(
+            f"request_state {request_state[:80]!r} is not one this server sent: send back "
+            "the request_state of the input_required result unchanged"
+        )
+    return thread
+
+
+def _reply(replies: Mapping[str, Any] | None, served: Served, thread: str) -> tuple[Any] | str:
+    """The answer in the client's reply to our question, as a 1-tuple (read as JSON when it
+    parses); the error text when there is none."""
+    reply = (replies or {}).get(_ANSWER)
+    content = getattr(reply, "content", None)
+    accepted = getattr(reply, "action", None) == "accept" and isinstance(content, dict)
+    text = content.get("answer") if accepted else None  # type: ignore[union-attr]
     if not isinstance(text, str):
-        return f"the agent is waiting for a person, who did not answer: {question}; {how}"
+        return (
+            f"the person did not answer the agent's question; the agent still waits: "
+            f"{_how(served, thread)}"
+        )
     try:
         return (json.loads(text),)
     except ValueError:
