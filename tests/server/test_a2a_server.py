@@ -146,6 +146,11 @@ def test_the_card_names_the_agent_its_skills_and_its_interface(url: str) -> None
     ids = {a["graph_id"]: a["assistant_id"] for a in assistant_id}
     by_id = httpx.get(f"{url}/a2a/{ids['weather']}/.well-known/agent-card.json").json()
     assert by_id["name"] == "weather"
+    # where LangGraph's server has it too
+    by_query = httpx.get(f"{url}/.well-known/agent-card.json?assistant_id=weather").json()
+    assert by_query == card
+    which = httpx.get(f"{url}/.well-known/agent-card.json")
+    assert which.status_code == 404 and "?assistant_id=" in which.json()["detail"]
     missing = httpx.get(f"{url}/a2a/nobody/.well-known/agent-card.json")
     assert missing.status_code == 404
     assert "nobody" in missing.json()["detail"]

@@ -113,10 +113,12 @@ def test_an_a2a_0_3_client_is_answered_in_0_3(url: str) -> None:
     assert "version" in refused["message"].lower()
 
 
-def test_a_body_over_the_limit_and_an_agent_not_served(url: str) -> None:
+def test_a_body_over_the_limit_an_agent_not_served_and_the_only_card(url: str) -> None:
     big = call(url, rpc("SendMessage", {"message": text_message("x" * 5000)}))
     assert big.status_code == 413
     assert "4096 bytes" in big.json()["error"]["message"]
+    only = httpx.get(f"{url}/.well-known/agent-card.json").json()  # the one served
+    assert only["name"] == "weather"
     missing = httpx.post(f"{url}/a2a/nobody", json=rpc("GetTask", {"id": "x"}), headers=V1)
     assert missing.status_code == 404 and "nobody" in missing.json()["detail"]
 
