@@ -39,19 +39,15 @@ from . import _exchange
 from ._exchange import DONE, Remote, Reply
 from .errors import RemoteA2AError
 
-__all__ = ["CONTEXTS", "RemoteA2AAgent", "RemoteA2ATool"]
+__all__ = ["CONTEXT_KEY", "RemoteA2AAgent", "RemoteA2ATool"]
 
 MESSAGES = "messages"
-CONTEXTS = "a2a_contexts"
-"""The state key that keeps, per remote agent's name, the remote context id of our thread:
-the next message to that agent continues its conversation."""
+CONTEXT_KEY = "a2a_context_{name}"
+"""The state key that keeps the remote context id of our thread for the remote agent
+``name``: the next message to that agent continues its conversation. A key per agent, so
+that parallel calls of several remote agents (a tool batch) never write one key twice."""
 _PENDING = "a2a_pending"  # private: the remote task that waits for our answer
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def _merge_contexts(old: Any, new: Any) -> Any:
-    """The ``a2a_contexts`` key: context ids by agent name, merged."""
-    return {**(old or {}), **(new or {})}
 
 
 class RemoteA2AAgent(BaseAgent):
@@ -64,8 +60,8 @@ class RemoteA2AAgent(BaseAgent):
     messages to the remote agent, streaming when its card says it streams: the answer's text
     arrives as ``model_delta`` events (``model`` is ``a2a:<name>``), each remote event as a
     ``custom`` event (``data["a2a"]``). The remote context id is kept in the thread's state
-    (``a2a_contexts``), so a follow-up continues the remote conversation. A remote task that
-    asks for input pauses the run with an interrupt whose value is
+    (``a2a_context_<name>``), so a follow-up continues the remote conversation. A remote
+    task that asks for input pauses the run with an interrupt whose value is
     ``{"question": ..., "agent": ..., "task_id": ..., "context_id": ...}``; resuming with the
     answer (``Command(resume="...")``) sends it to the same remote task.
 
@@ -108,6 +104,7 @@ class RemoteA2AAgent(BaseAgent):
         self.name = name or _NAME.sub("_", card.name).strip("_")[:64] or "remote_agent"
         self.description = description or card.description or None
         self.output_key = output_key
+        self.context_key = CONTEXT_KEY.format(name=self.name)
         self.saver = saver if saver is not None else MemorySaver()
         self._listeners = tuple(listeners)
         self._graph = self._compile()
@@ -128,9 +125,7 @@ class RemoteA2AAgent(BaseAgent):
     # -- the graph ---------------------------------------------------------------------------
 
     def _compile(self) -> Any:
-        graph = StateGraph(
-            {MESSAGES: KeyStrategy.APPEND, CONTEXTS: _merge_contexts}, private_keys=(_PENDING,)
-        )
+        graph = StateGraph({MESSAGES: KeyStrategy.APPEND}, private_keys=(_PENDING,))
         graph.add_node("send", self._send, self._asend)
         graph.add_node("ask", self._ask, self._aask)
         graph.add_edge(START, "send")
@@ -166,7 +161,7 @@ class RemoteA2AAgent(BaseAgent):
                 "user message (agent.call('...')) or run it after one",
                 url=self.remote.url,
             )
-        context_id = (state.get(CONTEXTS) or {}).get(self.name)
+        context_id = state.get(self.context_key)
         sent = _exchange.message(texts, context_id, None)
         return self._after(await self._talk(sent, outgoing))
 
@@ -227,7 +222,7 @@ class RemoteA2AAgent(BaseAgent):
         """The state update after an exchange: the answer, or the remote task that waits."""
         update: dict[str, Any] = {}
         if reply.context_id:
-            update[CONTEXTS] = {self.name: reply.context_id}
+            update[self.context_key] = reply.context_id
         ids = {"agent": self.name, "task_id": reply.task_id, "context_id": reply.context_id}
         if reply.state == DONE:
             update[MESSAGES] = [AssistantMessage(reply.text, metadata={"a2a": ids})]
@@ -246,20 +241,30 @@ class RemoteA2ATool(AgentTool):
     id of the caller's thread in (from the caller's state) and out (to the call's
     ``extra_state``, which the caller's tool node merges into its state)."""
 
+    def __init__(
+        self,
+        agent: RemoteA2AAgent,
+        name: str | None = None,
+        description: str | None = None,
+        history: bool = False,
+    ) -> None:
+        super().__init__(agent, name, description, history)
+        self.context_key = agent.context_key
+
     def _entry(self, request: str, context: ToolContext | None) -> tuple[OverAllState, Any]:
         state, config = super()._entry(request, context)
-        known = context.state.get(CONTEXTS) if context and context.state is not None else None
+        key = self.context_key
+        known = context.state.get(key) if context and context.state is not None else None
         if not known:
             return state, config
-        if known.get(self.agent.name):  # the remote has the history already: not again
-            return OverAllState({MESSAGES: [UserMessage(request)], CONTEXTS: known}), config
-        return OverAllState({**state.data(), CONTEXTS: known}), config
+        # the remote has the conversation already (history=True): only the request goes
+        return OverAllState({MESSAGES: [UserMessage(request)], key: known}), config
 
     def _counted(self, update: Any, context: ToolContext | None) -> str:
-        contexts = update.get(CONTEXTS)
-        if isinstance(contexts, Overwrite):  # the sub-agent's whole value of the key
-            contexts = contexts.value
-        if context is not None and contexts:
-            known = context.state.get(CONTEXTS) if context.state is not None else None
-            context.extra_state[CONTEXTS] = {**(known or {}), **contexts}
+        key = self.context_key
+        known = update.get(key)
+        if isinstance(known, Overwrite):  # the sub-agent's whole value of the key
+            known = known.value
+        if context is not None and known:
+            context.extra_state[key] = known
         return super()._counted(update, context)

@@ -119,3 +119,24 @@ def test_a_remote_that_does_not_stream_answers_all_the_same() -> None:
         remote = RemoteA2AAgent(url)
         assert remote.call("hello").text == "Echo: hello (turn 1)"
         assert "".join(remote.stream_messages("hi")) == "Echo: hi (turn 1)"
+
+
+def test_two_remote_agents_called_at_once_each_keep_their_context(remote_url: str) -> None:
+    one, two = RemoteA2AAgent(remote_url, name="one"), RemoteA2AAgent(remote_url, name="two")
+
+    def both(turn: int) -> AssistantMessage:
+        return AssistantMessage(
+            "",
+            tool_calls=[
+                ToolCall(id=f"a{turn}", name="one", arguments=json.dumps({"input": "x"})),
+                ToolCall(id=f"b{turn}", name="two", arguments=json.dumps({"input": "y"})),
+            ],
+        )
+
+    model = ScriptedChatModel([both(1), "Done.", both(2), "Done."])
+    agent = ReactAgent(name="caller", model=model, tools=[one.as_tool(), two.as_tool()])
+    thread = {"thread_id": "both"}
+    first = tool_results(list(agent.stream_events("go", thread)))
+    second = tool_results(list(agent.stream_events("again", thread)))
+    assert sorted(first) == ["Echo: x (turn 1)", "Echo: y (turn 1)"]
+    assert sorted(second) == ["Echo: x (turn 2)", "Echo: y (turn 2)"]
