@@ -195,7 +195,7 @@ class McpEndpoint:
             waiting = values.get("__interrupt__")
             if not waiting:
                 return _answer(values, meta)
-            asked = await _ask(ctx, served, waiting[0], thread_id)
+            asked = await _ask(ctx, served, waiting[0], meta)
             if not isinstance(asked, tuple):
                 return asked
             body.pop("input", None)
@@ -254,12 +254,16 @@ def _how(served: Served, thread: str) -> str:
 
 
 async def _ask(
-    ctx: ServerRequestContext[Any, Any], served: Served, interrupt: Mapping[str, Any], thread: str
+    ctx: ServerRequestContext[Any, Any],
+    served: Served,
+    interrupt: Mapping[str, Any],
+    meta: dict[str, Any],
 ) -> tuple[Any] | CallToolResult | InputRequiredResult:
     """The person's answer to ``interrupt``, asked of the client, as a 1-tuple: an
     elicitation on the call's own stream (a client of the ``initialize`` handshake), or,
     for a client of 2026-07-28, the question as the call's result (``input_required``)
-    that the client answers by calling again. When it cannot be asked, the error result."""
+    that the client answers by calling again. When it cannot be asked, the error result
+    (with ``meta``: the run and its thread)."""
     from mcp_types import (
         ClientCapabilities,
         ElicitationCapability,
@@ -269,10 +273,13 @@ async def _ask(
     )
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+    thread = meta["thread_id"]
     question = json.dumps(interrupt.get("value"), ensure_ascii=False, default=str)
     asking = ClientCapabilities(elicitation=ElicitationCapability())
     if not ctx.session.check_client_capability(asking):
-        return _error(f"the agent is waiting for a person: {question}; {_how(served, thread)}")
+        return _error(
+            f"the agent is waiting for a person: {question}; {_how(served, thread)}", meta
+        )
     form = ElicitRequestFormParams(
         message=f"The agent {served.graph_id} asks: {question}", requested_schema=_ANSWER_SCHEMA
     )
@@ -282,12 +289,14 @@ async def _ask(
             input_requests={_ANSWER: ElicitRequest(params=form)}, request_state=state
         )
     if not ctx.session.can_send_request:
-        return _error(f"the agent is waiting for a person: {question}; {_how(served, thread)}")
+        return _error(
+            f"the agent is waiting for a person: {question}; {_how(served, thread)}", meta
+        )
     reply = await ctx.session.elicit_form(
         form.message, _ANSWER_SCHEMA, related_request_id=ctx.request_id
     )
     answer = _reply({_ANSWER: reply}, served, thread)
-    return _error(answer) if isinstance(answer, str) else answer
+    return _error(answer, meta) if isinstance(answer, str) else answer
 
 
 def _thread_of(request_state: str) -> str:
