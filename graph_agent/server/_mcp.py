@@ -10,11 +10,14 @@ the agent's final answer as text (and its structured output as structured conten
 thread and the run in ``_meta``.
 
 Sessions are stateful (the SDK's ``Mcp-Session-Id``) and answers are SSE streams: an
-interrupt is asked of the client as an elicitation on the call's own stream, and the client's
-answer comes back on a later request of the same session, which a stateless server could not
-route; progress notifications ride the same stream. (LangGraph's ``/mcp`` is stateless and
-JSON-only: no progress, no questions.) A client that cannot be asked gets an error result
-naming the thread that waits and how to answer it.
+interrupt is asked of a client of the ``initialize`` handshake as an elicitation on the
+call's own stream, and the client's answer comes back on a later request of the same
+session, which a stateless server could not route; progress notifications ride the same
+stream. A client of 2026-07-28 (no session) gets the question as the call's
+``input_required`` result and answers it by calling again, with the ``request_state`` that
+names the thread. (LangGraph's ``/mcp`` is stateless and JSON-only: no progress, no
+questions.) A client that cannot be asked gets an error result naming the thread that waits
+and how to answer it. MCP's Tasks are not served: the SDK has no API for them yet.
 """
 
 from __future__ import annotations
