@@ -248,14 +248,13 @@ def _failure(error: A2AError, where: str, remote: Remote) -> RemoteA2AError:
 
 
 def _text(parts: Sequence[Part], joiner: str = "\n") -> str:
-    """The text of ``parts`` (data parts as JSON). An artifact's parts join with nothing:
-    a streamed artifact's appended chunks are its parts, in order."""
-    texts = []
-    for part in parts:
-        if part.HasField("text"):
-            texts.append(part.text)
-        elif part.HasField("data"):
-            texts.extend(json.dumps(value) for value in get_data_parts([part]))
+    """The text of ``parts``: their text parts, or when there is none, their data parts as
+    JSON. An artifact's parts join with nothing: a streamed artifact's appended chunks are
+    its parts, in order."""
+    texts = [part.text for part in parts if part.HasField("text")]
+    if not texts:
+        data = [part for part in parts if part.HasField("data")]
+        texts = [json.dumps(value) for value in get_data_parts(data)]
     return joiner.join(texts)
 
 

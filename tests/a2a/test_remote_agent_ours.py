@@ -1,0 +1,49 @@
+"""Ours calling ours: ``RemoteA2AAgent`` pointed at an agent that our own server serves over
+A2A (``/a2a/{assistant_id}``). The answer, a follow-up in the same served thread, and an
+``interrupt()`` of the served agent asked of our caller and answered through it."""
+
+from __future__ import annotations
+
+from graph_agent import (
+    AssistantMessage,
+    Command,
+    ReactAgent,
+    ScriptedChatModel,
+    ToolCall,
+    UserMessage,
+    interrupt,
+    tool,
+)
+from graph_agent.a2a import RemoteA2AAgent
+from graph_agent.server import create_app
+
+from ._remote_server import served
+
+
+@tool(description="Asks the user which city")
+def city() -> str:
+    return f"city: {interrupt('Which city?')}"
+
+
+def test_our_served_agent_called_over_a2a_answers_follows_up_and_asks() -> None:
+    booking = AssistantMessage("", tool_calls=[ToolCall(id="c1", name="city", arguments="{}")])
+    model = ScriptedChatModel(["Hello there.", "Hello again.", booking, "Booked for Paris."])
+    desk = ReactAgent(name="desk", description="The travel desk.", model=model, tools=[city])
+    app = create_app({"desk": desk})
+    with served(lambda url: app) as base:
+        remote = RemoteA2AAgent(f"{base}/a2a/desk")
+        assert (remote.name, remote.description) == ("desk", "The travel desk.")
+        thread = {"thread_id": "caller"}
+        assert remote.call("hi", thread).text == "Hello there."
+        assert remote.call("again", thread).text == "Hello again."
+        # the second message went to the same served thread: its model saw the first turn
+        assert [m.text for m in model.prompts[1].messages if isinstance(m, UserMessage)] == [
+            "hi",
+            "again",
+        ]
+        remote.invoke("book", thread)
+        (pause,) = remote.get_state(thread).interrupts
+        assert pause.value["question"] == "Which city?"
+        assert remote.call(Command(resume="Paris"), thread).text == "Booked for Paris."
+        tool_results = [m.text for m in model.prompts[3].messages if m.message_type == "tool"]
+        assert tool_results == ["city: Paris"]
