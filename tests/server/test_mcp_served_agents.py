@@ -1,13 +1,14 @@
 """One of our agents uses another served agent as a tool through ``McpToolProvider`` (the
 ``/mcp`` of a real uvicorn); an agent's structured output comes back as structured content;
-a call the client cancels cancels its run; without the SDK 2.x, ``/mcp`` says what to
-install."""
+a call the client cancels cancels its run; ``graph-agent serve --token`` serves ``/mcp``;
+without the SDK 2.x, ``/mcp`` says what to install."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from checkpoint import MemorySaver
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall
 from graph_agent.server import create_app
+from tests.redis_servers import free_port
 
 from .conftest import live_server
 from .test_mcp_served import TOKEN, session, weather_agent
@@ -123,3 +125,28 @@ def test_a_call_the_client_cancels_cancels_its_run() -> None:
     with live_server(app) as base:
         runs = asyncio.run(scenario(base))
     assert [run["status"] for run in runs] == ["interrupted"]  # the Agent Protocol's cancelled
+
+
+def test_graph_agent_serve_serves_mcp_with_its_token(tmp_path: Path) -> None:
+    from .conftest import serve_process, stop_process
+
+    module = tmp_path / "app.py"
+    module.write_text(
+        "from graph_agent import ReactAgent, ScriptedChatModel\n"
+        "agent = ReactAgent(name='helper', description='Says hi.', "
+        "model=ScriptedChatModel(['hi']))\n"
+    )
+    port = free_port()
+    process = serve_process(module, tmp_path / "threads.sqlite", port, "--token", TOKEN)
+
+    async def scenario() -> tuple[list[str], str]:
+        async with session(f"http://127.0.0.1:{port}") as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            result = await client.call_tool("helper", {"message": "hello"})
+            return tools, result.content[0].text
+
+    try:
+        tools, said = asyncio.run(scenario())
+    finally:
+        stop_process(process)
+    assert (tools, said) == (["helper"], "hi")  # served under the agent's name
