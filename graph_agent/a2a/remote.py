@@ -21,10 +21,12 @@ from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from .._runtime.task_scope import current_task
 from ..agent import AgentTool, BaseAgent
+from ..errors import AgentBuildError
 from ..events import ModelDelta, ModelEnd, ModelStart, emit
 from ..graph import (
     END,
     START,
+    CompiledGraph,
     KeyStrategy,
     OverAllState,
     Overwrite,
@@ -47,7 +49,8 @@ CONTEXT_KEY = "a2a_context_{name}"
 ``name``: the next message to that agent continues its conversation. A key per agent, so
 that parallel calls of several remote agents (a tool batch) never write one key twice."""
 _PENDING = "a2a_pending"  # private: the remote task that waits for our answer
-_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")  # what a card's name may not keep of itself
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class RemoteA2AAgent(BaseAgent):
@@ -68,7 +71,8 @@ class RemoteA2AAgent(BaseAgent):
     ``name`` and ``description`` default to the card's; ``headers`` go with every request
     (credentials); ``timeout`` is how long, in seconds, the remote may stay silent. A remote
     that is down, a bad card, refused credentials, a silent remote and a failed task raise
-    ``RemoteA2AError``, saying what, where and how to fix it.
+    ``RemoteA2AError``, saying what, where and how to fix it; a bad argument raises
+    ``AgentBuildError``.
     """
 
     _fresh: Mapping[str, Any] = {_PENDING: None}
@@ -86,14 +90,18 @@ class RemoteA2AAgent(BaseAgent):
         listeners: Sequence[Any] = (),
         card: AgentCard | Mapping[str, Any] | None = None,
     ) -> None:
+        problems = []
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"RemoteA2AAgent: url must be the agent's http(s) URL (or its card's), got {url!r}"
-            )
+            problems.append(f"url must be the agent's http(s) URL (or its card's), got {url!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ValueError(
-                f"RemoteA2AAgent: timeout must be a positive number of seconds, got {timeout!r}"
+            problems.append(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if name is not None and not _VALID_NAME.match(name):
+            problems.append(
+                f"name {name!r} must be 1-64 letters, digits, '_' or '-' (it names the agent's "
+                "tool and namespaces)"
             )
+        if problems:
+            raise AgentBuildError(name or url, problems)
         sent = dict(headers or {})
         if card is None:
             card = _exchange.read_card(url, sent, float(timeout))
@@ -124,7 +132,7 @@ class RemoteA2AAgent(BaseAgent):
 
     # -- the graph ---------------------------------------------------------------------------
 
-    def _compile(self) -> Any:
+    def _compile(self) -> CompiledGraph:
         graph = StateGraph({MESSAGES: KeyStrategy.APPEND}, private_keys=(_PENDING,))
         graph.add_node("send", self._send, self._asend)
         graph.add_node("ask", self._ask, self._aask)

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCall
 from graph_agent.a2a import RemoteA2AAgent, RemoteA2AError
-from graph_agent.errors import GraphAgentError
+from graph_agent.errors import AgentBuildError, GraphAgentError
 from graph_agent.events import CustomEvent, ToolEnd
 from tests.redis_servers import free_port
 
@@ -131,10 +131,15 @@ def test_as_a_tool_a_failed_task_is_the_tool_s_error_for_the_model(remote_url: s
 
 
 def test_bad_arguments_are_refused_at_once() -> None:
-    with pytest.raises(ValueError, match="url must be the agent's http"):
-        RemoteA2AAgent("travel.example.com")
-    with pytest.raises(ValueError, match="timeout must be a positive number"):
-        RemoteA2AAgent("http://127.0.0.1:1", timeout=0)
+    with pytest.raises(AgentBuildError) as raised:
+        RemoteA2AAgent("travel.example.com", timeout=0, name="my agent")
+    assert str(raised.value) == (
+        "cannot build agent 'my agent' (3 problems):\n"
+        "  - url must be the agent's http(s) URL (or its card's), got 'travel.example.com'\n"
+        "  - timeout must be a positive number of seconds, got 0\n"
+        "  - name 'my agent' must be 1-64 letters, digits, '_' or '-' (it names the agent's "
+        "tool and namespaces)"
+    )
 
 
 @pytest.fixture
