@@ -14,6 +14,7 @@ from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Message
 
 from ._a2a_handler import RunsRequestHandler
 from ._server import server_of
@@ -55,7 +56,10 @@ def rpc_endpoint() -> Callable[[Request], Awaitable[Response]]:
                 message=f"the request body is over {limit} bytes, the most this server reads"
             )
             return JSONResponse(build_error_response(None, error), 413)
-        request._body = body  # the dispatcher reads it as the request's body
-        return await dispatcher.handle_requests(request)
+
+        async def replay() -> Message:  # the body read, for the dispatcher to read again
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await dispatcher.handle_requests(Request(request.scope, replay))
 
     return endpoint
