@@ -18,12 +18,11 @@ from checkpoint import MemorySaver
 from graph_agent import ReactAgent, ScriptedChatModel
 from graph_agent.server import create_app
 from graph_agent.server._mcp import _sdk_missing
-from hooks import HumanInTheLoopHook
 from tests._needs import need_module, unavailable
 
 from .conftest import live_server
-from .served_kit import get_weather, refund
-from .test_sdk_client import asks
+from .served_kit import get_weather
+from .test_sdk_client import asks, refund_agent
 
 need_module("mcp", "the mcp extra: pip install 'graph-agent[mcp]' (make test)")
 if _sdk_missing() is not None:  # the SDK's server side as it is in 2.x
@@ -50,15 +49,18 @@ def weather_agent() -> ReactAgent:
     )
 
 
-def refund_agent() -> ReactAgent:
-    model = ScriptedChatModel([asks("refund", {"amount": 5}), "Refunded 5."])
-    return ReactAgent(
-        name="refunds",
-        model=model,
-        tools=[refund],
-        hooks=[HumanInTheLoopHook(["refund"])],
-        saver=MemorySaver(),
-    )
+class Approver:
+    """An elicitation callback that approves the refund and keeps what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        self.asked.append(params.message)
+        answer = json.dumps({"tool_call_id": "call_1", "decision": "approved"})
+        return ElicitResult(action="accept", content={"answer": answer})
 
 
 @pytest.fixture
@@ -163,14 +165,7 @@ def test_progress_comes_from_the_run_events(url: str) -> None:
 
 
 def test_an_interrupt_is_asked_of_the_client_and_its_answer_resumes_the_run(url: str) -> None:
-    from mcp_types import ElicitResult
-
-    asked: list[str] = []
-
-    async def elicit(context: Any, params: Any) -> ElicitResult:
-        asked.append(params.message)
-        answer = json.dumps({"tool_call_id": "call_1", "decision": "approved"})
-        return ElicitResult(action="accept", content={"answer": answer})
+    elicit = Approver()
 
     async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         from langgraph_sdk import get_client
@@ -186,8 +181,10 @@ def test_an_interrupt_is_asked_of_the_client_and_its_answer_resumes_the_run(url:
     assert result["_meta"]["run_id"] == runs[0]["run_id"]
     assert not result.get("isError")
     assert result["content"][0]["text"] == "Refunded 5."
-    assert len(asked) == 1 and asked[0].startswith("The agent refunds asks: ")
-    assert '"refund"' in asked[0]  # the interrupt's value: the tool call waiting for approval
+    assert len(elicit.asked) == 1 and elicit.asked[0].startswith("The agent refunds asks: ")
+    assert (
+        '"refund"' in elicit.asked[0]
+    )  # the interrupt's value: the tool call waiting for approval
 
 
 def test_a_client_that_cannot_be_asked_gets_an_error_naming_the_waiting_thread(

@@ -6,7 +6,6 @@ a ``request_state`` the server did not send refused as an error result."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 from graph_agent.server import create_app
 
 from .conftest import live_server
-from .test_mcp_served import TOKEN, refund_agent, weather_agent
+from .test_mcp_served import TOKEN, Approver, refund_agent, weather_agent
 
 MODERN = "2026-07-28"
 
@@ -55,14 +54,7 @@ def test_a_call_and_a_follow_up_on_its_thread(url: str) -> None:
 
 
 def test_an_interrupt_is_an_input_required_result_answered_by_the_retry(url: str) -> None:
-    from mcp_types import ElicitResult
-
-    asked: list[str] = []
-
-    async def elicit(context: Any, params: Any) -> ElicitResult:
-        asked.append(params.message)
-        answer = json.dumps({"tool_call_id": "call_1", "decision": "approved"})
-        return ElicitResult(action="accept", content={"answer": answer})
+    elicit = Approver()
 
     async def scenario() -> Any:
         async with modern(url, elicitation_callback=elicit) as client:
@@ -71,7 +63,7 @@ def test_an_interrupt_is_an_input_required_result_answered_by_the_retry(url: str
     result = asyncio.run(scenario())
     assert not result.is_error
     assert result.content[0].text == "Refunded 5."
-    assert len(asked) == 1 and asked[0].startswith("The agent refunds asks: ")
+    assert len(elicit.asked) == 1 and elicit.asked[0].startswith("The agent refunds asks: ")
 
 
 def test_a_declined_question_leaves_the_thread_waiting(url: str) -> None:
