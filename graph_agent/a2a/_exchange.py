@@ -333,8 +333,8 @@ class _Run:
             raise RemoteA2AError(f"{task} {self.state}{said}", url=url, state=self.state)
         if self.state == _AUTH:
             raise RemoteA2AError(
-                f"{task} asks for credentials (auth-required){said}; give them with "
-                "headers= when the agent is made",
+                f"{task} asks for credentials (auth-required){said} (give them with "
+                "headers= when the agent is made)",
                 url=url,
                 state=self.state,
             )

@@ -4,6 +4,8 @@ routes, request handler and task store) and served by uvicorn on a free loopback
 What it does, by the text it is sent:
 
 - ``fail ...``: the task fails, its status message saying why;
+- ``quick ...``: a message (no task) answers ``Quick: <text>``;
+- ``auth ...``: the task asks for credentials (``auth-required``);
 - ``wait ...``: the task works until a client cancels it;
 - ``book ...``: the task asks ``Which city?`` (``input-required``); the next message on that
   task completes it with ``Booked for <answer> (task <id>)``;
@@ -56,6 +58,13 @@ class Scripted(AgentExecutor):
         assert context.message is not None
         text = context.get_user_input()
         task = context.current_task
+        if task is None and text.startswith("quick"):  # an answer without a task
+            await event_queue.enqueue_event(
+                new_text_message(
+                    f"Quick: {text}", role=Role.ROLE_AGENT, context_id=context.context_id
+                )
+            )
+            return
         if task is None:
             task = new_task_from_user_message(context.message)
             await event_queue.enqueue_event(task)
@@ -67,6 +76,8 @@ class Scripted(AgentExecutor):
         await updater.start_work()
         if text.startswith("fail"):
             await updater.failed(self._said(updater, "the flight API is down"))
+        elif text.startswith("auth"):
+            await updater.requires_auth(self._said(updater, "Sign in at the portal first."))
         elif text.startswith("wait"):
             await asyncio.Event().wait()  # until the task is cancelled
         elif text.startswith("book"):

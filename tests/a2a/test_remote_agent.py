@@ -140,3 +140,10 @@ def test_two_remote_agents_called_at_once_each_keep_their_context(remote_url: st
     second = tool_results(list(agent.stream_events("again", thread)))
     assert sorted(first) == ["Echo: x (turn 1)", "Echo: y (turn 1)"]
     assert sorted(second) == ["Echo: x (turn 2)", "Echo: y (turn 2)"]
+
+
+def test_a_remote_that_answers_with_a_message_and_no_task(remote_url: str) -> None:
+    remote = RemoteA2AAgent(remote_url)
+    thread = {"thread_id": "quick"}
+    assert remote.call("quick one", thread).text == "Quick: quick one"
+    assert "".join(remote.stream_messages("quick two", thread)) == "Quick: quick two"

@@ -218,3 +218,15 @@ def test_cancelling_our_run_cancels_the_remote_task() -> None:
 
         seen = asyncio.run(main())
         assert executor.canceled == [seen[-1]]
+
+
+def test_a_task_that_asks_for_credentials_says_how_to_give_them(remote_url: str) -> None:
+    remote = RemoteA2AAgent(remote_url)
+    with pytest.raises(RemoteA2AError) as raised:
+        remote.call("auth me")
+    message = str(raised.value)
+    assert message.endswith(
+        " asks for credentials (auth-required): Sign in at the portal first. (give them with "
+        "headers= when the agent is made)"
+    ), message
+    assert raised.value.state == "auth-required"
