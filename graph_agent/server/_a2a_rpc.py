@@ -5,10 +5,11 @@ answers from the runs of the agent the path names."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 
 from a2a.server.context import ServerCallContext
-from a2a.server.jsonrpc_models import InvalidRequestError
+from a2a.server.jsonrpc_models import InvalidRequestError, JSONParseError
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
@@ -56,6 +57,11 @@ def rpc_endpoint() -> Callable[[Request], Awaitable[Response]]:
                 message=f"the request body is over {limit} bytes, the most this server reads"
             )
             return JSONResponse(build_error_response(None, error), 413)
+        try:
+            json.loads(body)
+        except ValueError as bad:  # not UTF-8 either: the SDK would call it its own fault
+            parse = JSONParseError(message=f"the request body is not JSON: {bad}")
+            return JSONResponse(build_error_response(None, parse))
 
         async def replay() -> Message:  # the body read, for the dispatcher to read again
             return {"type": "http.request", "body": body, "more_body": False}

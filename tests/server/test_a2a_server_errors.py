@@ -57,6 +57,13 @@ def test_what_is_not_json_rpc_is_a_protocol_error(url: str) -> None:
         headers={**V1, "Content-Type": "application/json"},
     )
     assert error_of(not_json)["code"] == -32700
+    not_utf8 = httpx.post(
+        f"{url}/a2a/weather",
+        content=b'{"a": "\xff"}',
+        headers={**V1, "Content-Type": "application/json"},
+    )
+    assert error_of(not_utf8)["code"] == -32700
+    assert "not JSON" in error_of(not_utf8)["message"]
     assert error_of(call(url, [rpc("GetTask", {"id": "x"})]))["code"] == -32600  # a batch
     wrong_version = {**rpc("GetTask", {"id": "x"}), "jsonrpc": "1.0"}
     assert "2.0" in error_of(call(url, wrong_version))["message"]
