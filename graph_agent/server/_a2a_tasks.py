@@ -38,8 +38,10 @@ from ._wire_messages import to_jsonable
 from ._wire_state import values_to_wire
 
 __all__ = [
+    "TERMINAL",
     "TaskRuns",
     "build_task",
+    "chains",
     "data_part",
     "follow_task",
     "is_answer",
