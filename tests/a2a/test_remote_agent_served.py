@@ -40,3 +40,25 @@ def test_a_remote_question_is_answered_over_our_server(remote_url: str) -> None:
         assert tool_answer["content"] == f"Booked for Quito (task {pause['value']['task_id']})"
         assert answer["content"] == "Booked it for you."
         assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_the_remote_s_streamed_answer_and_events_reach_our_server_s_stream(
+    remote_url: str,
+) -> None:
+    """Served itself, the remote agent streams through our server: its answer's pieces as
+    message chunks, its task's events as custom events."""
+    app = create_app({"travel": RemoteA2AAgent(remote_url)})
+    with served(lambda url: app) as base, get_sync_client(url=base) as client:
+        thread = client.threads.create()["thread_id"]
+        said = {"messages": [{"role": "user", "content": "hello"}]}
+        parts = list(
+            client.runs.stream(
+                thread, "travel", input=said, stream_mode=["messages-tuple", "custom"]
+            )
+        )
+    chunks = [p.data[0]["content"] for p in parts if p.event == "messages"]
+    assert chunks == ["Echo: ", "hello (turn 1)"]
+    states = [
+        p.data["a2a"]["state"] for p in parts if p.event == "custom" and "state" in p.data["a2a"]
+    ]
+    assert states == ["submitted", "working", "completed"]
