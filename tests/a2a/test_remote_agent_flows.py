@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
+from checkpoint import SqliteSaver
 from graph_agent import (
     AssistantMessage,
     Command,
@@ -140,3 +142,18 @@ def test_as_a_supervisor_s_agent_the_history_is_sent_once_then_the_context_holds
         "Echo: I go to Rome\nfind a hotel (turn 1)",
         "Echo: cheaper (turn 2)",
     ]
+
+
+def test_a_remote_question_is_answered_by_another_instance_on_a_durable_saver(
+    remote_url: str, tmp_path: Path
+) -> None:
+    """The pause and the remote task it waits on are in the checkpoints: another process
+    (here another agent on the same SQLite file) answers it."""
+    thread = {"thread_id": "durable"}
+    with SqliteSaver(str(tmp_path / "threads.sqlite")) as saver:
+        RemoteA2AAgent(remote_url, saver=saver).invoke("book it", thread)
+    with SqliteSaver(str(tmp_path / "threads.sqlite")) as saver:
+        later = RemoteA2AAgent(remote_url, saver=saver)
+        (pause,) = later.get_state(thread).interrupts
+        answer = later.call(Command(resume="Cusco"), thread)
+    assert answer.text == f"Booked for Cusco (task {question(pause)['task_id']})"
