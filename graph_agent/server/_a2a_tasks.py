@@ -161,6 +161,24 @@ def _message(task: TaskRuns, number: str, role: Role, parts: list[Part]) -> Mess
     )
 
 
+def _question(value: Any) -> str:
+    """An interrupt's question as text, for a client that reads text only: the value when it
+    is text, its ``question`` or ``description``, or the descriptions of the tool calls an
+    approval asks about (``HumanInTheLoopHook``'s ``action_requests``); else nothing."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        return ""
+    for key in ("question", "description"):
+        if isinstance(value.get(key), str):
+            return str(value[key])
+    asked = value.get("action_requests")
+    if isinstance(asked, list):
+        said = [a.get("description") for a in asked if isinstance(a, Mapping)]
+        return "\n\n".join(d for d in said if isinstance(d, str))
+    return ""
+
+
 def _status_message(task: TaskRuns, state: TaskState) -> Message | None:
     """What the agent says with the task's state: the question of an ``input-required``
     task (each pending interrupt: its text, and its id and value as data), why it failed."""
@@ -170,8 +188,9 @@ def _status_message(task: TaskRuns, state: TaskState) -> Message | None:
         assert snapshot is not None
         parts = []
         for pause in snapshot.interrupts:
-            if isinstance(pause.value, str):
-                parts.append(Part(text=pause.value))
+            asked = _question(pause.value)
+            if asked:
+                parts.append(Part(text=asked))
             parts.append(data_part({"id": pause.id, "value": pause.value}))
         return _message(task, f"{head.run_id}-input", Role.ROLE_AGENT, parts)
     if state == TaskState.TASK_STATE_FAILED:

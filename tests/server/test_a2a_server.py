@@ -235,6 +235,8 @@ def test_an_interrupt_is_input_required_and_the_next_message_answers_it(url: str
     assert paused.status.state == S.TASK_STATE_INPUT_REQUIRED
     [question] = get_data_parts(paused.status.message.parts)
     assert question["value"]["tool_calls"][0]["name"] == "refund"
+    asked = paused.status.message.parts[0].text  # for a client that reads text only
+    assert asked.startswith("Tool execution requires approval") and "refund" in asked
     assert done.id == paused.id and done.context_id == paused.context_id
     assert done.status.state == S.TASK_STATE_COMPLETED
     assert text_of(done) == "Refunded 5."
@@ -350,6 +352,7 @@ def test_a_graph_takes_a_data_part_and_streams_its_interrupt(url: str) -> None:
     assert paused.state == S.TASK_STATE_INPUT_REQUIRED
     [question] = get_data_parts(paused.message.parts)
     assert question["value"] == {"question": "what is your name, Dr?"}
+    assert paused.message.parts[0].text == "what is your name, Dr?"
     assert answered[0].task.id == asked[0].task.id
     assert answered[-1].status_update.status.state == S.TASK_STATE_COMPLETED
     [values] = get_data_parts(answered[-2].artifact_update.artifact.parts)
