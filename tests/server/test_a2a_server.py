@@ -357,3 +357,26 @@ def test_a_graph_takes_a_data_part_and_streams_its_interrupt(url: str) -> None:
     assert answered[-1].status_update.status.state == S.TASK_STATE_COMPLETED
     [values] = get_data_parts(answered[-2].artifact_update.artifact.parts)
     assert values == {"title": "Dr", "greeting": "hello, Dr Ada"}
+
+
+def test_a_task_started_over_a2a_is_cancelled_over_the_agent_protocol(url: str, gate: Gate) -> None:
+    gate.close()
+
+    async def start() -> Task:
+        async with a2a(url, "held") as client:
+            [started] = await send(client, says("stop me"), now=True)
+            return started.task
+
+    async def read(task_id: str) -> Task:
+        async with a2a(url, "held") as client:
+            return await client.get_task(GetTaskRequest(id=task_id))
+
+    started = asyncio.run(start())
+    client = get_sync_client(url=url)
+    try:
+        client.runs.cancel(started.context_id, started.id, wait=True)
+    finally:
+        client.close()
+    task = asyncio.run(read(started.id))
+    assert started.status.state == S.TASK_STATE_WORKING
+    assert task.status.state == S.TASK_STATE_CANCELED
