@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
-from a2a.helpers.proto_helpers import get_data_parts
+from a2a.helpers.proto_helpers import get_data_parts, new_data_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
     Artifact,
@@ -154,15 +154,20 @@ def parse_card(content: bytes | str | Mapping[str, Any], url: str, where: str) -
 
 
 def message(parts: Sequence[str | Any], context_id: str | None, task_id: str | None) -> Message:
-    """A user message of text parts (a ``str``) and data parts (anything else, as JSON)."""
+    """A user message of text parts (a ``str``) and data parts (anything else: a JSON value,
+    sent as it is)."""
     sent = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
     for part in parts:
         if isinstance(part, str):
             sent.parts.append(Part(text=part))
         else:
-            made = Part()
-            made.data.update(part if isinstance(part, Mapping) else {"value": part})
-            sent.parts.append(made)
+            try:  # a protobuf Value holds any JSON value: a dict, a list, a str, a number
+                sent.parts.append(new_data_part(part))
+            except Exception as error:  # protobuf's ParseError, or a TypeError
+                raise TypeError(
+                    f"an answer sent to a remote A2A agent must be a str or JSON data (dict, "
+                    f"list, number, bool, None), got {type(part).__name__}: {error}"
+                ) from None
     if context_id:
         sent.context_id = context_id
     if task_id:

@@ -47,3 +47,27 @@ def test_our_served_agent_called_over_a2a_answers_follows_up_and_asks() -> None:
         assert remote.call(Command(resume="Paris"), thread).text == "Booked for Paris."
         tool_results = [m.text for m in model.prompts[3].messages if m.message_type == "tool"]
         assert tool_results == ["city: Paris"]
+
+
+@tool(description="Asks for the dates")
+def dates() -> str:
+    answer = interrupt("Which dates?")
+    return f"dates: {answer['from']} to {answer['to']} ({type(answer).__name__})"
+
+
+def test_a_structured_answer_reaches_the_served_agent_as_sent() -> None:
+    """An answer that is JSON data (a dict, a list, a number) goes as an A2A data part and
+    reaches the served agent's ``interrupt()`` as the same value, not wrapped."""
+    asking = AssistantMessage("", tool_calls=[ToolCall(id="c1", name="dates", arguments="{}")])
+    model = ScriptedChatModel([asking, "Noted."])
+    desk = ReactAgent(name="desk", model=model, tools=[dates])
+    app = create_app({"desk": desk})
+    with served(lambda url: app) as base:
+        remote = RemoteA2AAgent(f"{base}/a2a/desk")
+        thread = {"thread_id": "caller"}
+        remote.invoke("book", thread)
+        assert (
+            remote.call(Command(resume={"from": "May 1", "to": "May 3"}), thread).text == "Noted."
+        )
+        tool_results = [m.text for m in model.prompts[1].messages if m.message_type == "tool"]
+        assert tool_results == ["dates: May 1 to May 3 (dict)"]
