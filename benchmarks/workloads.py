@@ -38,6 +38,7 @@ import long_threads
 import memory_search
 import multi_agent
 import progress
+import protocols
 import serving
 import stream_parse  # benchmarks/ is on sys.path when run.py runs a workload
 import tracing
@@ -384,6 +385,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "W14": multi_agent.w14_multi_agent,
     "W15": serving.w15_serving,
     "W16": workers.w16_workers,
+    "W18": protocols.w18_protocols,
     "W12": lambda: concurrency.w12_many_conversations(SIZES["w12_conversations"], make_react, emit),
     "W17": lambda: memory_search.w17_store(SIZES["w17_items"], emit),
     "W17C": lambda: context_editing.w17_context_editing(

@@ -1,0 +1,198 @@
+"""W18's client: one served agent run over every protocol the server speaks, in its own
+process (benchmarks/protocols.py starts it).
+
+    python benchmarks/protocols_client.py --url URL --server-pid PID --runs 100 --trials 3
+
+The agent is W15's ``bench`` (K = 2: five steps, two tool calls). Per protocol, ``--runs``
+sequential runs per trial, each on a new thread, the answer of each checked:
+
+- ``ap_wait``, ``ap_stream``: the Agent Protocol, ``langgraph-sdk``'s ``runs.wait`` and
+  ``runs.stream`` (W15's stream modes) on threads created before the timed loop;
+- ``a2a_send``, ``a2a_stream``: A2A 1.0, ``a2a-sdk``'s client, a blocking ``SendMessage`` and
+  a streamed one, each a new task in a new context;
+- ``mcp_call``: MCP, the official client's ``call_tool`` over streamable HTTP, one session;
+- ``agui``: AG-UI 1.0, ``POST /ag-ui/bench`` with a ``RunAgentInput`` on a new thread, its SSE
+  read to the end (httpx; every event counted).
+
+The protocols take turns within a trial (the order rotates from trial to trial, so the
+machine's drift falls on all alike); the median trial of each is reported: wall time per run,
+the server's CPU time per run (its ``/proc`` counters, less what it burns idle over the
+same wall time) and, for streams, the events a run sends. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import httpx
+from serving_client import cpu_seconds, idle_cpu_share, make_client, median, one_stream, one_wait
+
+ANSWER = "final answer after 2 tool calls"
+WARMUP = 5
+
+
+@asynccontextmanager
+async def a2a_clients(url: str) -> AsyncIterator[tuple[Any, Any]]:
+    from a2a.client import ClientConfig, create_client
+
+    async with httpx.AsyncClient(timeout=60) as http:
+        plain = await create_client(f"{url}/a2a/bench", ClientConfig(httpx_client=http))
+        streaming = await create_client(
+            f"{url}/a2a/bench", ClientConfig(httpx_client=http, streaming=True)
+        )
+        try:
+            yield plain, streaming
+        finally:
+            await plain.close()
+            await streaming.close()
+
+
+async def a2a_run(client: Any) -> int:
+    """One A2A message to a new context; the number of responses the client yielded."""
+    from a2a.types import Message, Part, Role, SendMessageRequest
+
+    message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text="go")])
+    responses = [r async for r in client.send_message(SendMessageRequest(message=message))]
+    last = responses[-1]
+    task = last.task if last.HasField("task") else None
+    text = "".join(p.text for a in task.artifacts for p in a.parts) if task is not None else None
+    if text is None:  # a stream ends with the task's last update: read the task whole
+        from a2a.types import GetTaskRequest
+
+        task_id = next(r.status_update.task_id for r in responses if r.HasField("status_update"))
+        task = await client.get_task(GetTaskRequest(id=task_id))
+        text = "".join(p.text for a in task.artifacts for p in a.parts)
+    assert text == ANSWER, responses
+    return len(responses)
+
+
+@asynccontextmanager
+async def mcp_session(url: str) -> AsyncIterator[Any]:
+    from mcp import ClientSession
+
+    from graph_agent.mcp import _sdk
+
+    async with (
+        _sdk.http_streams(f"{url}/mcp", None) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def mcp_run(session: Any) -> int:
+    result = await session.call_tool("bench", {"message": "go"})
+    assert not result.is_error and result.content[0].text == ANSWER, result
+    return 1
+
+
+async def agui_run(http: httpx.AsyncClient, url: str) -> int:
+    """One AG-UI run on a new thread, its SSE read to the end; the events it sent."""
+    body = {
+        "threadId": uuid.uuid4().hex,
+        "runId": uuid.uuid4().hex,
+        "state": {},
+        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": "go"}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    events, kinds, text = 0, set(), []
+    async with http.stream("POST", f"{url}/ag-ui/bench", json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            event = json.loads(line[5:])
+            events += 1
+            kinds.add(event["type"])
+            if event["type"] == "TEXT_MESSAGE_CONTENT":
+                text.append(event["delta"])
+            assert event["type"] != "RUN_ERROR", event
+    assert "RUN_FINISHED" in kinds and "".join(text).endswith(ANSWER), (kinds, text)
+    return events
+
+
+async def phase(args: argparse.Namespace) -> dict[str, Any]:
+    async with AsyncExitStack() as stack:
+        ap = await stack.enter_async_context(make_client(args.url, 16))
+        a2a_plain, a2a_streaming = await stack.enter_async_context(a2a_clients(args.url))
+        mcp = await stack.enter_async_context(mcp_session(args.url))
+        http = await stack.enter_async_context(httpx.AsyncClient(timeout=60))
+        threads: list[str] = []
+
+        async def ap_wait() -> int:
+            await one_wait(ap, threads.pop(), "bench", ANSWER)
+            return 1
+
+        async def ap_stream() -> int:
+            events, _ = await one_stream(ap, threads.pop(), "bench", ANSWER)
+            return events
+
+        runs: dict[str, Callable[[], Awaitable[int]]] = {
+            "ap_wait": ap_wait,
+            "ap_stream": ap_stream,
+            "a2a_send": lambda: a2a_run(a2a_plain),
+            "a2a_stream": lambda: a2a_run(a2a_streaming),
+            "mcp_call": lambda: mcp_run(mcp),
+            "agui": lambda: agui_run(http, args.url),
+        }
+        only = [name for name in args.only.split(",") if name] or list(runs)
+        runs = {name: runs[name] for name in only}
+
+        async def fresh_threads(n: int) -> None:
+            threads.extend([(await ap.threads.create())["thread_id"] for _ in range(n)])
+
+        await fresh_threads(2 * WARMUP)
+        for run in runs.values():
+            for _ in range(WARMUP):
+                await run()
+        idle_before = await idle_cpu_share(args.server_pid)
+        wall: dict[str, list[float]] = {name: [] for name in runs}
+        cpu: dict[str, list[float]] = {name: [] for name in runs}
+        events: dict[str, int] = {}
+        names = list(runs)
+        for trial in range(args.trials):
+            shift = trial % len(names)
+            for name in names[shift:] + names[:shift]:
+                if name.startswith("ap_"):
+                    await fresh_threads(args.runs)  # untimed, as W15
+                c0, t0 = cpu_seconds(args.server_pid), time.perf_counter()
+                for _ in range(args.runs):
+                    events[name] = await runs[name]()
+                wall[name].append((time.perf_counter() - t0) / args.runs)
+                cpu[name].append((cpu_seconds(args.server_pid) - c0) / args.runs)
+        idle_after = await idle_cpu_share(args.server_pid)
+    idle = (idle_before + idle_after) / 2
+    out: dict[str, Any] = {"runs": args.runs, "trials": args.trials, "idle_cpu_share": idle}
+    for name in runs:
+        busy = [c - idle * w for c, w in zip(cpu[name], wall[name])]
+        out[name] = {
+            "wall_us": round(median(wall[name]) * 1e6, 1),
+            "server_cpu_us": round(median(busy) * 1e6, 1),
+            "events_per_run": events[name],
+        }
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--server-pid", type=int, required=True)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--only", default="", help="comma-separated protocols (default: all)")
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(phase(args))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
