@@ -430,3 +430,24 @@ def test_a_front_end_tool_may_not_take_the_name_of_the_agent_s_own() -> None:
         response = httpx.post(f"{base}/ag-ui/weather", json=body, timeout=10)
     assert response.status_code == 422
     assert "has a tool of that name already" in response.json()["detail"]
+
+
+def test_a_client_that_leaves_mid_run_cancels_it() -> None:
+    import time
+
+    from .gate_kit import TIMEOUT
+    from .gate_kit import served as gated
+
+    with gated() as held:
+        held.gate.close()
+        thread = str(uuid.uuid4())
+        body = run_input(thread, [user("wait")])
+        with httpx.stream("POST", f"{held.url}/ag-ui/held", json=body, timeout=30) as response:
+            first = next(line for line in response.iter_lines() if line.startswith("data: "))
+            run_id = EVENTS.validate_json(first[len("data: ") :]).run_id
+            held.gate.wait_entered(1)
+        # the stream is closed: CopilotKit's Stop
+        deadline = time.monotonic() + TIMEOUT
+        while held.run(thread, run_id)["status"] != "interrupted":
+            assert time.monotonic() < deadline, held.run(thread, run_id)
+            time.sleep(0.01)
