@@ -451,3 +451,12 @@ def test_a_client_that_leaves_mid_run_cancels_it() -> None:
         while held.run(thread, run_id)["status"] != "interrupted":
             assert time.monotonic() < deadline, held.run(thread, run_id)
             time.sleep(0.01)
+
+
+def test_a_thread_started_over_the_agent_protocol_goes_on_over_ag_ui(url: str) -> None:
+    with get_sync_client(url=url) as client:
+        thread = client.threads.create()["thread_id"]
+        client.runs.wait(thread, "chat", input={"messages": [{"role": "user", "content": "hi"}]})
+    events = ag_ui(url, "chat", run_input(thread, [user("again")]))
+    snapshot = next(e for e in events if e.type == EventType.MESSAGES_SNAPSHOT)
+    assert [m.content for m in snapshot.messages] == ["hi", "Hello there!", "again", "Again?"]
