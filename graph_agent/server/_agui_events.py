@@ -8,6 +8,7 @@ into AG-UI events, and, once the run ended, into its last ones (the messages sna
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
@@ -140,16 +141,14 @@ def agui_messages(messages: Sequence[Any], thread_id: str) -> list[Message]:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def agui_interrupts(pending: Sequence[OurInterrupt], thread_id: str) -> list[Interrupt]:
     """The thread's pauses as AG-UI interrupts: ``reason`` is ``"tool_approval"`` for a
-    ``HumanInTheLoopHook``'s request (with the first call it holds back), else ``"input"``; the
-    pause's own value is in ``metadata["value"]``, answered by a resume entry's
-    ``payload``."""
+    ``HumanInTheLoopHook``'s request (with the first call it holds back), ``"client_tool"``
+    for a front-end tool's call (with that call), else ``"input"``; the pause's own value is
+    in ``metadata["value"]``, answered by a resume entry's ``payload``."""
     out = []
     for pause in pending:
         value = to_jsonable(pause.value, thread_id=thread_id)
