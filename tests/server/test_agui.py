@@ -460,3 +460,11 @@ def test_a_thread_started_over_the_agent_protocol_goes_on_over_ag_ui(url: str) -
     events = ag_ui(url, "chat", run_input(thread, [user("again")]))
     snapshot = next(e for e in events if e.type == EventType.MESSAGES_SNAPSHOT)
     assert [m.content for m in snapshot.messages] == ["hi", "Hello there!", "again", "Again?"]
+
+
+def test_a_thread_of_another_assistant_is_a_409(url: str) -> None:
+    thread = str(uuid.uuid4())
+    ag_ui(url, "chat", run_input(thread, [user("hi")]))
+    response = httpx.post(f"{url}/ag-ui/weather", json=run_input(thread, [user("x")]), timeout=10)
+    assert response.status_code == 409
+    assert "belongs to 'chat'" in response.json()["detail"]
