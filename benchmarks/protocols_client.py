@@ -6,8 +6,9 @@ process (benchmarks/protocols.py starts it).
 The agent is W15's ``bench`` (K = 2: five steps, two tool calls). Per protocol, ``--runs``
 sequential runs per trial, each on a new thread, the answer of each checked:
 
-- ``ap_wait``, ``ap_stream``: the Agent Protocol, ``langgraph-sdk``'s ``runs.wait`` and
-  ``runs.stream`` (W15's stream modes) on threads created before the timed loop;
+- ``ap_wait``, ``ap_stream``: the Agent Protocol, ``langgraph-sdk``'s ``threads.create`` then
+  ``runs.wait`` or ``runs.stream`` (W15's stream modes), both timed: the other protocols make
+  the run's thread in their one call;
 - ``a2a_send``, ``a2a_stream``: A2A 1.0, ``a2a-sdk``'s client, a blocking ``SendMessage`` and
   a streamed one, each a new task in a new context;
 - ``mcp_call``: MCP, the official client's ``call_tool`` over streamable HTTP, one session;
@@ -43,7 +44,9 @@ async def a2a_clients(url: str) -> AsyncIterator[tuple[Any, Any]]:
     from a2a.client import ClientConfig, create_client
 
     async with httpx.AsyncClient(timeout=60) as http:
-        plain = await create_client(f"{url}/a2a/bench", ClientConfig(httpx_client=http))
+        plain = await create_client(
+            f"{url}/a2a/bench", ClientConfig(httpx_client=http, streaming=False)
+        )
         streaming = await create_client(
             f"{url}/a2a/bench", ClientConfig(httpx_client=http, streaming=True)
         )
@@ -126,14 +129,16 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
         a2a_plain, a2a_streaming = await stack.enter_async_context(a2a_clients(args.url))
         mcp = await stack.enter_async_context(mcp_session(args.url))
         http = await stack.enter_async_context(httpx.AsyncClient(timeout=60))
-        threads: list[str] = []
 
+        # a thread made in the timed run, as the other protocols make theirs in their call
         async def ap_wait() -> int:
-            await one_wait(ap, threads.pop(), "bench", ANSWER)
+            thread = (await ap.threads.create())["thread_id"]
+            await one_wait(ap, thread, "bench", ANSWER)
             return 1
 
         async def ap_stream() -> int:
-            events, _ = await one_stream(ap, threads.pop(), "bench", ANSWER)
+            thread = (await ap.threads.create())["thread_id"]
+            events, _ = await one_stream(ap, thread, "bench", ANSWER)
             return events
 
         runs: dict[str, Callable[[], Awaitable[int]]] = {
@@ -147,10 +152,6 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
         only = [name for name in args.only.split(",") if name] or list(runs)
         runs = {name: runs[name] for name in only}
 
-        async def fresh_threads(n: int) -> None:
-            threads.extend([(await ap.threads.create())["thread_id"] for _ in range(n)])
-
-        await fresh_threads(2 * WARMUP)
         for run in runs.values():
             for _ in range(WARMUP):
                 await run()
@@ -162,8 +163,6 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
         for trial in range(args.trials):
             shift = trial % len(names)
             for name in names[shift:] + names[:shift]:
-                if name.startswith("ap_"):
-                    await fresh_threads(args.runs)  # untimed, as W15
                 c0, t0 = cpu_seconds(args.server_pid), time.perf_counter()
                 for _ in range(args.runs):
                     events[name] = await runs[name]()
