@@ -47,7 +47,7 @@ def _modules_server(peer_python: str) -> list[str] | None:
 
 
 EXTRA = {"W7", "W8", "W11", "W14"}  # workloads whose LangGraph side is benchmarks/peer_extra.py
-OURS_ONLY = {"W4D", "W12", "W16"}  # workloads LangGraph does not run here (see their modules)
+OURS_ONLY = {"W4D", "W12", "W16", "W18"}  # workloads LangGraph does not run here (see their modules)
 SERVING = {"W15"}  # the Agent Protocol server; LangGraph's side: benchmarks/peer_serving.py
 MEMORY = {"W17"}  # a store's semantic search; LangGraph's side: benchmarks/peer_memory.py
 # ours runs W6 at widths 8, 64 and 256; LangGraph's 64 and 256 are peer_extra.py's W6W

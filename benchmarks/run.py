@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="graph-agent benchmarks (benchmarks/WORKLOADS.md)")
     parser.add_argument(
         "--only",
-        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14,W16,W17",
+        default="W1,W2,W3,W4,W4D,W5,W6,W7,W8,W9,W10,W11,W12,W13,W14,W16,W17,W18",
         help="comma-separated workloads",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the suite runs")
