@@ -1,4 +1,5 @@
-"""Without the optional extras (``mcp``, ``otel``, ``hiredis``, ``server``, ``queue``) the
+"""Without the optional extras (``mcp``, ``otel``, ``hiredis``, ``server``, ``queue``,
+``vectors``, ``a2a``, ``agui``) the
 package imports and runs, the core tests pass, and importing what needs an extra says which
 one to install."""
 
@@ -19,7 +20,8 @@ WITHOUT_EXTRAS = textwrap.dedent(
 
     class _NotInstalled:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn", "docket"):
+            if name.split(".")[0] in ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn", "docket",
+                                      "numpy", "a2a", "ag_ui"):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -45,7 +47,8 @@ def test_the_package_imports_and_runs_without_the_extras():
         from graph_agent import ReactAgent, ScriptedChatModel
         agent = ReactAgent.builder().name("a").model(ScriptedChatModel(["hi"])).build()
         assert agent.call("hello").text == "hi"
-        extras = ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn", "docket")
+        extras = ("mcp", "opentelemetry", "hiredis", "starlette", "uvicorn", "docket", "numpy",
+                  "a2a", "ag_ui")
         assert not [m for m in sys.modules if m.split(".")[0] in extras]
         """
     )
@@ -58,6 +61,7 @@ def test_a_missing_extra_says_what_to_install():
         ("graph_agent.mcp", "mcp"),
         ("graph_agent.server", "server"),
         ("graph_agent.runs.queue", "queue"),
+        ("graph_agent.a2a", "a2a"),
     ):
         done = _run(f"import {module}")
         assert done.returncode == 1
@@ -102,6 +106,16 @@ def test_core_tests_pass_without_the_extras():
         "tests/graph/test_events.py",
         "tests/agent/test_running.py",
         "tests/events/test_log.py",
+    )
+
+
+def test_a_store_searches_by_meaning_without_numpy():
+    """Without the ``vectors`` extra a store's index scores in plain Python, same results."""
+    _pytest(
+        "tests/checkpoint/test_store_index.py",
+        "-k",
+        "memory and not plain-python",
+        before="from checkpoint.store import _vectors; assert not _vectors.HAVE_NUMPY",
     )
 
 
