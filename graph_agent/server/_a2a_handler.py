@@ -48,12 +48,12 @@ from a2a.utils.errors import (
 )
 
 from ..runs import Run
+from ._a2a_stream import follow_task
 from ._a2a_tasks import (
     TERMINAL,
     TaskRuns,
     build_task,
     chains,
-    follow_task,
     part_data,
     task_runs,
     task_state,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -23,31 +23,32 @@ from a2a.types import (
     Part,
     Role,
     Task,
-    TaskArtifactUpdateEvent,
     TaskState,
     TaskStatus,
-    TaskStatusUpdateEvent,
 )
 
-from ..events import ModelEnd
 from ..graph import RunnableConfig, StateSnapshot
 from ..messages import AssistantMessage, UserMessage
-from ..runs import EVENT, Run
+from ..runs import Run
 from ._server import Served, Server
 from ._wire_messages import to_jsonable
 from ._wire_state import values_to_wire
 
 __all__ = [
+    "RESULT_ARTIFACT",
     "TERMINAL",
     "TaskRuns",
     "build_task",
     "chains",
     "data_part",
-    "follow_task",
     "is_answer",
     "part_data",
+    "result_artifact",
+    "snapshot_of",
+    "task_message",
     "task_runs",
     "task_state",
+    "task_status",
 ]
 
 TERMINAL = frozenset(
@@ -108,7 +109,8 @@ async def task_runs(server: Server, task_id: str, served: Served) -> TaskRuns | 
     return TaskRuns([run])
 
 
-def _snapshot(run: Run) -> StateSnapshot | None:
+def snapshot_of(run: Run) -> StateSnapshot | None:
+    """The thread's state the ended ``run`` left (``None`` while it runs)."""
     return run.output if isinstance(run.output, StateSnapshot) else None
 
 
@@ -123,7 +125,7 @@ def task_state(head: Run) -> TaskState:
         return TaskState.TASK_STATE_CANCELED
     if head.status in ("error", "timeout"):
         return TaskState.TASK_STATE_FAILED
-    snapshot = _snapshot(head)
+    snapshot = snapshot_of(head)
     if snapshot is not None and snapshot.interrupts:
         return TaskState.TASK_STATE_INPUT_REQUIRED
     return TaskState.TASK_STATE_COMPLETED
@@ -151,7 +153,8 @@ def data_part(value: Any) -> Part:
     return new_data_part(to_jsonable(value))
 
 
-def _message(task: TaskRuns, number: str, role: Role, parts: list[Part]) -> Message:
+def task_message(task: TaskRuns, number: str, role: Role, parts: list[Part]) -> Message:
+    """A message of ``task``'s, its id made of the task's and ``number``."""
     return Message(
         message_id=f"{task.task_id}-{number}",
         context_id=task.context_id,
@@ -179,12 +182,12 @@ def _question(value: Any) -> str:
     return ""
 
 
-def _status_message(task: TaskRuns, state: TaskState) -> Message | None:
+def _status_said(task: TaskRuns, state: TaskState) -> Message | None:
     """What the agent says with the task's state: the question of an ``input-required``
     task (each pending interrupt: its text, and its id and value as data), why it failed."""
     head = task.head
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
-        snapshot = _snapshot(head)
+        snapshot = snapshot_of(head)
         assert snapshot is not None
         parts = []
         for pause in snapshot.interrupts:
@@ -192,14 +195,14 @@ def _status_message(task: TaskRuns, state: TaskState) -> Message | None:
             if asked:
                 parts.append(Part(text=asked))
             parts.append(data_part({"id": pause.id, "value": pause.value}))
-        return _message(task, f"{head.run_id}-input", Role.ROLE_AGENT, parts)
+        return task_message(task, f"{head.run_id}-input", Role.ROLE_AGENT, parts)
     if state == TaskState.TASK_STATE_FAILED:
         why = head.error or "the run failed"
-        return _message(task, f"{head.run_id}-failed", Role.ROLE_AGENT, [Part(text=why)])
+        return task_message(task, f"{head.run_id}-failed", Role.ROLE_AGENT, [Part(text=why)])
     return None
 
 
-def _result(task: TaskRuns, snapshot: StateSnapshot) -> Artifact:
+def result_artifact(task: TaskRuns, snapshot: StateSnapshot) -> Artifact:
     """The task's result: the agent's last answer as text, or a graph's values as data."""
     messages = snapshot.values.get("messages")
     if isinstance(messages, list):
@@ -238,7 +241,7 @@ async def _history(
             role = Role.ROLE_AGENT
         else:
             continue  # tool calls and their results, system prompts: the agent's own work
-        history.append(_message(task, str(number), role, [Part(text=message.text)]))
+        history.append(task_message(task, str(number), role, [Part(text=message.text)]))
     return history[-length:] if length is not None else history
 
 
@@ -246,11 +249,12 @@ def _timestamp(run: Run) -> datetime:
     return datetime.fromtimestamp(run.updated_at, timezone.utc)
 
 
-def _status(task: TaskRuns) -> TaskStatus:
+def task_status(task: TaskRuns) -> TaskStatus:
+    """The task's status as its latest run says it, with what the agent says with it."""
     state = task_state(task.head)
     status = TaskStatus(state=state)
     status.timestamp.FromDatetime(_timestamp(task.head))
-    said = _status_message(task, state)
+    said = _status_said(task, state)
     if said is not None:
         status.message.CopyFrom(said)
     return status
@@ -260,50 +264,9 @@ async def build_task(server: Server, task: TaskRuns, history_length: int | None 
     """The A2A task of ``task``'s runs: its state, its result once completed, its history
     (the last ``history_length`` messages; ``None``: all)."""
     state = task_state(task.head)
-    snapshot = _snapshot(task.head)
-    out = Task(id=task.task_id, context_id=task.context_id, status=_status(task))
+    snapshot = snapshot_of(task.head)
+    out = Task(id=task.task_id, context_id=task.context_id, status=task_status(task))
     if state == TaskState.TASK_STATE_COMPLETED and snapshot is not None:
-        out.artifacts.append(_result(task, snapshot))
+        out.artifacts.append(result_artifact(task, snapshot))
     out.history.extend(await _history(server, task, snapshot, history_length))
     return out
-
-
-async def follow_task(
-    server: Server, task: TaskRuns
-) -> AsyncIterator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
-    """The events of the task's latest run as it goes: ``working`` with each answer of the
-    agent's (its text), then the result (when it completed) and the state it ended in."""
-    head = task.head
-    async for batch in head.log.batches(0):
-        for entry in batch:
-            event = entry.data
-            if entry.kind != EVENT or not isinstance(event, ModelEnd) or event.namespace:
-                continue
-            text = getattr(event.message, "text", "")
-            if text:
-                said = _message(
-                    task, f"{head.run_id}-{entry.id}", Role.ROLE_AGENT, [Part(text=text)]
-                )
-                yield TaskStatusUpdateEvent(
-                    task_id=task.task_id,
-                    context_id=task.context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_WORKING, message=said),
-                )
-    await server.runs.join(head)
-    ended = await task_runs(server, task.task_id, _served_of(server, head))
-    ended = ended if ended is not None else task
-    snapshot = _snapshot(ended.head)
-    if task_state(ended.head) == TaskState.TASK_STATE_COMPLETED and snapshot is not None:
-        yield TaskArtifactUpdateEvent(
-            task_id=task.task_id,
-            context_id=task.context_id,
-            artifact=_result(ended, snapshot),
-            last_chunk=True,
-        )
-    yield TaskStatusUpdateEvent(
-        task_id=task.task_id, context_id=task.context_id, status=_status(ended)
-    )
-
-
-def _served_of(server: Server, run: Run) -> Served:
-    return server.by_assistant[run.assistant_id]

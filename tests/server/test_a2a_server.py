@@ -30,6 +30,7 @@ need_module("a2a.client", "the a2a extra: pip install 'graph-agent[a2a]' (make t
 
 from a2a.client import Client, ClientConfig, create_client  # noqa: E402
 from a2a.helpers.proto_helpers import get_data_parts, new_data_part  # noqa: E402
+from a2a.server.tasks.task_manager import append_artifact_to_task  # noqa: E402
 from a2a.types import (  # noqa: E402
     CancelTaskRequest,
     GetTaskRequest,
@@ -180,7 +181,7 @@ def test_a_sent_message_is_a_run_on_a_thread(url: str) -> None:
         client.close()
 
 
-def test_a_streamed_message_shows_the_work_then_the_result(url: str) -> None:
+def test_a_streamed_message_shows_the_tool_call_its_result_then_the_answer(url: str) -> None:
     async def scenario() -> list[StreamResponse]:
         async with a2a(url, "weather", streaming=True) as client:
             return await send(client, says("and now?"))
@@ -188,17 +189,57 @@ def test_a_streamed_message_shows_the_work_then_the_result(url: str) -> None:
     events = asyncio.run(scenario())
     kinds = [e.WhichOneof("payload") for e in events]
     assert kinds[0] == "task"
-    assert kinds[-2:] == ["artifact_update", "status_update"]
-    working = [
-        e.status_update.status.message.parts[0].text
-        for e in events[1:-2]
-        if e.status_update.status.state == S.TASK_STATE_WORKING
-    ]
-    assert working == ["It is sunny in Paris."]
-    assert events[-2].artifact_update.artifact.parts[0].text == "It is sunny in Paris."
+    assert kinds[-1] == "status_update"
     assert events[-1].status_update.status.state == S.TASK_STATE_COMPLETED
+    assert not events[-1].status_update.status.HasField("message")
+    work = [
+        get_data_parts(e.status_update.status.message.parts)
+        for e in events[1:-1]
+        if e.HasField("status_update")
+    ]
+    assert [e.status_update.status.state for e in events[1:-1] if e.HasField("status_update")] == [
+        S.TASK_STATE_WORKING,
+        S.TASK_STATE_WORKING,
+    ]
+    [[call], [result]] = work
+    assert call["tool_call"]["name"] == "get_weather"
+    assert call["tool_call"]["arguments"] == {"city": "Paris"}
+    assert result["tool_result"] == {
+        "id": call["tool_call"]["id"],
+        "name": "get_weather",
+        "result": "sunny in Paris",
+    }
+    # the answer comes after the result, each chunk holding its new text only
+    first_chunk = kinds.index("artifact_update")
+    assert first_chunk > kinds.index("status_update")
+    chunks = [e.artifact_update for e in events if e.HasField("artifact_update")]
+    assert [c.append for c in chunks] == [False] + [True] * (len(chunks) - 1)
+    assert [c.last_chunk for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert [len(c.artifact.parts) for c in chunks] == [1] * len(chunks)
     ids = {getattr(e, e.WhichOneof("payload")).task_id for e in events[1:]}
     assert ids == {events[0].task.id}
+
+
+def test_the_answer_streams_in_chunks_that_build_the_task_get_task_returns(url: str) -> None:
+    async def scenario() -> tuple[list[StreamResponse], Task]:
+        async with a2a(url, "weather", streaming=True) as client:
+            events = await send(client, says("and now?"))
+            done = await client.get_task(GetTaskRequest(id=events[0].task.id))
+            return events, done
+
+    events, done = asyncio.run(scenario())
+    chunks = [e for e in events if e.HasField("artifact_update")]
+    assert len(chunks) > 2
+    assert all(c.artifact_update.artifact.parts[0].text for c in chunks)
+    built = Task()
+    built.CopyFrom(events[0].task)
+    for chunk in chunks:  # the SDK's own folding of artifact updates
+        append_artifact_to_task(built, chunk.artifact_update)
+    assert text_of(built) == text_of(done) == "It is sunny in Paris."
+    [artifact] = built.artifacts
+    assert artifact.artifact_id == done.artifacts[0].artifact_id
+    assert artifact.name == done.artifacts[0].name == "result"
+    assert done.status.state == S.TASK_STATE_COMPLETED
 
 
 def test_a_task_is_read_and_listed_and_a_context_goes_on(url: str) -> None:
@@ -336,7 +377,11 @@ def test_a_subscriber_follows_a_working_task_to_its_end(url: str, gate: Gate) ->
     assert events[0].WhichOneof("payload") == "task"
     assert events[0].task.status.state == S.TASK_STATE_WORKING
     assert events[-1].status_update.status.state == S.TASK_STATE_COMPLETED
-    assert events[-2].artifact_update.artifact.parts[0].text == "done: held later"
+    assert events[-2].artifact_update.last_chunk
+    said = [
+        e.artifact_update.artifact.parts[0].text for e in events if e.HasField("artifact_update")
+    ]
+    assert "".join(said) == "done: held later"
 
 
 def test_a_graph_takes_a_data_part_and_streams_its_interrupt(url: str) -> None:

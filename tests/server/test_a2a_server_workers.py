@@ -83,7 +83,9 @@ def test_tasks_run_by_workers_are_streamed_followed_and_cancelled_through_any_se
         TaskState.TASK_STATE_SUBMITTED,
         TaskState.TASK_STATE_WORKING,
     )
-    assert stream[-2].artifact_update.artifact.parts[0].text == "done s:1"
+    assert stream[-2].artifact_update.last_chunk
+    chunks = [e.artifact_update for e in stream if e.HasField("artifact_update")]
+    assert "".join(c.artifact.parts[0].text for c in chunks) == "done s:1"
     assert stream[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     assert seen[0].task.id == task.id
     assert seen[0].task.status.state == TaskState.TASK_STATE_WORKING
