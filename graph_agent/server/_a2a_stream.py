@@ -35,7 +35,6 @@ from ._a2a_tasks import (
     result_artifact,
     snapshot_of,
     task_message,
-    task_runs,
     task_state,
     task_status,
 )
@@ -153,8 +152,8 @@ async def follow_task(server: Server, task: TaskRuns) -> AsyncIterator[Update]:
             for update in stream.entry(entry):
                 yield update
     await server.runs.join(head)
-    ended = await task_runs(server, task.task_id, server.by_assistant[head.assistant_id])
-    ended = ended if ended is not None else task
+    # the ended run read again (not the thread's runs: a store may scan them all)
+    ended = TaskRuns([*task.runs[:-1], await server.runs.get(head.run_id) or head])
     snapshot = snapshot_of(ended.head)
     result = None
     if task_state(ended.head) == TaskState.TASK_STATE_COMPLETED and snapshot is not None:
