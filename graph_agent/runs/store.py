@@ -85,6 +85,8 @@ class MemoryRunStore(RunStore):
         self._runs: dict[str, dict[str, Any]] = {}
         self._outputs: dict[str, Any] = {}  # as they are: a run's answer is not changed
         self._events: dict[str, list[Entry]] = {}
+        # thread id -> its run ids, oldest first: a thread's runs without a scan of every run
+        self._by_thread: dict[str, dict[str, None]] = {}
 
     async def put_thread(self, record: ThreadRecord) -> None:
         self._threads[record.thread_id] = _copy(record.to_dict())
@@ -98,13 +100,24 @@ class MemoryRunStore(RunStore):
 
     async def delete_thread(self, thread_id: str) -> None:
         self._threads.pop(thread_id, None)
-        for run_id in [r for r, d in self._runs.items() if d["thread_id"] == thread_id]:
+        for run_id in list(self._by_thread.get(thread_id, ())):
             await self.delete_run(run_id)
 
     async def put_run(self, run: Run) -> None:
         data = run.to_dict()
         self._outputs[run.run_id] = data.pop("output")
+        old = self._runs.get(run.run_id)
+        if old is not None and old["thread_id"] != data["thread_id"]:
+            self._unindex(old["thread_id"], run.run_id)
         self._runs[run.run_id] = _copy(data)
+        self._by_thread.setdefault(data["thread_id"], {})[run.run_id] = None
+
+    def _unindex(self, thread_id: str, run_id: str) -> None:
+        runs = self._by_thread.get(thread_id)
+        if runs is not None:
+            runs.pop(run_id, None)
+            if not runs:
+                del self._by_thread[thread_id]
 
     def _read(self, data: dict[str, Any]) -> Run:
         return Run.from_dict({**_copy(data), "output": self._outputs.get(data["run_id"])})
@@ -114,14 +127,16 @@ class MemoryRunStore(RunStore):
         return self._read(data) if data is not None else None
 
     async def thread_runs(self, thread_id: str) -> list[Run]:
-        found = [self._read(d) for d in self._runs.values() if d["thread_id"] == thread_id]
-        return found[::-1]  # dicts keep insertion order: oldest first
+        found = [self._read(self._runs[r]) for r in self._by_thread.get(thread_id, ())]
+        return found[::-1]
 
     async def active_runs(self) -> list[Run]:
         return [self._read(d) for d in self._runs.values() if d["status"] in ACTIVE]
 
     async def delete_run(self, run_id: str) -> None:
-        self._runs.pop(run_id, None)
+        data = self._runs.pop(run_id, None)
+        if data is not None:
+            self._unindex(data["thread_id"], run_id)
         self._outputs.pop(run_id, None)
         self._events.pop(run_id, None)
 
