@@ -58,20 +58,21 @@ async def a2a_clients(url: str) -> AsyncIterator[tuple[Any, Any]]:
 
 
 async def a2a_run(client: Any) -> int:
-    """One A2A message to a new context; the number of responses the client yielded."""
+    """One A2A message to a new context; the number of responses the client yielded. A
+    blocking send's answer is its task's artifact; a stream's is its artifact chunks, joined
+    as A2A says (``append``), so the stream is read once and nothing more is asked."""
     from a2a.types import Message, Part, Role, SendMessageRequest
 
     message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text="go")])
     responses = [r async for r in client.send_message(SendMessageRequest(message=message))]
-    last = responses[-1]
-    task = last.task if last.HasField("task") else None
-    text = "".join(p.text for a in task.artifacts for p in a.parts) if task is not None else None
-    if text is None:  # a stream ends with the task's last update: read the task whole
-        from a2a.types import GetTaskRequest
-
-        task_id = next(r.status_update.task_id for r in responses if r.HasField("status_update"))
-        task = await client.get_task(GetTaskRequest(id=task_id))
-        text = "".join(p.text for a in task.artifacts for p in a.parts)
+    text = ""
+    for response in responses:
+        if response.HasField("task"):
+            text = "".join(p.text for a in response.task.artifacts for p in a.parts)
+        elif response.HasField("artifact_update"):
+            update = response.artifact_update
+            chunk = "".join(p.text for p in update.artifact.parts)
+            text = text + chunk if update.append else chunk
     assert text == ANSWER, responses
     return len(responses)
 
