@@ -1,6 +1,6 @@
 """The Starlette app that serves agents, flows and graphs over the Agent Protocol (the
 requests and responses of LangGraph's Agent Server, as ``langgraph-sdk`` sends and reads
-them)."""
+them), and over A2A, AG-UI and MCP, each an adapter over the same runs."""
 
 from __future__ import annotations
 
@@ -37,7 +37,9 @@ def create_app(
     runs: RunStore | RunService | None = None,
 ) -> Starlette:
     """An ASGI app serving ``served`` (name -> agent, flow or compiled graph) over the Agent
-    Protocol. With ``token``, every request needs ``Authorization: Bearer <token>`` (or
+    Protocol, A2A (``/a2a/{assistant_id}``, docs/a2a.md), AG-UI (``POST
+    /ag-ui/{assistant_id}``, docs/ag-ui.md) and MCP (``/mcp``, docs/mcp.md): a run started
+    over one is read, answered and cancelled over the others. With ``token``, every request needs ``Authorization: Bearer <token>`` (or
     ``X-Api-Key: <token>``); bodies over ``max_body`` bytes are refused (413); a quiet stream
     or a long ``wait`` sends a keep-alive every ``heartbeat`` seconds. A browser's request
     from a page of another origin is refused (403) unless ``allow_origins`` names it
