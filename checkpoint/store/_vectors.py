@@ -100,7 +100,6 @@ class VectorCache:
         self._rows: OrderedDict[str, int] = OrderedDict()  # digest -> row, oldest first
         self._lists: dict[int, Vector] = {}  # without numpy: row -> vector
         self._matrix: Any = None  # with numpy: float32 rows, grown by doubling
-        self._free: list[int] = []
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -143,8 +142,6 @@ class VectorCache:
         self._matrix = grown
 
     def _row(self) -> int:
-        if self._free:
-            return self._free.pop()
         used = len(self._rows)
         if used >= self.capacity:
             _, row = self._rows.popitem(last=False)
@@ -180,7 +177,7 @@ class VectorCache:
         q = numpy.asarray(query, dtype="<f4")
         index = numpy.asarray(rows, dtype=numpy.int64)
         known = numpy.maximum(index, 0)
-        used = len(self._rows) + len(self._free)
+        used = len(self._rows)
         if len(rows) * 4 >= used:  # most rows wanted: one product over the whole matrix
             found = (self._matrix[:used] @ q)[known]
         else:
@@ -209,10 +206,15 @@ def ranked(
         loaded = load(missing)
         cache.add(loaded)
     scores = cache.scores(query, wanted)
-    for at in range(len(wanted)) if loaded else ():
+    gone = [at for at in range(len(wanted)) if scores[at] == -math.inf]
+    if gone and load is not None:
         # more vectors than the cache holds: those it let go are scored from what was read
-        if scores[at] == -math.inf and wanted[at] in loaded:
-            scores[at] = _dot(query, unpack(loaded[wanted[at]]))
+        # (read again if they were cached before this search)
+        again = [wanted[at] for at in gone if wanted[at] not in loaded]
+        found = {**loaded, **(load(list(dict.fromkeys(again))) if again else {})}
+        for at in gone:
+            if wanted[at] in found:
+                scores[at] = _dot(query, unpack(found[wanted[at]]))
     best = _best_of_each(scores, [len(keys) for _, keys in candidates])
     top = _top(best, offset + limit)
     top.sort(key=lambda at: (-best[at], _Reversed(newer(candidates[at][0]))))

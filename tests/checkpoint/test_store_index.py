@@ -194,3 +194,18 @@ print([(item.key, round(item.score, 5)) for item in found])
     store = notes_store(lambda index: MemoryStore(index=index))
     found = store.search(("memories",), query="tea in the morning for Ada", limit=3)
     assert plain.strip() == str([(item.key, round(item.score or 0, 5)) for item in found])
+
+
+def test_a_search_over_more_vectors_than_the_cache_holds_loses_none() -> None:
+    """The process's vector cache is bounded: a search wanting more vectors than it holds
+    still scores every candidate (those it let go are read again from the store)."""
+    from checkpoint.store._vectors import VectorCache
+
+    store = notes_store(lambda index: MemoryStore(index=index))
+    assert store._index is not None
+    store._index.cache = VectorCache(64, max_bytes=4 * 64 * 2)  # room for 2 vectors
+    found = store.search(("memories",), query="Ada tea Oslo", limit=10)
+    assert sorted(item.key for item in found) == ["n1", "n2", "n3", "n4"]
+    again = store.search(("memories",), query="Ada tea Oslo", limit=10)  # 2 cached, 2 let go
+    assert [i.key for i in again] == [i.key for i in found]
+    assert [i.score for i in again] == pytest.approx([i.score for i in found], abs=1e-6)
