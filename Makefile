@@ -46,12 +46,13 @@ serve-demo: $(VENV)/.installed-server
 	$(VENV)/bin/graph-agent serve graph_agent.cli:demo_agent --saver memory
 
 # The whole suite, then the linters: ruff and mypy must stay clean too. The JS tests' npm
-# packages (tests/server/js and tests/server/usestream, each pinned by its lockfile) are
-# installed once in a cache where npm is there (.ci/npm-cached; .ci/run installs Node.js):
-# without npm those tests skip and say so.
+# packages (tests/server/js, tests/server/usestream and tests/server/agui-js, each pinned by
+# its lockfile) are installed once in a cache where npm is there (.ci/npm-cached; .ci/run
+# installs Node.js): without npm those tests skip and say so.
 test: $(VENV)/.installed-dev
 	LANGGRAPH_SDK_JS="$${LANGGRAPH_SDK_JS:-$$(.ci/npm-cached tests/server/js js-client)}" \
 	USESTREAM_JS="$${USESTREAM_JS:-$$(.ci/npm-cached tests/server/usestream usestream)}" \
+	AGUI_JS="$${AGUI_JS:-$$(.ci/npm-cached tests/server/agui-js agui-js)}" \
 	$(PY) -m pytest
 	$(VENV)/bin/ruff check graph_agent checkpoint hooks tests examples
 	$(VENV)/bin/ruff format --check graph_agent checkpoint hooks tests examples

@@ -33,6 +33,7 @@ from ag_ui.core import (
     StepStartedEvent,
     SubagentErrorEvent,
     SubagentFinishedEvent,
+    SubagentFinishedSuspendedOutcome,
     SystemMessage,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -193,6 +194,7 @@ class AguiEncoder:
         self._open: set[tuple[str, ...]] = set()  # the tasks whose text message is open
         self._started: dict[tuple[str, ...], dict[int, str]] = {}  # streamed tool calls
         self._subagents: dict[tuple[str, ...], str] = {}
+        self._steps: dict[str, int] = {}  # the root's open steps: tasks running each node
         self._hidden: set[tuple[str, ...]] = set()  # namespaces of graphs, not agents
 
     def start(self) -> list[BaseEvent]:
@@ -256,10 +258,8 @@ class AguiEncoder:
             return [SubagentErrorEvent(subagent_run_id=handle, message=text)]
         if ns and sub is None:
             return []  # a subgraph's own steps: its parent's step shows it
-        if isinstance(event, NodeStart) and not ns and event.node:
-            return [StepStartedEvent(step_name=event.node)]
-        if isinstance(event, NodeEnd) and not ns and event.node:
-            return [StepFinishedEvent(step_name=event.node)]
+        if isinstance(event, (NodeStart, NodeEnd)) and not ns and event.node:
+            return self._step(event.node, isinstance(event, NodeStart))
         if isinstance(event, ModelDelta):
             return self._delta(event, key, sub)
         if isinstance(event, ModelEnd):
@@ -285,6 +285,51 @@ class AguiEncoder:
                 return [CustomEvent(name=data["name"], value=data["value"], subagent_run_id=sub)]
             return [CustomEvent(name="emit", value=data, subagent_run_id=sub)]
         return []
+
+    def _step(self, node: str, starts: bool) -> list[BaseEvent]:
+        """A step per node, open while any of its tasks runs (AG-UI refuses a step opened
+        twice: tasks sent to one node run at once)."""
+        running = self._steps.get(node, 0)
+        if starts:
+            self._steps[node] = running + 1
+            return [StepStartedEvent(step_name=node)] if running == 0 else []
+        if running <= 1:
+            self._steps.pop(node, None)
+            return [StepFinishedEvent(step_name=node)] if running == 1 else []
+        self._steps[node] = running - 1
+        return []
+
+    def _close(self, suspended: Sequence[str] | None) -> list[BaseEvent]:
+        """The ends of what the run left open (an answer cut short by a cancel, the step of
+        a node that paused, a sub-agent inside it): ``RUN_FINISHED`` may not come while
+        anything is open. A sub-agent left open is suspended on the interrupts
+        ``suspended`` (the run paused) or failed (``None``: the run was cancelled)."""
+        out: list[BaseEvent] = []
+        for key in sorted(self._open, key=len, reverse=True):
+            out.append(
+                TextMessageEndEvent(message_id=self._ids[key], subagent_run_id=self._sub(key[:-1]))
+            )
+        for key, calls in sorted(self._started.items(), key=lambda kv: len(kv[0]), reverse=True):
+            sub = self._sub(key[:-1])
+            out.extend(
+                ToolCallEndEvent(tool_call_id=c, subagent_run_id=sub) for c in calls.values()
+            )
+        for _, handle in sorted(self._subagents.items(), key=lambda kv: len(kv[0]), reverse=True):
+            if suspended is None:
+                out.append(
+                    SubagentErrorEvent(
+                        subagent_run_id=handle, message="the run was cancelled", code="cancelled"
+                    )
+                )
+            else:
+                outcome = SubagentFinishedSuspendedOutcome(interrupt_ids=list(suspended))
+                out.append(SubagentFinishedEvent(subagent_run_id=handle, outcome=outcome))
+        out.extend(StepFinishedEvent(step_name=node) for node in self._steps)
+        self._open.clear()
+        self._started.clear()
+        self._subagents.clear()
+        self._steps.clear()
+        return out
 
     def _message_id(self, key: tuple[str, ...]) -> str:
         found = self._ids.get(key)
@@ -371,28 +416,29 @@ class AguiEncoder:
         self, status: str, snapshot: StateSnapshot | None, error: str | None
     ) -> list[BaseEvent]:
         """The last events, once the run ended with ``status`` and its thread is at
-        ``snapshot``: the messages snapshot, then ``RUN_FINISHED`` (success, interrupt or
-        cancelled) or ``RUN_ERROR``."""
+        ``snapshot``: the ends of what the run left open, the messages snapshot, then
+        ``RUN_FINISHED`` (success, interrupt or cancelled) or ``RUN_ERROR``."""
         if self.failed:  # RUN_ERROR was the last event
             return []
-        out: list[BaseEvent] = []
+        history: list[BaseEvent] = []
         if snapshot is not None:
             messages = snapshot.values.get(MESSAGES)
             if isinstance(messages, (list, tuple)) and all(
                 hasattr(m, "message_type") for m in messages
             ):
-                out.append(MessagesSnapshotEvent(messages=agui_messages(messages, self.thread_id)))
-        if status in ("error", "timeout"):
-            if not self.failed:
-                self.failed = True
-                out.append(
-                    RunErrorEvent(message=error or f"the run ended in {status}", code=status)
+                history.append(
+                    MessagesSnapshotEvent(messages=agui_messages(messages, self.thread_id))
                 )
-            return out
+        if status in ("error", "timeout"):  # RUN_ERROR may come with anything open
+            self.failed = True
+            text = error or f"the run ended in {status}"
+            return [*history, RunErrorEvent(message=text, code=status)]
+        waiting = [i for i in snapshot.interrupts if i.when == "during"] if snapshot else []
         if status in ("cancelled", "interrupted"):
             outcome: Any = RunFinishedCancelledOutcome()
+            closing = self._close(None)
         else:
-            waiting = [i for i in snapshot.interrupts if i.when == "during"] if snapshot else []
+            closing = self._close([i.id for i in waiting])
             if waiting and all(is_client_call(i.value) for i in waiting):
                 calls = [str(i.value.get("tool_call_id")) for i in waiting]
                 outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=calls)
@@ -402,5 +448,5 @@ class AguiEncoder:
                 )
             else:
                 outcome = RunFinishedSuccessOutcome()
-        out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome))
-        return out
+        finished = RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome)
+        return [*closing, *history, finished]

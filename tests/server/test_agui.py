@@ -1,8 +1,9 @@
 """``POST /ag-ui/{assistant_id}`` over a real uvicorn, read by a minimal AG-UI client of this
 test's own (httpx, the SSE ``data:`` lines parsed into ``ag-ui-protocol``'s event models,
-every event validated by the library): a plain answer, streamed text, a tool call and its
-result, state, an interrupt and its resume, the run seen over the Agent Protocol, a client
-rewriting history, bad bodies, the token."""
+every event validated by the library, the order of each run's events checked as AG-UI
+clients check it): a plain answer, streamed text, a tool call and its result, state, an
+interrupt and its resume, the run seen over the Agent Protocol, a client rewriting history,
+bad bodies, the token."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from graph_agent import AssistantMessage, ReactAgent, ScriptedChatModel, ToolCal
 from graph_agent.server import create_app
 from hooks import HumanInTheLoopHook
 
+from .agui_order import assert_in_order
 from .conftest import live_server
 from .served_kit import get_weather, refund
 
@@ -78,6 +80,7 @@ def ag_ui(url: str, assistant: str, body: Any, headers: dict[str, str] | None = 
         for line in response.iter_lines():
             if line.startswith("data: "):
                 events.append(EVENTS.validate_json(line[len("data: ") :]))
+    assert_in_order(events)
     return events
 
 
@@ -344,6 +347,7 @@ def test_a_run_cancelled_over_the_agent_protocol_finishes_cancelled() -> None:
                     cancel = f"/threads/{thread}/runs/{events[0].run_id}/cancel"
                     assert held.http.post(cancel).status_code == 202
         assert held.run(thread, events[0].run_id)["status"] == "interrupted"
+    assert_in_order(events)  # the step of the node it stopped in is closed
     assert events[-1].type == EventType.RUN_FINISHED
     assert events[-1].outcome.type == "cancelled"
 
@@ -468,3 +472,26 @@ def test_a_thread_of_another_assistant_is_a_409(url: str) -> None:
     response = httpx.post(f"{url}/ag-ui/weather", json=run_input(thread, [user("x")]), timeout=10)
     assert response.status_code == 409
     assert "belongs to 'chat'" in response.json()["detail"]
+
+
+def test_tasks_of_one_node_running_at_once_are_one_step() -> None:
+    import threading
+
+    from graph_agent import END, START, KeyStrategy, Send, StateGraph
+
+    both = threading.Barrier(2, timeout=10)
+
+    def work(state: Any) -> dict[str, Any]:
+        both.wait()  # the two tasks of the step run at once
+        return {"done": [state["item"]]}
+
+    graph = StateGraph(key_strategies={"done": KeyStrategy.APPEND})
+    graph.add_node("work", work)
+    graph.add_conditional_edges(
+        START, lambda s: [Send("work", {"item": i}) for i in ("a", "b")], ["work"]
+    )
+    graph.add_edge("work", END)
+    with live_server(create_app({"fan": graph.compile(saver=MemorySaver())})) as base:
+        events = ag_ui(base, "fan", run_input(str(uuid.uuid4()), [user("go")]))
+    steps = [(e.type.value, e.step_name) for e in events if e.type.value.startswith("STEP_")]
+    assert steps == [("STEP_STARTED", "work"), ("STEP_FINISHED", "work")]

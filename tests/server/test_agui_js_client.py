@@ -1,0 +1,143 @@
+"""The official AG-UI JS client (``@ag-ui/client``'s ``HttpAgent``, what CopilotKit's
+front ends run) against a real uvicorn: a streamed answer with a tool call and a second turn
+that sends the whole history back, an interrupt and its resume, a front-end tool answered by
+the client, a graph's state deltas applied by the client, a sub-agent. Each run goes through
+the client's own checks (its schemas and its verification of the event order): a stream it
+refuses fails the test with the client's error.
+
+Needs Node.js and the client installed from ``tests/server/agui-js`` (``npm ci``): ``.ci/run``
+and ``make test`` install it and set ``AGUI_JS`` to its ``node_modules``; without them the
+test skips and says so (fails on CI: tests/_needs.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from checkpoint import MemorySaver
+from graph_agent import ReactAgent, ScriptedChatModel
+from graph_agent.server import ClientTools, create_app
+from tests._needs import unavailable
+
+from .conftest import live_server
+from .test_agui import asks, counting_graph, served
+
+HERE = Path(__file__).resolve().parent / "agui-js"
+
+
+def client_modules() -> Path | None:
+    given = os.environ.get("AGUI_JS")
+    for where in (Path(given) if given else None, HERE / "node_modules"):
+        if where is not None and (where / "@ag-ui" / "client").is_dir():
+            return where
+    return None
+
+
+def agents() -> dict[str, object]:
+    ui = ReactAgent(
+        name="ui",
+        model=ScriptedChatModel(
+            [asks("change_background", {"color": "blue"}, "call_bg"), "Done, it is blue."]
+        ),
+        tool_providers=[ClientTools()],
+        saver=MemorySaver(),
+    )
+    helper = ReactAgent(
+        name="helper", model=ScriptedChatModel(["Paris is sunny."]), saver=MemorySaver()
+    )
+    boss = ReactAgent(
+        name="boss",
+        model=ScriptedChatModel([asks("helper", {"input": "weather?"}), "Done: sunny."]),
+        tools=[helper.as_tool()],
+        saver=MemorySaver(),
+    )
+    return {**served(), "ui": ui, "counter": counting_graph(), "boss": boss}
+
+
+def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: Path) -> None:
+    modules, node = client_modules(), shutil.which("node")
+    if modules is None or node is None:
+        unavailable(
+            "needs node and @ag-ui/client: npm ci --prefix tests/server/agui-js "
+            "(or AGUI_JS=<its node_modules>); .ci/run installs both"
+        )
+    # an ES module finds its imports next to itself
+    shutil.copy(HERE / "client.mjs", tmp_path / "client.mjs")
+    (tmp_path / "node_modules").symlink_to(modules)
+    with live_server(create_app(agents())) as url:
+        done = subprocess.run(
+            [node, str(tmp_path / "client.mjs"), url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "weather": {
+            "types": [
+                "RUN_STARTED",
+                "STATE_SNAPSHOT",
+                "STEP_STARTED",
+                "TOOL_CALL_START",
+                "TOOL_CALL_ARGS",
+                "TOOL_CALL_END",
+                "STEP_FINISHED",
+                "TOOL_CALL_RESULT",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "MESSAGES_SNAPSHOT",
+                "RUN_FINISHED",
+            ],
+            "calls": [["get_weather", {"city": "Paris"}]],
+            "outcome": "success",
+            "roles": ["user", "assistant", "tool", "assistant"],
+            "said": ["It is sunny in Paris."],
+        },
+        "secondTurn": ["user", "assistant", "tool", "assistant"] * 2,
+        "interrupt": {
+            "outcome": "interrupt",
+            "reason": "tool_approval",
+            "toolCallId": "call_1",
+            "pending": 1,
+        },
+        "resumed": {
+            "outcome": "success",
+            "pending": 0,
+            "tool": ["refunded 5"],
+            "said": ["Refunded 5."],
+        },
+        "frontEnd": {
+            "outcome": "success",
+            "pendingToolCallIds": ["call_bg"],
+            "calls": [["change_background", {"color": "blue"}]],
+        },
+        "frontEndAnswered": {
+            "outcome": "success",
+            "pendingToolCallIds": [],
+            "roles": ["user", "assistant", "tool", "assistant"],
+            "said": ["Done, it is blue."],
+        },
+        "state": {
+            "value": {"count": 2, "note": "x"},
+            "types": [
+                "RUN_STARTED",
+                "STATE_SNAPSHOT",
+                "STEP_STARTED",
+                "STEP_FINISHED",
+                "STATE_DELTA",
+                "CUSTOM",
+                "MESSAGES_SNAPSHOT",
+                "RUN_FINISHED",
+            ],
+        },
+        "subagent": {
+            "types": ["SUBAGENT_STARTED", "SUBAGENT_FINISHED"],
+            "texts": [["subagent", "Paris is sunny."], ["agent", "Done: sunny."]],
+            "said": ["Done: sunny."],  # the thread's messages: the sub-agent's are its own
+        },
+    }
