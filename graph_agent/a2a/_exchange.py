@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
-from a2a.helpers.proto_helpers import get_data_parts, new_data_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
     Artifact,
@@ -32,6 +31,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import A2AError
 
+from ._parts import DATA, FILES, Said
 from .errors import RemoteA2AError
 
 logger = logging.getLogger(__name__)
@@ -73,12 +73,15 @@ class Remote:
 @dataclasses.dataclass(frozen=True)
 class Reply:
     """How an exchange ended: the task's ``state`` (``"completed"`` or ``"input-required"``),
-    the answer's (or the question's) ``text``, and the ids to continue with."""
+    the answer's (or the question's) ``text``, and the ids to continue with; ``files`` and
+    ``data`` are what its file and data parts held (``_parts``: the text names them)."""
 
     state: str
     text: str
     task_id: str
     context_id: str
+    files: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    data: list[Any] = dataclasses.field(default_factory=list)
 
 
 def _timeout(seconds: float) -> httpx.Timeout:
@@ -153,21 +156,9 @@ def parse_card(content: bytes | str | Mapping[str, Any], url: str, where: str) -
     return card
 
 
-def message(parts: Sequence[str | Any], context_id: str | None, task_id: str | None) -> Message:
-    """A user message of text parts (a ``str``) and data parts (anything else: a JSON value,
-    sent as it is)."""
-    sent = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
-    for part in parts:
-        if isinstance(part, str):
-            sent.parts.append(Part(text=part))
-        else:
-            try:  # a protobuf Value holds any JSON value: a dict, a list, a str, a number
-                sent.parts.append(new_data_part(part))
-            except Exception as error:  # protobuf's ParseError, or a TypeError
-                raise TypeError(
-                    f"an answer sent to a remote A2A agent must be a str or JSON data (dict, "
-                    f"list, number, bool, None), got {type(part).__name__}: {error}"
-                ) from None
+def message(parts: Sequence[Part], context_id: str | None, task_id: str | None) -> Message:
+    """A user message of ``parts``, on the remote context and task when there are ones."""
+    sent = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=parts)
     if context_id:
         sent.context_id = context_id
     if task_id:
@@ -252,17 +243,6 @@ def _failure(error: A2AError, where: str, remote: Remote) -> RemoteA2AError:
     return RemoteA2AError(f"{where} answered with an error: {error}", url=remote.url)
 
 
-def _text(parts: Sequence[Part], joiner: str = "\n") -> str:
-    """The text of ``parts``: their text parts, or when there is none, their data parts as
-    JSON. An artifact's parts join with nothing: a streamed artifact's appended chunks are
-    its parts, in order."""
-    texts = [part.text for part in parts if part.HasField("text")]
-    if not texts:
-        data = [part for part in parts if part.HasField("data")]
-        texts = [json.dumps(value) for value in get_data_parts(data)]
-    return joiner.join(texts)
-
-
 class _Run:
     """What the events of one exchange said so far."""
 
@@ -272,10 +252,12 @@ class _Run:
         self.task_id = ""
         self.context_id = ""
         self.state = ""
-        self.status_text = ""
-        self.artifacts: dict[str, str] = {}  # artifact id -> its text so far
+        self.status = Said("\n", [], [])
+        self.files: list[dict[str, Any]] = []  # the artifacts' files and data
+        self.data: list[Any] = []
+        self.artifacts: dict[str, Said] = {}  # artifact id -> what it said so far
         self.streamed = False  # some text was said
-        self.answer: str | None = None  # a direct Message's text
+        self.answer: Said | None = None  # a direct Message's
 
     def stopped(self) -> bool:
         return self.answer is not None or self.state in (DONE, PAUSED, _AUTH, *_ENDED_BADLY)
@@ -283,8 +265,9 @@ class _Run:
     def read(self, event: StreamResponse) -> None:
         if event.HasField("message"):
             self.context_id = event.message.context_id or self.context_id
-            self.answer = _text(event.message.parts)
-            self._tell("message", text=self.answer)
+            self.answer = Said("\n", [], [])
+            text = self.answer.add(event.message.parts)
+            self._tell("message", text=text, **_extras(self.answer.files, self.answer.data))
         elif event.HasField("task"):
             self._task(event.task)
         elif event.HasField("status_update"):
@@ -304,36 +287,50 @@ class _Run:
 
     def _status(self, status: TaskStatus) -> None:
         self.state = state_name(status.state)
-        self.status_text = _text(status.message.parts) if status.HasField("message") else ""
-        self._tell("status", state=self.state, text=self.status_text)
+        self.status = Said("\n", [], [], quiet=True)
+        if status.HasField("message"):
+            self.status.add(status.message.parts)
+        extras = _extras(self.status.files, self.status.data)
+        self._tell("status", state=self.state, text=self.status.text, **extras)
 
     def _artifact(self, artifact: Artifact, append: bool) -> None:
-        piece = _text(artifact.parts, "")
-        before = self.artifacts.get(artifact.artifact_id, "") if append else ""
-        if before == "" and artifact.artifact_id not in self.artifacts and self.artifacts:
-            piece = "\n" + piece if piece else piece  # a second artifact: a line of its own
-        self.artifacts[artifact.artifact_id] = before + piece
+        known = self.artifacts.get(artifact.artifact_id)
+        if known is None or not append:
+            known = self.artifacts[artifact.artifact_id] = Said("", self.files, self.data)
+        files, data = len(self.files), len(self.data)
+        piece = known.add(artifact.parts)
+        others = any(s.text for s in self.artifacts.values() if s is not known)
+        if piece and piece == known.text and others:
+            piece = "\n" + piece  # a second artifact: a line of its own
+            known.text = piece
         if piece:
             self.streamed = True
             self.say(piece)
-        self._tell("artifact", artifact_id=artifact.artifact_id, text=piece)
+        extras = _extras(self.files[files:], self.data[data:])
+        self._tell("artifact", artifact_id=artifact.artifact_id, text=piece, **extras)
 
     def _tell(self, kind: str, **fields: Any) -> None:
         self.tell({"event": kind, "task_id": self.task_id, "context_id": self.context_id, **fields})
 
     def reply(self, where: str, url: str) -> Reply:
+        ids = (self.task_id, self.context_id)
         if self.answer is not None:  # the remote answered with a message, not a task
-            self.say(self.answer)
-            return Reply(DONE, self.answer, self.task_id, self.context_id)
+            self.say(self.answer.text)
+            return Reply(DONE, self.answer.text, *ids, self.answer.files, self.answer.data)
         task = f"{where}, task {self.task_id}"
+        status = self.status
         if self.state == DONE:
-            text = "".join(self.artifacts.values()) or self.status_text
-            if not self.streamed and text:
-                self.say(text)
-            return Reply(DONE, text, self.task_id, self.context_id)
+            text = "".join(s.text for s in self.artifacts.values())
+            if text:
+                reply = Reply(DONE, text, *ids, self.files, self.data)
+            else:
+                reply = Reply(DONE, status.text, *ids, status.files, status.data)
+            if not self.streamed and reply.text:
+                self.say(reply.text)
+            return reply
         if self.state == PAUSED:
-            return Reply(PAUSED, self.status_text, self.task_id, self.context_id)
-        said = f": {self.status_text}" if self.status_text else " (it gave no reason)"
+            return Reply(PAUSED, status.text, *ids, status.files, status.data)
+        said = f": {status.text}" if status.text else " (it gave no reason)"
         if self.state in _ENDED_BADLY:
             raise RemoteA2AError(f"{task} {self.state}{said}", url=url, state=self.state)
         if self.state == _AUTH:
@@ -349,3 +346,13 @@ class _Run:
             url=url,
             state=self.state or None,
         )
+
+
+def _extras(files: list[dict[str, Any]], data: list[Any]) -> dict[str, Any]:
+    """An event summary's files and data, when it has some."""
+    extras: dict[str, Any] = {}
+    if files:
+        extras[FILES] = list(files)
+    if data:
+        extras[DATA] = list(data)
+    return extras

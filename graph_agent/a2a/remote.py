@@ -39,6 +39,7 @@ from ..messages import AssistantMessage, Message, ToolResponseMessage, UserMessa
 from ..tools import ToolContext
 from . import _exchange
 from ._exchange import DONE, Remote, Reply
+from ._parts import DATA, FILES, answer_part, message_parts
 from .errors import RemoteA2AError
 
 __all__ = ["CONTEXT_KEY", "RemoteA2AAgent", "RemoteA2ATool"]
@@ -162,28 +163,27 @@ class RemoteA2AAgent(BaseAgent):
 
     async def _asend(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         outgoing = self._outgoing(state)
-        texts = [m.text for m in outgoing if m.text]
-        if not texts:
+        parts = [part for m in outgoing for part in message_parts(m, self.name)]
+        if not parts:
             raise RemoteA2AError(
                 f"remote A2A agent '{self.name}' was given no message to send: give it a "
                 "user message (agent.call('...')) or run it after one",
                 url=self.remote.url,
             )
         context_id = state.get(self.context_key)
-        sent = _exchange.message(texts, context_id, None)
+        sent = _exchange.message(parts, context_id, None)
         return self._after(await self._talk(sent, outgoing))
 
     def _question(self, state: OverAllState) -> tuple[Any, dict[str, Any]]:
         pending = state.get(_PENDING) or {}
-        answer = interrupt(
-            {
-                "question": pending.get("question", ""),
-                "agent": self.name,
-                "task_id": pending.get("task_id"),
-                "context_id": pending.get("context_id"),
-            }
-        )
-        return answer, pending
+        asked = {
+            "question": pending.get("question", ""),
+            "agent": self.name,
+            "task_id": pending.get("task_id"),
+            "context_id": pending.get("context_id"),
+        }
+        asked.update((key, pending[key]) for key in (FILES, DATA) if key in pending)
+        return interrupt(asked), pending
 
     def _ask(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         answer, pending = self._question(state)
@@ -194,7 +194,8 @@ class RemoteA2AAgent(BaseAgent):
         return await self._answer_remote(answer, pending)
 
     async def _answer_remote(self, answer: Any, pending: Mapping[str, Any]) -> dict[str, Any]:
-        sent = _exchange.message([answer], pending.get("context_id"), pending.get("task_id"))
+        parts = [answer_part(answer)]
+        sent = _exchange.message(parts, pending.get("context_id"), pending.get("task_id"))
         said = UserMessage(answer if isinstance(answer, str) else repr(answer))
         return self._after(await self._talk(sent, [said]))
 
@@ -232,11 +233,17 @@ class RemoteA2AAgent(BaseAgent):
         if reply.context_id:
             update[self.context_key] = reply.context_id
         ids = {"agent": self.name, "task_id": reply.task_id, "context_id": reply.context_id}
+        extras: dict[str, Any] = {}
+        if reply.files:
+            extras[FILES] = reply.files
+        if reply.data:
+            extras[DATA] = reply.data
         if reply.state == DONE:
-            update[MESSAGES] = [AssistantMessage(reply.text, metadata={"a2a": ids})]
+            metadata = {"a2a": ids, **extras}
+            update[MESSAGES] = [AssistantMessage(reply.text, metadata=metadata)]
             update[_PENDING] = None
         else:
-            update[_PENDING] = {**ids, "question": reply.text}
+            update[_PENDING] = {**ids, "question": reply.text, **extras}
         return update
 
 

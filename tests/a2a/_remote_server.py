@@ -9,6 +9,11 @@ What it does, by the text it is sent:
 - ``wait ...``: the task works until a client cancels it;
 - ``book ...``: the task asks ``Which city?`` (``input-required``); the next message on that
   task completes it with ``Booked for <answer> (task <id>)``;
+- ``report ...``: the answer ``Here is the report.``, then, in a second chunk of the same
+  artifact, a file as bytes (``report.txt``, ``text/plain``), a file as a URL
+  (``chart.png``, ``image/png``) and a data part ``{"currency": "EUR"}``;
+- a message that carries files: the answer ``Got <n> files: <text>`` followed by those files,
+  as they came (their bytes or URL, name and media type);
 - anything else: the answer ``Echo: <text> (turn <n>)``, streamed in pieces as artifact
   updates, where ``n`` counts the messages its context has seen (a follow-up in the same
   context says ``turn 2``).
@@ -23,7 +28,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
+from a2a.helpers.proto_helpers import (
+    new_data_part,
+    new_raw_part,
+    new_task_from_user_message,
+    new_text_message,
+    new_url_part,
+)
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandlerV2
@@ -45,6 +56,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from tests.redis_servers import free_port
+
+REPORT = b"total: 42\n"  # the bytes of the file ``report ...`` answers with
+CHART = "https://files.example.com/chart.png"  # the URL of the other one
 
 
 class Scripted(AgentExecutor):
@@ -74,7 +88,13 @@ class Scripted(AgentExecutor):
             await updater.complete(self._said(updater, f"Booked for {text} (task {task.id})"))
             return
         await updater.start_work()
-        if text.startswith("fail"):
+        files = [p for p in context.message.parts if p.HasField("raw") or p.HasField("url")]
+        if files:
+            await updater.add_artifact([Part(text=f"Got {len(files)} files: {text}"), *files])
+            await updater.complete()
+        elif text.startswith("report"):
+            await self._report(updater)
+        elif text.startswith("fail"):
             await updater.failed(self._said(updater, "the flight API is down"))
         elif text.startswith("auth"):
             await updater.requires_auth(self._said(updater, "Sign in at the portal first."))
@@ -93,6 +113,17 @@ class Scripted(AgentExecutor):
                     last_chunk=n == len(pieces) - 1,
                 )
             await updater.complete()
+
+    @staticmethod
+    async def _report(updater: TaskUpdater) -> None:
+        await updater.add_artifact([Part(text="Here is the report.")], artifact_id="report")
+        chunk = [
+            new_raw_part(REPORT, "text/plain", "report.txt"),
+            new_url_part(CHART, "image/png", "chart.png"),
+            new_data_part({"currency": "EUR"}),
+        ]
+        await updater.add_artifact(chunk, artifact_id="report", append=True, last_chunk=True)
+        await updater.complete()
 
     @staticmethod
     def _said(updater: TaskUpdater, text: str) -> Any:
