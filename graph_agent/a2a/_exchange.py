@@ -1,12 +1,11 @@
-"""The wire side of a remote A2A agent, over a2a-sdk's client: reading its agent card, and one
-exchange (a message sent, the task's events read until the task ends or asks for input).
+"""The wire side of a remote A2A agent, over a2a-sdk's client: one exchange
+(a message sent, the task's events read until the task ends or asks for input).
 Every failure becomes a ``RemoteA2AError`` that says what, where and how to fix it."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -14,7 +13,6 @@ from typing import Any
 
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
-from a2a.client.card_resolver import parse_agent_card
 from a2a.types.a2a_pb2 import (
     AgentCard,
     Artifact,
@@ -28,15 +26,15 @@ from a2a.types.a2a_pb2 import (
     TaskState,
     TaskStatus,
 )
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import A2AError
 
+from ._card import timeout
 from ._parts import DATA, FILES, Said
 from .errors import RemoteA2AError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DONE", "PAUSED", "Remote", "Reply", "exchange", "read_card", "state_name"]
+__all__ = ["DONE", "PAUSED", "Remote", "Reply", "exchange", "message", "state_name"]
 
 DONE = "completed"
 PAUSED = "input-required"
@@ -66,7 +64,7 @@ class Remote:
 
     def http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            headers=dict(self.headers), timeout=_timeout(self.timeout), follow_redirects=True
+            headers=dict(self.headers), timeout=timeout(self.timeout), follow_redirects=True
         )
 
 
@@ -82,78 +80,6 @@ class Reply:
     context_id: str
     files: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     data: list[Any] = dataclasses.field(default_factory=list)
-
-
-def _timeout(seconds: float) -> httpx.Timeout:
-    # read: how long the remote may stay silent (a streamed task sends its events as it goes)
-    return httpx.Timeout(seconds, connect=min(seconds, 10.0))
-
-
-def card_url(url: str) -> str:
-    """Where the agent card of the agent at ``url`` is (``url`` itself when it names a
-    ``.json`` file)."""
-    if url.endswith(".json"):
-        return url
-    return url.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH
-
-
-def read_card(url: str, headers: Mapping[str, str], timeout: float) -> AgentCard:
-    """The agent card of the agent at ``url``, read over HTTP; a clear error when the agent
-    is unreachable, refuses us, has no card there or serves an invalid one."""
-    where = card_url(url)
-    try:
-        with httpx.Client(
-            headers=dict(headers), timeout=_timeout(timeout), follow_redirects=True
-        ) as client:
-            response = client.get(where)
-    except httpx.TimeoutException:
-        raise RemoteA2AError(
-            f"the A2A agent at {url} did not answer within {timeout:g} s (reading its card "
-            f"at {where}); check that it is up, or give a longer timeout=",
-            url=url,
-        ) from None
-    except httpx.HTTPError as error:
-        raise RemoteA2AError(
-            f"cannot reach the A2A agent at {url} ({error}; reading its card at {where}): "
-            "is it running, and is the URL right?",
-            url=url,
-        ) from None
-    if response.status_code in (401, 403):
-        raise RemoteA2AError(
-            f"the A2A agent at {url} refused our credentials (HTTP {response.status_code} for "
-            f"its card at {where}): pass the ones it expects, e.g. "
-            "headers={'Authorization': 'Bearer <token>'}",
-            url=url,
-        )
-    if response.status_code != 200:
-        raise RemoteA2AError(
-            f"no agent card at {where} (HTTP {response.status_code}): give the agent's base "
-            "URL (its card is at /.well-known/agent-card.json under it) or its card's URL",
-            url=url,
-        )
-    return parse_card(response.content, url, where)
-
-
-def parse_card(content: bytes | str | Mapping[str, Any], url: str, where: str) -> AgentCard:
-    """An agent card from its JSON; a clear error when it is not one."""
-    problem = None
-    try:
-        data = dict(content) if isinstance(content, Mapping) else json.loads(content)
-        card = parse_agent_card(data)
-    except Exception as error:  # not JSON, or protobuf's ParseError: not a card
-        problem = str(error)
-    else:
-        if not card.name:
-            problem = "it has no name"
-        elif not card.supported_interfaces:
-            problem = "it names no interface (supportedInterfaces) to send messages to"
-    if problem is not None:
-        raise RemoteA2AError(
-            f"the agent card at {where} is not a valid A2A agent card ({problem}); check the "
-            "URL, and that the agent speaks A2A 1.0 or 0.3",
-            url=url,
-        )
-    return card
 
 
 def message(parts: Sequence[Part], context_id: str | None, task_id: str | None) -> Message:

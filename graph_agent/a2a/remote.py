@@ -38,6 +38,7 @@ from ..graph import (
 from ..messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
 from ..tools import ToolContext
 from . import _exchange
+from ._card import parse_card, read_card
 from ._exchange import DONE, Remote, Reply
 from ._parts import DATA, FILES, answer_part, message_parts
 from .errors import RemoteA2AError
@@ -105,9 +106,9 @@ class RemoteA2AAgent(BaseAgent):
             raise AgentBuildError(name or url, problems)
         sent = dict(headers or {})
         if card is None:
-            card = _exchange.read_card(url, sent, float(timeout))
+            card = run_coroutine_sync(read_card(url, sent, float(timeout)))
         elif not isinstance(card, AgentCard):
-            card = _exchange.parse_card(card, url, "the card given")
+            card = parse_card(card, url, "the card given")
         self.card = card
         self.remote = Remote(url, card, sent, float(timeout))
         self.name = name or _NAME.sub("_", card.name).strip("_")[:64] or "remote_agent"

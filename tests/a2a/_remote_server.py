@@ -64,7 +64,8 @@ CHART = "https://files.example.com/chart.png"  # the URL of the other one
 class Scripted(AgentExecutor):
     """The remote agent's logic (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, voice: str = "Echo") -> None:
+        self.voice = voice  # what its echo starts with
         self.turns: dict[str, int] = {}  # context id -> messages seen
         self.canceled: list[str] = []  # the ids of the tasks a client cancelled
 
@@ -103,7 +104,7 @@ class Scripted(AgentExecutor):
         elif text.startswith("book"):
             await updater.requires_input(self._said(updater, "Which city?"))
         else:
-            answer = f"Echo: {text} (turn {turn})"
+            answer = f"{self.voice}: {text} (turn {turn})"
             pieces = [answer[:6], answer[6:]]
             for n, piece in enumerate(pieces):
                 await updater.add_artifact(
@@ -137,7 +138,7 @@ class Scripted(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def card(url: str, *, streaming: bool = True) -> AgentCard:
+def card(url: str, *, streaming: bool = True, extended: bool = False) -> AgentCard:
     return AgentCard(
         name="travel",
         description="Books flights and answers travel questions.",
@@ -145,23 +146,55 @@ def card(url: str, *, streaming: bool = True) -> AgentCard:
         supported_interfaces=[
             AgentInterface(protocol_binding="JSONRPC", url=url, protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=streaming),
+        capabilities=AgentCapabilities(streaming=streaming, extended_agent_card=extended),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="book", name="book", description="Books a flight", tags=["travel"])],
     )
 
 
+def member_card(url: str) -> AgentCard:
+    """The authenticated extended card: more said, one more skill, and its own interface
+    (``/members``, where the echo says ``Member echo``)."""
+    extended = card(url, extended=True)
+    extended.description = "Books flights, and sees a member's bookings."
+    extended.skills.append(
+        AgentSkill(id="bookings", name="bookings", description="A member's bookings", tags=[])
+    )
+    del extended.supported_interfaces[:]
+    extended.supported_interfaces.append(
+        AgentInterface(protocol_binding="JSONRPC", url=f"{url}/members", protocol_version="1.0")
+    )
+    return extended
+
+
 def app(
-    url: str, *, streaming: bool = True, token: str | None = None, executor: Scripted | None = None
+    url: str,
+    *,
+    streaming: bool = True,
+    token: str | None = None,
+    executor: Scripted | None = None,
+    extended: bool = False,
 ) -> Starlette:
-    """The remote agent's app; with ``token``, its JSON-RPC route answers 401 to a request
-    without ``Authorization: Bearer <token>`` (its card stays public)."""
-    served = card(url, streaming=streaming)
+    """The remote agent's app; with ``token``, its JSON-RPC routes answer 401 to a request
+    without ``Authorization: Bearer <token>`` (its card stays public). With ``extended``,
+    its card says it has an authenticated extended card (``member_card``), which
+    ``GetExtendedAgentCard`` answers."""
+    served = card(url, streaming=streaming, extended=extended)
     handler = DefaultRequestHandlerV2(
-        agent_executor=executor or Scripted(), task_store=InMemoryTaskStore(), agent_card=served
+        agent_executor=executor or Scripted(),
+        task_store=InMemoryTaskStore(),
+        agent_card=served,
+        extended_agent_card=member_card(url) if extended else None,
     )
     routes = [*create_agent_card_routes(served), *create_jsonrpc_routes(handler, "/")]
+    if extended:
+        members = DefaultRequestHandlerV2(
+            agent_executor=Scripted("Member echo"),
+            task_store=InMemoryTaskStore(),
+            agent_card=member_card(url),
+        )
+        routes += create_jsonrpc_routes(members, "/members")
     if token is None:
         return Starlette(routes=routes)
 
@@ -176,10 +209,15 @@ def app(
 
 @contextmanager
 def remote_agent(
-    *, streaming: bool = True, token: str | None = None, executor: Scripted | None = None
+    *,
+    streaming: bool = True,
+    token: str | None = None,
+    executor: Scripted | None = None,
+    extended: bool = False,
 ) -> Iterator[str]:
     """The remote agent served by uvicorn in a thread of this process; yields its URL."""
-    with served(lambda url: app(url, streaming=streaming, token=token, executor=executor)) as url:
+    options: dict[str, Any] = {"streaming": streaming, "token": token, "executor": executor}
+    with served(lambda url: app(url, extended=extended, **options)) as url:
         yield url
 
 
