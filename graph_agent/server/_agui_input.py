@@ -6,7 +6,9 @@ already holds (by id) are ignored, whatever the client changed in them, and so i
 before the last of those; of the rest (the new turn) only the user's messages are taken, and
 the results of the front-end tool calls the thread waits for. An assistant, system or
 developer message the client made up is dropped; any other tool result is refused (it would
-put words in a tool's mouth). Resume entries answer the thread's pending interrupts, by id.
+put words in a tool's mouth). Resume entries answer the thread's pending interrupts, by id:
+a resolved one with its payload, a cancelled one with what declining means to the pause
+(``_agui_cancel``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Any
 from ag_ui.core import Message, RunAgentInput, TextPart, ToolMessage, UserMessage
 from pydantic import ValidationError
 
-from ..graph import StateSnapshot
+from ..graph import Interrupt, StateSnapshot
+from ._agui_cancel import cancelled_answer
 from ._agui_tools import CLIENT_TOOLS_KEY, is_client_call
 from ._http import HTTPProblem
 from ._wire_messages import messages_to_wire
@@ -93,23 +96,35 @@ def new_turn(
     return turn, answers
 
 
-def _resume(run_input: RunAgentInput, ids: Sequence[str]) -> dict[str, Any]:
+def _resume(run_input: RunAgentInput, pending: Sequence[Interrupt]) -> dict[str, Any]:
+    """The answers of the resume entries, by interrupt id: a resolved entry's payload, or
+    what a cancelled one means to the pause it answers (``cancelled_answer``)."""
+    by_id = {pause.id: pause for pause in pending}
     answers: dict[str, Any] = {}
     for entry in run_input.resume or ():
-        if entry.interrupt_id not in ids:
+        pause = by_id.get(entry.interrupt_id)
+        if pause is None:
             raise HTTPProblem(
                 422,
                 f"resume entry {entry.interrupt_id!r} answers no pending interrupt of thread "
-                f"{run_input.thread_id!r}; pending: {list(ids)}",
+                f"{run_input.thread_id!r}; pending: {list(by_id)}",
             )
-        if entry.status != "resolved":
+        if entry.status == "resolved":
+            answers[entry.interrupt_id] = entry.payload
+        elif entry.payload is not None:
             raise HTTPProblem(
                 422,
-                f"resume entry {entry.interrupt_id!r} is {entry.status!r}: an interrupt of this "
-                "server is answered, not abandoned (send status 'resolved' with the answer as "
-                "payload; for an approval, a rejection is an answer)",
+                f"resume entry {entry.interrupt_id!r} is 'cancelled' and carries a payload: a "
+                "cancelled entry declines the request (leave the payload out); to answer it, "
+                "send status 'resolved' with the answer as payload",
             )
-        answers[entry.interrupt_id] = entry.payload
+        else:
+            try:
+                answers[pause.id] = cancelled_answer(pause.id, pause.value, entry.metadata)
+            except ValueError as error:
+                raise HTTPProblem(
+                    422, f"resume entry {pause.id!r} is 'cancelled': {error}"
+                ) from None
     return answers
 
 
@@ -161,15 +176,16 @@ def run_body(
     turn, answers = new_turn(
         run_input.messages, held if isinstance(held, Sequence) else (), run_input.thread_id, asked
     )
-    answers = {**answers, **_resume(run_input, ids)}
+    answers = {**answers, **_resume(run_input, pending)}
     if answers or pending:
         missing = [i for i in ids if i not in answers]
         if missing:
             raise HTTPProblem(
                 422,
                 f"thread {run_input.thread_id!r} waits for answers to interrupts {missing}: "
-                "send them as resume entries ({interruptId, status: 'resolved', payload}), "
-                "and a front-end tool call's result as a tool message",
+                "send them as resume entries ({interruptId, status: 'resolved', payload}, or "
+                "{interruptId, status: 'cancelled'} to decline one), and a front-end tool "
+                "call's result as a tool message",
             )
         if turn:
             raise HTTPProblem(
