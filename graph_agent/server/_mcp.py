@@ -17,7 +17,8 @@ stream. A client of 2026-07-28 (no session) gets the question as the call's
 ``input_required`` result and answers it by calling again, with the ``request_state`` that
 names the thread. (LangGraph's ``/mcp`` is stateless and JSON-only: no progress, no
 questions.) A client that cannot be asked gets an error result naming the thread that waits
-and how to answer it. MCP's Tasks are not served: the SDK has no API for them yet.
+and how to answer it. A client of 2026-07-28 that declares MCP's Tasks gets a long call
+(or one that waits for a person) as a task (``_mcp_tasks``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..events import CustomEvent, NodeStart, ToolEnd, ToolStart
 from ..runs import EVENT, Run
 from ._http import HTTPProblem
+from ._mcp_results import (
+    ANSWER_SCHEMA,
+    METADATA,
+    answer_of,
+    error,
+    form,
+    how,
+    question,
+    result,
+    resume_body,
+    unanswered,
+)
 from ._server import Served, Server
 
 if TYPE_CHECKING:
@@ -66,17 +79,6 @@ _INPUT_SCHEMA: dict[str, Any] = {
 }
 
 _ANSWER = "answer"  # the key of our one question in a 2026-07-28 input_required result
-_ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "answer": {
-            "type": "string",
-            "description": "Your answer (JSON for a structured answer, such as "
-            '{"decision": "approved"}).',
-        }
-    },
-    "required": ["answer"],
-}
 
 
 def _sdk_missing() -> str | None:
@@ -115,19 +117,29 @@ class McpEndpoint:
         self.routes: list[BaseRoute] = [Route(PATH, app)]
 
     def _build(self) -> ASGIApp:
+        from mcp.server.extension import compose_tool_call_handler
         from mcp.server.lowlevel import Server as McpServer
         from mcp.server.streamable_http_manager import (
             StreamableHTTPASGIApp,
             StreamableHTTPSessionManager,
         )
+        from mcp_types import CallToolRequestParams
+
+        from ._mcp_tasks import McpTasks
 
         mcp_server: McpServer[Any] = McpServer(
             "graph-agent",
             version=importlib.metadata.version("graph-agent"),
             instructions="Each tool is an agent: send it a message, go on with its thread_id.",
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
         )
+        # the Tasks extension, applied as MCPServer(extensions=[...]) applies one
+        tasks = McpTasks(self)
+        for method in tasks.methods():
+            mcp_server.add_request_handler(method.method, method.params_type, method.handler)
+        mcp_server.extensions[tasks.identifier] = tasks.settings()
+        calls = compose_tool_call_handler([tasks], self._call_tool)
+        mcp_server.add_request_handler("tools/call", CallToolRequestParams, calls)
         # origins and hosts are checked by the app's own middleware (_guard), the token too
         self._manager = StreamableHTTPSessionManager(
             mcp_server, max_request_body_size=self.server.max_body
@@ -163,47 +175,66 @@ class McpEndpoint:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
-        served = self.server.served.get(params.name)
-        if served is None:
-            tools = ", ".join(sorted(self.server.served))
-            return _error(f"there is no tool {params.name!r}; the tools are: {tools}")
-        try:
-            message, thread_id = _arguments(params.arguments)
-        except ValueError as error:
-            return _error(f"{params.name}: {error}")
-        body: dict[str, Any] = {"assistant_id": served.graph_id, "metadata": {"via": "mcp"}}
+        """A call answered when its run ends: the person asked (elicitation, or the call's
+        ``input_required`` result) at each interrupt on the way."""
+        planned = self.plan(params)
+        if not isinstance(planned, tuple):
+            return planned
+        served, body = planned
         if params.request_state is not None:  # a 2026-07-28 client's answer to our question
             try:
                 thread_id = _thread_of(params.request_state)
-            except ValueError as error:
-                return _error(f"{params.name}: {error}")
+            except ValueError as problem:
+                return error(f"{params.name}: {problem}")
             answer = _reply(params.input_responses, served, thread_id)
             if isinstance(answer, str):
-                return _error(answer, {"thread_id": thread_id})
-            body["command"] = {"resume": answer[0]}
-        else:
-            thread_id = thread_id or str(uuid.uuid4())
-            body["input"] = {"messages": [{"role": "user", "content": message}]}
-            body["if_not_exists"] = "create"
+                return error(answer, {"thread_id": thread_id})
+            body = resume_body(served, answer[0])
+            body["thread_id"] = thread_id
         while True:
-            try:
-                run = await self.server.start_run(thread_id, body, waited=True)
-            except HTTPProblem as problem:
-                return _error(f"{params.name}: {problem.detail}")
+            run = await self.start(params.name, body)
+            if not isinstance(run, Run):
+                return run
             values = await self.server.cancel_unless_answered(run, self._finish(ctx, run))
             meta = {"thread_id": run.thread_id, "run_id": run.run_id}
-            if "__error__" in values:
-                failure = values["__error__"]
-                return _error(f"the run failed: {failure.get('message', failure)}", meta)
             waiting = values.get("__interrupt__")
-            if not waiting:
-                return _answer(values, meta)
+            if "__error__" in values or not waiting:
+                return result(values, meta)
             asked = await _ask(ctx, served, waiting[0], meta)
             if not isinstance(asked, tuple):
                 return asked
-            body.pop("input", None)
-            body.pop("if_not_exists", None)
-            body["command"] = {"resume": asked[0]}
+            body = {**resume_body(served, asked[0]), "thread_id": run.thread_id}
+
+    def plan(self, params: CallToolRequestParams) -> tuple[Served, dict[str, Any]] | CallToolResult:
+        """The served agent a call names and the body of the run it asks for (its
+        ``thread_id`` in it: a new one when the call gives none); the error result when the
+        call does not fit."""
+        served = self.server.served.get(params.name)
+        if served is None:
+            tools = ", ".join(sorted(self.server.served))
+            return error(f"there is no tool {params.name!r}; the tools are: {tools}")
+        try:
+            message, thread_id = _arguments(params.arguments)
+        except ValueError as problem:
+            return error(f"{params.name}: {problem}")
+        body: dict[str, Any] = {
+            "assistant_id": served.graph_id,
+            "metadata": dict(METADATA),
+            "input": {"messages": [{"role": "user", "content": message}]},
+            "if_not_exists": "create",
+            "thread_id": thread_id or str(uuid.uuid4()),
+        }
+        return served, body
+
+    async def start(self, tool: str, body: dict[str, Any]) -> Run | CallToolResult:
+        """The run ``body`` asks for (on its ``thread_id``), started; the error result when
+        the server refuses it."""
+        body = dict(body)
+        thread_id = body.pop("thread_id")
+        try:
+            return await self.server.start_run(thread_id, body, waited=True)
+        except HTTPProblem as problem:
+            return error(f"{tool}: {problem.detail}")
 
     async def _finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]:
         """The run's final values, once it ends; a progress notification per step, tool
@@ -248,14 +279,6 @@ def _progress_note(event: Any) -> str | None:
     return None
 
 
-def _how(served: Served, thread: str) -> str:
-    return (
-        f"answer it on thread {thread!r} over the Agent Protocol (langgraph-sdk: "
-        f"client.runs.wait({thread!r}, {served.graph_id!r}, command={{'resume': ...}})) or "
-        "on the server's page"
-    )
-
-
 async def _ask(
     ctx: ServerRequestContext[Any, Any],
     served: Served,
@@ -271,35 +294,28 @@ async def _ask(
         ClientCapabilities,
         ElicitationCapability,
         ElicitRequest,
-        ElicitRequestFormParams,
         InputRequiredResult,
     )
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     thread = meta["thread_id"]
-    question = json.dumps(interrupt.get("value"), ensure_ascii=False, default=str)
     asking = ClientCapabilities(elicitation=ElicitationCapability())
+    waits = f"the agent is waiting for a person: {question(interrupt)}; {how(served, thread)}"
     if not ctx.session.check_client_capability(asking):
-        return _error(
-            f"the agent is waiting for a person: {question}; {_how(served, thread)}", meta
-        )
-    form = ElicitRequestFormParams(
-        message=f"The agent {served.graph_id} asks: {question}", requested_schema=_ANSWER_SCHEMA
-    )
+        return error(waits, meta)
+    asked = form(served, interrupt)
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         state = json.dumps({"thread_id": thread})
         return InputRequiredResult(
-            input_requests={_ANSWER: ElicitRequest(params=form)}, request_state=state
+            input_requests={_ANSWER: ElicitRequest(params=asked)}, request_state=state
         )
     if not ctx.session.can_send_request:
-        return _error(
-            f"the agent is waiting for a person: {question}; {_how(served, thread)}", meta
-        )
+        return error(waits, meta)
     reply = await ctx.session.elicit_form(
-        form.message, _ANSWER_SCHEMA, related_request_id=ctx.request_id
+        asked.message, ANSWER_SCHEMA, related_request_id=ctx.request_id
     )
     answer = _reply({_ANSWER: reply}, served, thread)
-    return _error(answer, meta) if isinstance(answer, str) else answer
+    return error(answer, meta) if isinstance(answer, str) else answer
 
 
 def _thread_of(request_state: str) -> str:
@@ -317,60 +333,10 @@ def _thread_of(request_state: str) -> str:
 
 
 def _reply(replies: Mapping[str, Any] | None, served: Served, thread: str) -> tuple[Any] | str:
-    """The answer in the client's reply to our question, as a 1-tuple (read as JSON when it
-    parses); the error text when there is none."""
-    reply = (replies or {}).get(_ANSWER)
-    content = getattr(reply, "content", None)
-    accepted = getattr(reply, "action", None) == "accept" and isinstance(content, dict)
-    text = content.get("answer") if accepted else None  # type: ignore[union-attr]
-    if not isinstance(text, str):
-        return (
-            f"the person did not answer the agent's question; the agent still waits: "
-            f"{_how(served, thread)}"
-        )
-    try:
-        return (json.loads(text),)
-    except ValueError:
-        return (text,)
-
-
-def _answer(values: Mapping[str, Any], meta: dict[str, Any]) -> CallToolResult:
-    """The result of a run that ended: the last assistant message's text, the structured
-    output (an agent's ``output_type``) as structured content."""
-    from mcp_types import CallToolResult, TextContent
-
-    structured = values.get("structured_response")
-    if structured is not None and not isinstance(structured, dict):
-        structured = {"result": structured}
-    text = next(
-        (
-            _text(m.get("content"))
-            for m in reversed(values.get("messages") or [])
-            if isinstance(m, dict) and m.get("type") == "ai"
-        ),
-        None,
-    )
-    if text is None:
-        text = json.dumps(structured if structured is not None else values, default=str)
-    return CallToolResult(
-        content=[TextContent(text=text)], structured_content=structured, _meta=meta
-    )
-
-
-def _text(content: Any) -> str:
-    """A message's content (a string or a list of parts) as text."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)
-
-
-def _error(text: str, meta: dict[str, Any] | None = None) -> CallToolResult:
-    """A tool result with ``isError``: what the model (or person) calling can read."""
-    from mcp_types import CallToolResult, TextContent
-
-    return CallToolResult(content=[TextContent(text=text)], is_error=True, _meta=meta)
+    """The answer in the client's reply to our question, as a 1-tuple; the error text when
+    there is none."""
+    answer = answer_of((replies or {}).get(_ANSWER))
+    return answer if answer is not None else unanswered(served, thread)
 
 
 def mcp_endpoint(server: Server) -> McpEndpoint:
