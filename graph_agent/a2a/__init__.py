@@ -5,7 +5,8 @@
 
     from graph_agent.a2a import RemoteA2AAgent
 
-    travel = RemoteA2AAgent("https://travel.example.com")
+    travel = RemoteA2AAgent("https://travel.example.com")  # in async code:
+    # travel = await RemoteA2AAgent.aconnect("https://travel.example.com")
     agent = ReactAgent.builder().name("assistant").model(model).tools(travel.as_tool()).build()
 """
 

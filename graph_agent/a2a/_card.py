@@ -7,7 +7,9 @@ where and how to fix it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,9 +22,24 @@ from a2a.utils.errors import A2AError
 
 from .errors import RemoteA2AError
 
-__all__ = ["card_url", "parse_card", "read_card"]
+__all__ = ["card_url", "client", "parse_card", "read_card", "timeout"]
 
 _REFUSED = "pass the ones it expects, e.g. headers={'Authorization': 'Bearer <token>'}"
+
+
+_TLS: list[ssl.SSLContext] = []  # the one TLS context every remote's client shares
+
+
+async def client(headers: Mapping[str, str], seconds: float) -> httpx.AsyncClient:
+    """An HTTP client for a remote agent. Its TLS context (the CA bundle, which takes tens of
+    milliseconds to load) is made once, on a worker thread: never on the event loop."""
+    if not _TLS:
+        made = await asyncio.to_thread(httpx.create_ssl_context)
+        if not _TLS:
+            _TLS.append(made)
+    return httpx.AsyncClient(
+        headers=dict(headers), timeout=timeout(seconds), follow_redirects=True, verify=_TLS[0]
+    )
 
 
 def timeout(seconds: float) -> httpx.Timeout:
@@ -43,9 +60,7 @@ async def read_card(url: str, headers: Mapping[str, str], seconds: float) -> Age
     """The card of the agent at ``url``: its extended card when it has one, else its public
     card. A clear error when the agent is unreachable, refuses us, has no card there, serves
     an invalid one, or does not give its extended card."""
-    async with httpx.AsyncClient(
-        headers=dict(headers), timeout=timeout(seconds), follow_redirects=True
-    ) as http:
+    async with await client(headers, seconds) as http:
         card = await _public(http, url, seconds)
         if card.capabilities.extended_agent_card:
             card = await _extended(http, card, url)

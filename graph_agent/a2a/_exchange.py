@@ -28,7 +28,7 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import A2AError
 
-from ._card import timeout
+from ._card import client
 from ._parts import DATA, FILES, Said
 from .errors import RemoteA2AError
 
@@ -62,10 +62,8 @@ class Remote:
     headers: Mapping[str, str]
     timeout: float
 
-    def http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            headers=dict(self.headers), timeout=timeout(self.timeout), follow_redirects=True
-        )
+    async def http(self) -> httpx.AsyncClient:
+        return await client(self.headers, self.timeout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +105,7 @@ async def exchange(
     config_streams = remote.card.capabilities.streaming
     run = _Run(say, tell)
     try:
-        async with remote.http() as http:
+        async with await remote.http() as http:
             config = ClientConfig(httpx_client=http, streaming=config_streams)
             client = ClientFactory(config).create(remote.card)
             try:

@@ -10,6 +10,7 @@ after its ``interrupt()`` has its answer, so a resumed run never sends a message
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,7 @@ from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from .._runtime.task_scope import current_task
 from ..agent import AgentTool, BaseAgent
-from ..errors import AgentBuildError
+from ..errors import AgentBuildError, GraphUsageError
 from ..events import ModelDelta, ModelEnd, ModelStart, emit
 from ..graph import (
     END,
@@ -70,6 +71,12 @@ class RemoteA2AAgent(BaseAgent):
     ``{"question": ..., "agent": ..., "task_id": ..., "context_id": ...}``; resuming with the
     answer (``Command(resume="...")``) sends it to the same remote task.
 
+    In async code, make it with ``await RemoteA2AAgent.aconnect(url, ...)``: the constructor
+    reads the card synchronously (a thin driver over the same coroutine), so where an event
+    loop runs it raises ``GraphUsageError`` instead of blocking the loop, unless ``card`` is
+    given. A card that says the agent has an authenticated extended card gets that card
+    read too (with ``headers``), and it is the one used.
+
     ``name`` and ``description`` default to the card's; ``headers`` go with every request
     (credentials); ``timeout`` is how long, in seconds, the remote may stay silent. A remote
     that is down, a bad card, refused credentials, a silent remote and a failed task raise
@@ -92,20 +99,15 @@ class RemoteA2AAgent(BaseAgent):
         listeners: Sequence[Any] = (),
         card: AgentCard | Mapping[str, Any] | None = None,
     ) -> None:
-        problems = []
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            problems.append(f"url must be the agent's http(s) URL (or its card's), got {url!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            problems.append(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if name is not None and not _VALID_NAME.match(name):
-            problems.append(
-                f"name {name!r} must be 1-64 letters, digits, '_' or '-' (it names the agent's "
-                "tool and namespaces)"
-            )
-        if problems:
-            raise AgentBuildError(name or url, problems)
+        _check(url, timeout, name)
         sent = dict(headers or {})
         if card is None:
+            if asyncio._get_running_loop() is not None:
+                raise GraphUsageError(
+                    f"RemoteA2AAgent({url!r}) reads the agent's card over HTTP, which would "
+                    "block the event loop running here: in async code, make it with "
+                    f"`await RemoteA2AAgent.aconnect({url!r}, ...)` (or give card=)"
+                )
             card = run_coroutine_sync(read_card(url, sent, float(timeout)))
         elif not isinstance(card, AgentCard):
             card = parse_card(card, url, "the card given")
@@ -118,6 +120,36 @@ class RemoteA2AAgent(BaseAgent):
         self.saver = saver if saver is not None else MemorySaver()
         self._listeners = tuple(listeners)
         self._graph = self._compile()
+
+    @classmethod
+    async def aconnect(
+        cls,
+        url: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        output_key: str | None = None,
+        saver: BaseCheckpointSaver | None = None,
+        listeners: Sequence[Any] = (),
+    ) -> RemoteA2AAgent:
+        """``RemoteA2AAgent(url, ...)`` for async code: its card (and its extended card) read
+        on the running event loop, which it never blocks. (The constructor, called where a
+        loop runs, says to use this.)"""
+        _check(url, timeout, name)
+        card = await read_card(url, dict(headers or {}), float(timeout))
+        return cls(
+            url,
+            name=name,
+            description=description,
+            headers=headers,
+            timeout=timeout,
+            output_key=output_key,
+            saver=saver,
+            listeners=listeners,
+            card=card,
+        )
 
     def __repr__(self) -> str:
         return f"RemoteA2AAgent({self.name!r}, url={self.remote.url!r})"
@@ -246,6 +278,22 @@ class RemoteA2AAgent(BaseAgent):
         else:
             update[_PENDING] = {**ids, "question": reply.text, **extras}
         return update
+
+
+def _check(url: Any, timeout: Any, name: Any) -> None:
+    """An ``AgentBuildError`` listing every bad argument, before anything is sent."""
+    problems = []
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        problems.append(f"url must be the agent's http(s) URL (or its card's), got {url!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        problems.append(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if name is not None and not (isinstance(name, str) and _VALID_NAME.match(name)):
+        problems.append(
+            f"name {name!r} must be 1-64 letters, digits, '_' or '-' (it names the agent's "
+            "tool and namespaces)"
+        )
+    if problems:
+        raise AgentBuildError(name or url, problems)
 
 
 def _next(state: OverAllState) -> str:

@@ -159,7 +159,9 @@ def member_card(url: str) -> AgentCard:
     extended = card(url, extended=True)
     extended.description = "Books flights, and sees a member's bookings."
     extended.skills.append(
-        AgentSkill(id="bookings", name="bookings", description="A member's bookings", tags=[])
+        AgentSkill(
+            id="bookings", name="bookings", description="A member's bookings", tags=["travel"]
+        )
     )
     del extended.supported_interfaces[:]
     extended.supported_interfaces.append(
