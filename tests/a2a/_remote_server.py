@@ -8,7 +8,8 @@ What it does, by the text it is sent:
 - ``auth ...``: the task asks for credentials (``auth-required``);
 - ``wait ...``: the task works until a client cancels it;
 - ``book ...``: the task asks ``Which city?`` (``input-required``); the next message on that
-  task completes it with ``Booked for <answer> (task <id>)``;
+  task completes it with ``Booked for <answer> (task <id>)``; ``seat ...`` asks ``Which
+  seat?`` the same way, with a seat map (a file part, the URL ``SEATS``);
 - ``report ...``: the answer ``Here is the report.``, then, in a second chunk of the same
   artifact, a file as bytes (``report.txt``, ``text/plain``), a file as a URL
   (``chart.png``, ``image/png``) and a data part ``{"currency": "EUR"}``;
@@ -59,6 +60,7 @@ from tests.redis_servers import free_port
 
 REPORT = b"total: 42\n"  # the bytes of the file ``report ...`` answers with
 CHART = "https://files.example.com/chart.png"  # the URL of the other one
+SEATS = "https://files.example.com/seats.png"  # the seat map ``seat ...`` asks with
 
 
 class Scripted(AgentExecutor):
@@ -103,6 +105,10 @@ class Scripted(AgentExecutor):
             await asyncio.Event().wait()  # until the task is cancelled
         elif text.startswith("book"):
             await updater.requires_input(self._said(updater, "Which city?"))
+        elif text.startswith("seat"):
+            asked = self._said(updater, "Which seat?")
+            asked.parts.append(new_url_part(SEATS, "image/png", "seats.png"))
+            await updater.requires_input(asked)
         else:
             answer = f"{self.voice}: {text} (turn {turn})"
             pieces = [answer[:6], answer[6:]]

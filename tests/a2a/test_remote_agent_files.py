@@ -12,6 +12,7 @@ import pytest
 
 from graph_agent import (
     AssistantMessage,
+    Command,
     ReactAgent,
     ScriptedChatModel,
     SequentialAgent,
@@ -22,7 +23,7 @@ from graph_agent.a2a import RemoteA2AAgent
 from graph_agent.errors import GraphUsageError
 from graph_agent.events import CustomEvent, ModelDelta, ToolEnd
 
-from ._remote_server import CHART, REPORT
+from ._remote_server import CHART, REPORT, SEATS
 
 PNG = b"\x89PNG\r\n\x1a\n fake image"
 REPORT_FILE = {
@@ -73,6 +74,18 @@ def test_our_message_s_files_go_out_as_a2a_file_parts(remote_url: str) -> None:
     assert answer.text.startswith("Got 2 files: what is in these?\n[file photo.png (image/png, ")
     echoed = answer.metadata["files"]
     assert echoed == [{**photo, "bytes": base64.b64encode(PNG).decode()}, paper]
+
+
+def test_a_remote_question_s_file_is_in_our_interrupt(remote_url: str) -> None:
+    remote = RemoteA2AAgent(remote_url)
+    thread = {"thread_id": "seats"}
+    remote.invoke("seat for me", thread)
+    state = remote.get_state(thread)
+    assert state is not None
+    (pause,) = state.interrupts
+    assert pause.value["question"] == f"Which seat?\n[file seats.png (image/png): {SEATS}]"
+    assert pause.value["files"] == [{"name": "seats.png", "media_type": "image/png", "url": SEATS}]
+    assert remote.call(Command(resume="12A"), thread).text.startswith("Booked for 12A (task ")
 
 
 def test_a_file_one_remote_gave_a_flow_goes_to_the_next_remote_as_a_file(
