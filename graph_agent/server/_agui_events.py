@@ -66,6 +66,7 @@ from ..graph import Interrupt as OurInterrupt
 from ..graph import StateSnapshot
 from ..messages import AssistantMessage as OurAssistant
 from ..runs import BEFORE, EVENT, FAILURE, STATE, Entry, error_text
+from ._agui_parts import FILES, content_parts
 from ._agui_tools import is_client_call
 from ._wire_messages import NAMESPACE_WIRE, messages_to_wire, to_jsonable
 from ._wire_stream import stream_message_id
@@ -110,12 +111,16 @@ def _text(content: Any) -> str:
 
 def agui_messages(messages: Sequence[Any], thread_id: str) -> list[Message]:
     """The thread's messages as AG-UI messages, with the ids the Agent Protocol gives them
-    (the ids a client sends back to say which messages it already has)."""
+    (the ids a client sends back to say which messages it already has); a user message with
+    files (``metadata["files"]``) as text and file parts."""
     out: list[Message] = []
     for wire in messages_to_wire(messages, thread_id=thread_id):
         kind, mid = wire.get("type"), str(wire["id"])
         if kind == "human":
-            out.append(UserMessage(id=mid, content=_text(wire.get("content"))))
+            extra = wire.get("response_metadata")
+            files = extra.get(FILES) if isinstance(extra, Mapping) else None
+            content = content_parts(_text(wire.get("content")), files)
+            out.append(UserMessage(id=mid, content=content))
         elif kind == "ai":
             calls = [
                 ToolCall(

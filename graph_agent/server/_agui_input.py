@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from ..graph import Interrupt, StateSnapshot
 from ._agui_cancel import cancelled_answer
+from ._agui_parts import FILES, user_content
 from ._agui_tools import CLIENT_TOOLS_KEY, is_client_call
 from ._http import HTTPProblem
 from ._wire_messages import messages_to_wire
@@ -49,19 +50,16 @@ def parse_input(body: Any) -> RunAgentInput:
         ) from None
 
 
-def _content(message: UserMessage) -> str | list[dict[str, Any]]:
+def _user_wire(message: UserMessage) -> dict[str, Any]:
+    """A user message of the new turn as the Agent Protocol takes it: its text, and its
+    files in ``metadata["files"]`` (``_agui_parts``)."""
     if isinstance(message.content, str):
-        return message.content
-    blocks: list[dict[str, Any]] = []
-    for part in message.content:
-        if not isinstance(part, TextPart):
-            raise HTTPProblem(
-                422,
-                f"message {message.id!r}: a {part.type!r} part is not served; send the user's "
-                "turn as text (a string, or text parts)",
-            )
-        blocks.append({"type": "text", "text": part.text})
-    return blocks
+        return {"role": "user", "content": message.content, "id": message.id}
+    text, files = user_content(message.id, message.content)
+    wire: dict[str, Any] = {"role": "user", "content": text, "id": message.id}
+    if files:
+        wire["response_metadata"] = {FILES: files}
+    return wire
 
 
 def _text_of(message: ToolMessage) -> str:
@@ -200,5 +198,5 @@ def run_body(
             "nothing to run: the messages hold no user message the thread does not have "
             "already (send the new user message, with an id of its own)",
         )
-    wire = [{"role": "user", "content": _content(m), "id": m.id} for m in turn]
+    wire = [_user_wire(m) for m in turn]
     return {**common, "input": {"messages": wire}}

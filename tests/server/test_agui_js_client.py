@@ -3,7 +3,8 @@ front ends run) against a real uvicorn: a streamed answer with a tool call and a
 that sends the whole history back, an interrupt and its resume, a front-end tool answered by
 the client, a graph's state deltas applied by the client, a sub-agent. Each run goes through
 the client's own checks (its schemas and its verification of the event order): a stream it
-refuses fails the test with the client's error.
+refuses fails the test with the client's error. A user message with an image part comes
+back with its parts in the messages snapshot.
 
 Needs Node.js and the client installed from ``tests/server/agui-js`` (``npm ci``): ``.ci/run``
 and ``make test`` install it and set ``AGUI_JS`` to its ``node_modules``; without them the
@@ -140,4 +141,5 @@ def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: 
             "texts": [["subagent", "Paris is sunny."], ["agent", "Done: sunny."]],
             "said": ["Done: sunny."],  # the thread's messages: the sub-agent's are its own
         },
+        "parts": {"sent": ["text", "image"], "said": ["Hello there!"]},
     }

@@ -111,4 +111,21 @@ seen.subagent = {
   said: said(boss),
 };
 
+// a user message with an image: the messages snapshot gives its parts back
+const chat = new HttpAgent({ url: `${base}/ag-ui/chat`, threadId: "js-parts" });
+const png = Buffer.from("\x89PNG\r\n\x1a\n").toString("base64");
+chat.addMessage({
+  id: "u1",
+  role: "user",
+  content: [
+    { type: "text", text: "Look" },
+    { type: "image", source: { type: "data", value: png, mimeType: "image/png" } },
+  ],
+});
+await run(chat);
+seen.parts = {
+  sent: chat.messages[0].content.map((part) => part.type),
+  said: said(chat),
+};
+
 console.log(JSON.stringify(seen));
