@@ -33,6 +33,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import httpx
+from protocols_agents import ANSWER as CHUNKS_ANSWER
 from serving_client import cpu_seconds, idle_cpu_share, make_client, median, one_stream, one_wait
 
 ANSWER = "final answer after 2 tool calls"
@@ -40,24 +41,20 @@ WARMUP = 5
 
 
 @asynccontextmanager
-async def a2a_clients(url: str) -> AsyncIterator[tuple[Any, Any]]:
+async def a2a_client(url: str, assistant: str, *, streaming: bool) -> AsyncIterator[Any]:
     from a2a.client import ClientConfig, create_client
 
     async with httpx.AsyncClient(timeout=60) as http:
-        plain = await create_client(
-            f"{url}/a2a/bench", ClientConfig(httpx_client=http, streaming=False)
-        )
-        streaming = await create_client(
-            f"{url}/a2a/bench", ClientConfig(httpx_client=http, streaming=True)
+        client = await create_client(
+            f"{url}/a2a/{assistant}", ClientConfig(httpx_client=http, streaming=streaming)
         )
         try:
-            yield plain, streaming
+            yield client
         finally:
-            await plain.close()
-            await streaming.close()
+            await client.close()
 
 
-async def a2a_run(client: Any) -> int:
+async def a2a_run(client: Any, answer: str = ANSWER) -> int:
     """One A2A message to a new context; the number of responses the client yielded. A
     blocking send's answer is its task's artifact; a stream's is its artifact chunks, joined
     as A2A says (``append``), so the stream is read once and nothing more is asked."""
@@ -73,7 +70,7 @@ async def a2a_run(client: Any) -> int:
             update = response.artifact_update
             chunk = "".join(p.text for p in update.artifact.parts)
             text = text + chunk if update.append else chunk
-    assert text == ANSWER, responses
+    assert text == answer, responses
     return len(responses)
 
 
@@ -97,7 +94,9 @@ async def mcp_run(session: Any) -> int:
     return 1
 
 
-async def agui_run(http: httpx.AsyncClient, url: str) -> int:
+async def agui_run(
+    http: httpx.AsyncClient, url: str, assistant: str = "bench", answer: str = ANSWER
+) -> int:
     """One AG-UI run on a new thread, its SSE read to the end; the events it sent."""
     body = {
         "threadId": uuid.uuid4().hex,
@@ -109,7 +108,7 @@ async def agui_run(http: httpx.AsyncClient, url: str) -> int:
         "forwardedProps": {},
     }
     events, kinds, text = 0, set(), []
-    async with http.stream("POST", f"{url}/ag-ui/bench", json=body) as response:
+    async with http.stream("POST", f"{url}/ag-ui/{assistant}", json=body) as response:
         assert response.status_code == 200, await response.aread()
         async for line in response.aiter_lines():
             if not line.startswith("data:"):
@@ -120,14 +119,20 @@ async def agui_run(http: httpx.AsyncClient, url: str) -> int:
             if event["type"] == "TEXT_MESSAGE_CONTENT":
                 text.append(event["delta"])
             assert event["type"] != "RUN_ERROR", event
-    assert "RUN_FINISHED" in kinds and "".join(text).endswith(ANSWER), (kinds, text)
+    assert "RUN_FINISHED" in kinds and "".join(text).endswith(answer), (kinds, text)
     return events
 
 
 async def phase(args: argparse.Namespace) -> dict[str, Any]:
     async with AsyncExitStack() as stack:
         ap = await stack.enter_async_context(make_client(args.url, 16))
-        a2a_plain, a2a_streaming = await stack.enter_async_context(a2a_clients(args.url))
+        a2a_plain = await stack.enter_async_context(a2a_client(args.url, "bench", streaming=False))
+        a2a_streaming = await stack.enter_async_context(
+            a2a_client(args.url, "bench", streaming=True)
+        )
+        a2a_chunks = await stack.enter_async_context(
+            a2a_client(args.url, "bench_chunks", streaming=True)
+        )
         mcp = await stack.enter_async_context(mcp_session(args.url))
         http = await stack.enter_async_context(httpx.AsyncClient(timeout=60))
 
@@ -137,9 +142,9 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
             await one_wait(ap, thread, "bench", ANSWER)
             return 1
 
-        async def ap_stream() -> int:
+        async def ap_stream(assistant: str = "bench", answer: str = ANSWER) -> int:
             thread = (await ap.threads.create())["thread_id"]
-            events, _ = await one_stream(ap, thread, "bench", ANSWER)
+            events, _ = await one_stream(ap, thread, assistant, answer)
             return events
 
         runs: dict[str, Callable[[], Awaitable[int]]] = {
@@ -149,6 +154,10 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
             "a2a_stream": lambda: a2a_run(a2a_streaming),
             "mcp_call": lambda: mcp_run(mcp),
             "agui": lambda: agui_run(http, args.url),
+            # the same streams of the agent whose answer comes in CHUNKS_ANSWER's words
+            "ap_stream_chunks": lambda: ap_stream("bench_chunks", CHUNKS_ANSWER),
+            "a2a_stream_chunks": lambda: a2a_run(a2a_chunks, CHUNKS_ANSWER),
+            "agui_chunks": lambda: agui_run(http, args.url, "bench_chunks", CHUNKS_ANSWER),
         }
         only = [name for name in args.only.split(",") if name] or list(runs)
         runs = {name: runs[name] for name in only}

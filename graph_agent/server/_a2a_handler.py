@@ -48,7 +48,7 @@ from a2a.utils.errors import (
 )
 
 from ..runs import Run
-from ._a2a_stream import follow_task
+from ._a2a_stream import MORE_IN_BATCH, task_events
 from ._a2a_tasks import (
     TERMINAL,
     TaskRuns,
@@ -252,8 +252,9 @@ class RunsRequestHandler(RequestHandler):
     ) -> AsyncGenerator[Event]:
         server, _ = _server(context)
         task = await self._start(params, context)
+        context.state[MORE_IN_BATCH] = False
         yield await build_task(server, task, 0)
-        async for event in follow_task(server, task):
+        async for event in task_events(server, task, context.state):
             yield event
 
     @_faults_hidden
@@ -268,9 +269,10 @@ class RunsRequestHandler(RequestHandler):
                 message=f"task {task.task_id!r} is {_state_name(state)}: nothing more will "
                 "come; read it with GetTask"
             )
+        context.state[MORE_IN_BATCH] = False
         yield await build_task(server, task, 0)
         if state != TaskState.TASK_STATE_INPUT_REQUIRED:
-            async for event in follow_task(server, task):
+            async for event in task_events(server, task, context.state):
                 yield event
 
     @_faults_hidden

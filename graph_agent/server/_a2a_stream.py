@@ -13,7 +13,7 @@ same log the Agent Protocol's stream and AG-UI read).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 from a2a.types import (
@@ -40,7 +40,7 @@ from ._a2a_tasks import (
 )
 from ._server import Server
 
-__all__ = ["follow_task"]
+__all__ = ["MORE_IN_BATCH", "QUIET", "QUIET_AFTER", "task_events"]
 
 Update = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
@@ -142,15 +142,32 @@ class _AnswerStream:
         return [*self._flush(), whole]
 
 
-async def follow_task(server: Server, task: TaskRuns) -> AsyncIterator[Update]:
+MORE_IN_BATCH = "a2a_more_in_batch"
+"""The key, in a streamed call's context state, that says whether the event just yielded
+has more of its batch right behind it (ready at once): the response writes a batch in one
+write (``_a2a_sse``), as the Agent Protocol's stream does."""
+
+QUIET_AFTER = "a2a_quiet_after"
+"""The key, in a streamed call's context state, of the seconds after which a quiet run
+yields ``QUIET`` (for a writer that sends heartbeats); unset, it never does."""
+
+QUIET = TaskStatusUpdateEvent()
+"""What ``task_events`` yields, when asked (``QUIET_AFTER``), each time the run was quiet
+that long; never sent as it is."""
+
+
+async def _follow(
+    server: Server, task: TaskRuns, idle: float | None
+) -> AsyncIterator[list[Update]]:
     """The events of the task's latest run as it goes (see the module's docstring), then
-    the state it ended in."""
+    the state it ended in; a list per entries of the run's log read at once (an empty one
+    each ``idle`` seconds without any)."""
     head = task.head
     stream = _AnswerStream(task)
-    async for batch in head.log.batches(0):
-        for entry in batch:
-            for update in stream.entry(entry):
-                yield update
+    async for batch in head.log.batches(0, idle=idle):
+        updates = [update for entry in batch for update in stream.entry(entry)]
+        if updates or not batch:
+            yield updates
     await server.runs.join(head)
     # the ended run read again (not the thread's runs: a store may scan them all)
     ended = TaskRuns([*task.runs[:-1], await server.runs.get(head.run_id) or head])
@@ -158,8 +175,24 @@ async def follow_task(server: Server, task: TaskRuns) -> AsyncIterator[Update]:
     result = None
     if task_state(ended.head) == TaskState.TASK_STATE_COMPLETED and snapshot is not None:
         result = result_artifact(ended, snapshot)
-    for update in stream.end(result):
-        yield update
-    yield TaskStatusUpdateEvent(
+    final = TaskStatusUpdateEvent(
         task_id=task.task_id, context_id=task.context_id, status=task_status(ended)
     )
+    yield [*stream.end(result), final]
+
+
+async def task_events(
+    server: Server, task: TaskRuns, state: MutableMapping[str, Any]
+) -> AsyncIterator[Update]:
+    """The events of the task's latest run, one at a time, each with
+    ``state[MORE_IN_BATCH]`` saying whether another follows it at once; ``QUIET`` each
+    ``state[QUIET_AFTER]`` seconds the run is quiet, if set."""
+    async for batch in _follow(server, task, state.get(QUIET_AFTER)):
+        if not batch:
+            state[MORE_IN_BATCH] = False
+            yield QUIET
+        last = len(batch) - 1
+        for i, update in enumerate(batch):
+            state[MORE_IN_BATCH] = i < last
+            yield update
+    state[MORE_IN_BATCH] = False
