@@ -26,7 +26,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in tests/te
         "pip install 'graph-agent[server]'"
     ) from error
 
-from ._agui_cancel import is_cancelled
+from ._agui_resume import is_cancelled
 from ._agui_tools import ClientTools
 from ._app import create_app
 from ._server import Server

@@ -67,6 +67,7 @@ from ..graph import StateSnapshot
 from ..messages import AssistantMessage as OurAssistant
 from ..runs import BEFORE, EVENT, FAILURE, STATE, Entry, error_text
 from ._agui_parts import FILES, content_parts
+from ._agui_resume import approval_schema
 from ._agui_tools import is_client_call
 from ._wire_messages import NAMESPACE_WIRE, messages_to_wire, to_jsonable
 from ._wire_stream import stream_message_id
@@ -74,6 +75,9 @@ from ._wire_stream import stream_message_id
 __all__ = ["AguiEncoder", "agui_interrupts", "agui_messages", "state_of"]
 
 MESSAGES = "messages"
+TOOL_CALL = "tool_call"  # AG-UI's core reasons, and ours, namespaced as AG-UI asks
+INPUT_REQUIRED = "input_required"
+CLIENT_TOOL_REASON = "graph_agent:client_tool"
 
 
 def state_of(values: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
@@ -151,22 +155,24 @@ def _json(value: Any) -> str:
 
 
 def agui_interrupts(pending: Sequence[OurInterrupt], thread_id: str) -> list[Interrupt]:
-    """The thread's pauses as AG-UI interrupts: ``reason`` is ``"tool_approval"`` for a
-    ``HumanInTheLoopHook``'s request (with the first call it holds back), ``"client_tool"``
-    for a front-end tool's call (with that call), else ``"input"``; the pause's own value is
-    in ``metadata["value"]``, answered by a resume entry's ``payload``."""
+    """The thread's pauses as AG-UI interrupts, ``reason`` one of AG-UI's core values where
+    one fits: ``"tool_call"`` for a ``HumanInTheLoopHook``'s request (with the first call it
+    holds back, and the ``responseSchema`` of AG-UI's approval shape), ``"input_required"``
+    for any other ``interrupt()``; ``"graph_agent:client_tool"`` for a front-end tool's call
+    (with that call). The pause's own value is in ``metadata["value"]``, answered by a
+    resume entry's ``payload``."""
     out = []
     for pause in pending:
         value = to_jsonable(pause.value, thread_id=thread_id)
-        reason, message, call_id = "input", None, None
+        reason, message, call_id = INPUT_REQUIRED, None, None
         if isinstance(value, str):
             message = value
         elif isinstance(value, Mapping):
             calls = value.get("tool_calls")
             if is_client_call(value):
-                reason, call_id = "client_tool", str(value.get("tool_call_id"))
+                reason, call_id = CLIENT_TOOL_REASON, str(value.get("tool_call_id"))
             elif value.get("type") == "tool_approval" and isinstance(calls, list) and calls:
-                reason = "tool_approval"
+                reason = TOOL_CALL
                 first = calls[0] if isinstance(calls[0], Mapping) else {}
                 call_id = str(first["id"]) if first.get("id") else None
                 if first.get("description"):
@@ -179,6 +185,7 @@ def agui_interrupts(pending: Sequence[OurInterrupt], thread_id: str) -> list[Int
                 reason=reason,
                 message=message,
                 tool_call_id=call_id,
+                response_schema=approval_schema(value),
                 metadata={"value": value},
             )
         )

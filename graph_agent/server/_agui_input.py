@@ -8,7 +8,7 @@ the results of the front-end tool calls the thread waits for. An assistant, syst
 developer message the client made up is dropped; any other tool result is refused (it would
 put words in a tool's mouth). Resume entries answer the thread's pending interrupts, by id:
 a resolved one with its payload, a cancelled one with what declining means to the pause
-(``_agui_cancel``).
+(``_agui_resume``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from ag_ui.core import Message, RunAgentInput, TextPart, ToolMessage, UserMessag
 from pydantic import ValidationError
 
 from ..graph import Interrupt, StateSnapshot
-from ._agui_cancel import cancelled_answer
 from ._agui_parts import FILES, user_content
+from ._agui_resume import cancelled_answer, resolved_answer
 from ._agui_tools import CLIENT_TOOLS_KEY, is_client_call
 from ._http import HTTPProblem
 from ._wire_messages import messages_to_wire
@@ -108,7 +108,10 @@ def _resume(run_input: RunAgentInput, pending: Sequence[Interrupt]) -> dict[str,
                 f"{run_input.thread_id!r}; pending: {list(by_id)}",
             )
         if entry.status == "resolved":
-            answers[entry.interrupt_id] = entry.payload
+            try:
+                answers[pause.id] = resolved_answer(pause.value, entry.payload)
+            except ValueError as error:
+                raise HTTPProblem(422, f"resume entry {pause.id!r}: {error}") from None
         elif entry.payload is not None:
             raise HTTPProblem(
                 422,

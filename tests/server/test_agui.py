@@ -155,7 +155,7 @@ def test_an_interrupt_ends_the_run_and_resume_entries_answer_it(url: str) -> Non
     outcome = first[-1].outcome
     assert outcome.type == "interrupt"
     (pause,) = outcome.interrupts
-    assert (pause.reason, pause.tool_call_id) == ("tool_approval", "call_1")
+    assert (pause.reason, pause.tool_call_id) == ("tool_call", "call_1")
     assert pause.metadata["value"]["tool_calls"][0]["name"] == "refund"
     assert "TOOL_CALL_RESULT" not in types(first)
 

@@ -64,7 +64,7 @@ def test_a_cancelled_question_is_an_answer_the_node_recognises() -> None:
     with live_server(create_app({"asker": asker()})) as url:
         first = ag_ui(url, "asker", run_input(thread, [user("go")]))
         (pause,) = first[-1].outcome.interrupts
-        assert (pause.reason, pause.message) == ("input", "Which city?")
+        assert (pause.reason, pause.message) == ("input_required", "Which city?")
         entry = cancel(pause, metadata={"why": "closed the dialog"})
         second = ag_ui(url, "asker", run_input(thread, [], resume=[entry]))
         state = httpx.get(f"{url}/threads/{thread}/state", timeout=10).json()["values"]
@@ -99,7 +99,7 @@ def test_cancelled_entries_decline_a_question_and_a_front_end_call_side_by_side(
     with live_server(create_app({"ui": agent})) as url:
         first = ag_ui(url, "ui", run_input(thread, [user("paint it")], tools=[tool_]))
         pauses = first[-1].outcome.interrupts
-        assert sorted(p.reason for p in pauses) == ["client_tool", "input"]
+        assert sorted(p.reason for p in pauses) == ["graph_agent:client_tool", "input_required"]
         body = run_input(thread, [], tools=[tool_], resume=[cancel(p) for p in pauses])
         second = ag_ui(url, "ui", body)
     results = {e.tool_call_id: e.content for e in second if e.type == EventType.TOOL_CALL_RESULT}

@@ -102,8 +102,9 @@ def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: 
         "secondTurn": ["user", "assistant", "tool", "assistant"] * 2,
         "interrupt": {
             "outcome": "interrupt",
-            "reason": "tool_approval",
+            "reason": "tool_call",
             "toolCallId": "call_1",
+            "required": ["approved"],
             "pending": 1,
         },
         "resumed": {

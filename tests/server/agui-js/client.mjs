@@ -60,10 +60,11 @@ seen.interrupt = {
   outcome: paused.finished.outcome,
   reason: pause.reason,
   toolCallId: pause.toolCallId,
+  required: pause.responseSchema.required,
   pending: refunds.pendingInterrupts.length,
 };
 const resumed = await run(refunds, {
-  resume: [{ interruptId: pause.id, status: "resolved", payload: { decision: "approved" } }],
+  resume: [{ interruptId: pause.id, status: "resolved", payload: { approved: true } }],
 });
 seen.resumed = {
   outcome: resumed.finished.outcome,
