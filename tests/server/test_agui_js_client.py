@@ -1,8 +1,9 @@
 """The official AG-UI JS client (``@ag-ui/client``'s ``HttpAgent``, what CopilotKit's
 front ends run) against a real uvicorn: a streamed answer with a tool call and a second turn
-that sends the whole history back, an interrupt and its resume, a front-end tool answered by
-the client, a graph's state deltas applied by the client, a sub-agent. Each run goes through
-the client's own checks (its schemas and its verification of the event order): a stream it
+that sends the whole history back, an interrupt and its resume, an interrupt cancelled, a
+front-end tool answered by the client (and a result it was not asked for: the server's 422),
+a graph's state deltas applied by the client, a sub-agent. Each run goes through the
+client's own checks (its schemas and its verification of the event order): a stream it
 refuses fails the test with the client's error. A user message with an image part comes
 back with its parts in the messages snapshot.
 
@@ -21,9 +22,11 @@ from pathlib import Path
 from checkpoint import MemorySaver
 from graph_agent import ReactAgent, ScriptedChatModel
 from graph_agent.server import ClientTools, create_app
+from hooks import HumanInTheLoopHook
 from tests._needs import unavailable
 
 from .conftest import live_server
+from .served_kit import refund
 from .test_agui import asks, counting_graph, served
 
 HERE = Path(__file__).resolve().parent / "agui-js"
@@ -55,7 +58,14 @@ def agents() -> dict[str, object]:
         tools=[helper.as_tool()],
         saver=MemorySaver(),
     )
-    return {**served(), "ui": ui, "counter": counting_graph(), "boss": boss}
+    refunds = ReactAgent(  # two threads: one approves, one cancels
+        name="refunds",
+        model=ScriptedChatModel([asks("refund", {"amount": 5}), "Refunded 5."] * 2),
+        tools=[refund],
+        hooks=[HumanInTheLoopHook(["refund"])],
+        saver=MemorySaver(),
+    )
+    return {**served(), "refunds": refunds, "ui": ui, "counter": counting_graph(), "boss": boss}
 
 
 def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: Path) -> None:
@@ -113,6 +123,10 @@ def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: 
             "tool": ["refunded 5"],
             "said": ["Refunded 5."],
         },
+        "cancelled": {
+            "outcome": "success",
+            "tool": ["The user rejected this tool call: cancelled without an answer"],
+        },
         "frontEnd": {
             "outcome": "success",
             "pendingToolCallIds": ["call_bg"],
@@ -124,6 +138,7 @@ def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: 
             "roles": ["user", "assistant", "tool", "assistant"],
             "said": ["Done, it is blue."],
         },
+        "refused": {"status": 422, "said": True},
         "state": {
             "value": {"count": 2, "note": "x"},
             "types": [

@@ -73,6 +73,18 @@ seen.resumed = {
   said: said(refunds),
 };
 
+// the same approval cancelled (abandoned without an answer): the call is rejected
+const declined = new HttpAgent({ url: `${base}/ag-ui/refunds`, threadId: "js-declined" });
+declined.addMessage({ id: "u1", role: "user", content: "Refund 5" });
+await run(declined);
+const cancelled = await run(declined, {
+  resume: [{ interruptId: declined.pendingInterrupts[0].id, status: "cancelled" }],
+});
+seen.cancelled = {
+  outcome: cancelled.finished.outcome,
+  tool: declined.messages.filter((m) => m.role === "tool").map((m) => m.content),
+};
+
 // a front-end tool: declared by the client, called by the model, answered by the client
 const tool = {
   name: "change_background",
@@ -95,6 +107,16 @@ seen.frontEndAnswered = {
   roles: ui.messages.map((m) => m.role),
   said: said(ui),
 };
+
+// a tool result for a call the thread does not wait for: the server's 422, as the client
+// reports it
+ui.addMessage({ id: "r2", role: "tool", toolCallId: "call_bg", content: "again" });
+try {
+  await run(ui, { tools: [tool] });
+  seen.refused = "accepted";
+} catch (error) {
+  seen.refused = { status: error.status, said: error.message.includes("did not leave") };
+}
 
 // a graph's state (a snapshot, then JSON Patch deltas the client applies) and its custom events
 const counter = new HttpAgent({ url: `${base}/ag-ui/counter`, threadId: "js-counter" });
