@@ -27,7 +27,7 @@ import contextlib
 import importlib.metadata
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse
@@ -77,8 +77,6 @@ _INPUT_SCHEMA: dict[str, Any] = {
     "required": ["message"],
     "additionalProperties": False,
 }
-
-_ANSWER = "answer"  # the key of our one question in a 2026-07-28 input_required result
 
 
 def _sdk_missing() -> str | None:
@@ -181,16 +179,15 @@ class McpEndpoint:
         if not isinstance(planned, tuple):
             return planned
         served, body = planned
-        if params.request_state is not None:  # a 2026-07-28 client's answer to our question
+        if params.request_state is not None:  # a 2026-07-28 client's answers to our questions
             try:
-                thread_id = _thread_of(params.request_state)
+                thread_id, asked = _state_of(params.request_state)
             except ValueError as problem:
                 return error(f"{params.name}: {problem}")
-            answer = _reply(params.input_responses, served, thread_id)
-            if isinstance(answer, str):
-                return error(answer, {"thread_id": thread_id})
-            body = resume_body(served, answer[0])
-            body["thread_id"] = thread_id
+            answers = _replies(params.input_responses or {}, asked)
+            if answers is None:
+                return error(unanswered(served, thread_id), {"thread_id": thread_id})
+            body = {**resume_body(served, answers), "thread_id": thread_id}
         while True:
             run = await self.start(params.name, body)
             if not isinstance(run, Run):
@@ -200,10 +197,10 @@ class McpEndpoint:
             waiting = values.get("__interrupt__")
             if "__error__" in values or not waiting:
                 return result(values, meta)
-            asked = await _ask(ctx, served, waiting[0], meta)
-            if not isinstance(asked, tuple):
-                return asked
-            body = {**resume_body(served, asked[0]), "thread_id": run.thread_id}
+            replied = await _ask(ctx, served, waiting, meta)
+            if not isinstance(replied, dict):
+                return replied
+            body = {**resume_body(served, replied), "thread_id": run.thread_id}
 
     def plan(self, params: CallToolRequestParams) -> tuple[Served, dict[str, Any]] | CallToolResult:
         """The served agent a call names and the body of the run it asks for (its
@@ -282,14 +279,15 @@ def _progress_note(event: Any) -> str | None:
 async def _ask(
     ctx: ServerRequestContext[Any, Any],
     served: Served,
-    interrupt: Mapping[str, Any],
+    waiting: Sequence[Mapping[str, Any]],
     meta: dict[str, Any],
-) -> tuple[Any] | CallToolResult | InputRequiredResult:
-    """The person's answer to ``interrupt``, asked of the client, as a 1-tuple: an
-    elicitation on the call's own stream (a client of the ``initialize`` handshake), or,
-    for a client of 2026-07-28, the question as the call's result (``input_required``)
-    that the client answers by calling again. When it cannot be asked, the error result
-    (with ``meta``: the run and its thread)."""
+) -> dict[str, Any] | CallToolResult | InputRequiredResult:
+    """The person's answers to the pending interrupts ``waiting``, asked of the client,
+    keyed by interrupt id (what the thread is resumed with): an elicitation each, in turn,
+    on the call's own stream (a client of the ``initialize`` handshake), or, for a client of
+    2026-07-28, the questions as the call's result (``input_required``, one input request
+    per interrupt) that the client answers by calling again. When they cannot be asked, or
+    one is not answered, the error result (with ``meta``: the run and its thread)."""
     from mcp_types import (
         ClientCapabilities,
         ElicitationCapability,
@@ -299,44 +297,57 @@ async def _ask(
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     thread = meta["thread_id"]
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     asking = ClientCapabilities(elicitation=ElicitationCapability())
-    waits = f"the agent is waiting for a person: {question(interrupt)}; {how(served, thread)}"
-    if not ctx.session.check_client_capability(asking):
+    if not ctx.session.check_client_capability(asking) or not (
+        modern or ctx.session.can_send_request
+    ):
+        questions = "; ".join(question(i) for i in waiting)
+        waits = f"the agent is waiting for a person: {questions}; {how(served, thread)}"
         return error(waits, meta)
-    asked = form(served, interrupt)
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        state = json.dumps({"thread_id": thread})
-        return InputRequiredResult(
-            input_requests={_ANSWER: ElicitRequest(params=asked)}, request_state=state
+    if modern:
+        state = json.dumps({"thread_id": thread, "asked": [i["id"] for i in waiting]})
+        requests: dict[str, Any] = {i["id"]: ElicitRequest(params=form(served, i)) for i in waiting}
+        return InputRequiredResult(input_requests=requests, request_state=state)
+    answers: dict[str, Any] = {}
+    for interrupt in waiting:  # in turn: a form each
+        asked = form(served, interrupt)
+        reply = await ctx.session.elicit_form(
+            asked.message, ANSWER_SCHEMA, related_request_id=ctx.request_id
         )
-    if not ctx.session.can_send_request:
-        return error(waits, meta)
-    reply = await ctx.session.elicit_form(
-        asked.message, ANSWER_SCHEMA, related_request_id=ctx.request_id
-    )
-    answer = _reply({_ANSWER: reply}, served, thread)
-    return error(answer, meta) if isinstance(answer, str) else answer
+        answer = answer_of(reply)
+        if answer is None:
+            return error(unanswered(served, thread), meta)
+        answers[interrupt["id"]] = answer[0]
+    return answers
 
 
-def _thread_of(request_state: str) -> str:
-    """The thread a question was asked on, from the ``request_state`` the client echoes."""
+def _state_of(request_state: str) -> tuple[str, list[str]]:
+    """The thread the questions were asked on and their keys (the interrupts' ids), from
+    the ``request_state`` the client echoes."""
     try:
-        thread = json.loads(request_state)["thread_id"]
+        state = json.loads(request_state)
+        thread, asked = state["thread_id"], state["asked"]
     except (ValueError, TypeError, KeyError):
-        thread = None
-    if not isinstance(thread, str):
+        thread, asked = None, None
+    if not isinstance(thread, str) or not isinstance(asked, list) or not asked:
         raise ValueError(
             f"request_state {request_state[:80]!r} is not one this server sent: send back "
             "the request_state of the input_required result unchanged"
         )
-    return thread
+    return thread, [str(key) for key in asked]
 
 
-def _reply(replies: Mapping[str, Any] | None, served: Served, thread: str) -> tuple[Any] | str:
-    """The answer in the client's reply to our question, as a 1-tuple; the error text when
-    there is none."""
-    answer = answer_of((replies or {}).get(_ANSWER))
-    return answer if answer is not None else unanswered(served, thread)
+def _replies(replies: Mapping[str, Any], asked: Sequence[str]) -> dict[str, Any] | None:
+    """The answers to the questions ``asked``, keyed by interrupt id; ``None`` when one of
+    them is not answered."""
+    answers: dict[str, Any] = {}
+    for key in asked:
+        answer = answer_of(replies.get(key))
+        if answer is None:
+            return None
+        answers[key] = answer[0]
+    return answers
 
 
 def mcp_endpoint(server: Server) -> McpEndpoint:
