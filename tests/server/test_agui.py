@@ -302,17 +302,21 @@ def test_a_failed_run_ends_in_run_error() -> None:
     assert "RUN_FINISHED" not in types(events)
 
 
-def test_an_agent_called_as_a_tool_is_a_sub_agent() -> None:
+def boss() -> ReactAgent:
+    """An agent that calls another (``helper``) as a tool."""
     helper = ReactAgent(
         name="helper", model=ScriptedChatModel(["Paris is sunny."]), saver=MemorySaver()
     )
-    boss = ReactAgent(
+    return ReactAgent(
         name="boss",
         model=ScriptedChatModel([asks("helper", {"input": "weather?"}), "Done: sunny."]),
         tools=[helper.as_tool()],
         saver=MemorySaver(),
     )
-    with live_server(create_app({"boss": boss})) as base:
+
+
+def test_an_agent_called_as_a_tool_is_a_sub_agent() -> None:
+    with live_server(create_app({"boss": boss()})) as base:
         events = ag_ui(base, "boss", run_input(str(uuid.uuid4()), [user("go")]))
     started = next(e for e in events if e.type == EventType.SUBAGENT_STARTED)
     assert (started.name, started.parent_tool_call_id) == ("helper", "call_1")

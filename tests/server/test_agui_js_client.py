@@ -27,7 +27,7 @@ from tests._needs import unavailable
 
 from .conftest import live_server
 from .served_kit import refund
-from .test_agui import asks, counting_graph, served
+from .test_agui import asks, boss, counting_graph, served
 
 HERE = Path(__file__).resolve().parent / "agui-js"
 
@@ -49,15 +49,6 @@ def agents() -> dict[str, object]:
         tool_providers=[ClientTools()],
         saver=MemorySaver(),
     )
-    helper = ReactAgent(
-        name="helper", model=ScriptedChatModel(["Paris is sunny."]), saver=MemorySaver()
-    )
-    boss = ReactAgent(
-        name="boss",
-        model=ScriptedChatModel([asks("helper", {"input": "weather?"}), "Done: sunny."]),
-        tools=[helper.as_tool()],
-        saver=MemorySaver(),
-    )
     refunds = ReactAgent(  # two threads: one approves, one cancels
         name="refunds",
         model=ScriptedChatModel([asks("refund", {"amount": 5}), "Refunded 5."] * 2),
@@ -65,7 +56,7 @@ def agents() -> dict[str, object]:
         hooks=[HumanInTheLoopHook(["refund"])],
         saver=MemorySaver(),
     )
-    return {**served(), "refunds": refunds, "ui": ui, "counter": counting_graph(), "boss": boss}
+    return {**served(), "refunds": refunds, "ui": ui, "counter": counting_graph(), "boss": boss()}
 
 
 def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: Path) -> None:
