@@ -121,8 +121,9 @@ class McpEndpoint:
             StreamableHTTPASGIApp,
             StreamableHTTPSessionManager,
         )
-        from mcp_types import CallToolRequestParams
+        from mcp_types import CallToolRequestParams, SubscriptionsListenRequestParams
 
+        from ._mcp_listen import TaskListener
         from ._mcp_tasks import McpTasks
 
         mcp_server: McpServer[Any] = McpServer(
@@ -138,6 +139,11 @@ class McpEndpoint:
         mcp_server.extensions[tasks.identifier] = tasks.settings()
         calls = compose_tool_call_handler([tasks], self._call_tool)
         mcp_server.add_request_handler("tools/call", CallToolRequestParams, calls)
+        # notifications/tasks, on a subscriptions/listen stream (a spec method: no binding)
+        listen = TaskListener(tasks)
+        mcp_server.add_request_handler(
+            "subscriptions/listen", SubscriptionsListenRequestParams, listen
+        )
         # origins and hosts are checked by the app's own middleware (_guard), the token too
         self._manager = StreamableHTTPSessionManager(
             mcp_server, max_request_body_size=self.server.max_body

@@ -3,7 +3,7 @@ over our runs, built on the ``mcp`` SDK's ``Extension``: a call of a client that
 the extension in its request's capabilities, and whose run does not end within
 ``TASK_AFTER`` seconds (or pauses for a person), is answered with a task handle
 (``resultType: "task"``) instead of waiting; ``tasks/get`` reads the task, ``tasks/update``
-answers its questions, ``tasks/cancel`` cancels it.
+answers its questions, ``tasks/cancel`` cancels it (``notifications/tasks``: ``_mcp_listen``).
 
 A task IS a run: its id is the id of the run the call started, and it goes on in each next
 run of the thread that answers an interrupt (``command.resume``: a ``tasks/update``, or an
@@ -55,11 +55,12 @@ class Calls(Protocol):
     async def start(self, tool: str, body: dict[str, Any]) -> Run | CallToolResult: ...
 
 
-__all__ = ["TASKS", "TASK_AFTER", "McpTasks"]
+__all__ = ["POLL_MS", "TASKS", "TASK_AFTER", "TERMINAL", "McpTasks", "declared"]
 
 TASKS = "io.modelcontextprotocol/tasks"
 TASK_AFTER = 1.0  # seconds a call of a client that takes tasks waits before it is a task
 POLL_MS = 500  # the poll interval a task suggests
+TERMINAL = ("completed", "failed", "cancelled")
 
 
 class TaskParams(RequestParams):
@@ -100,7 +101,7 @@ class McpTasks(Extension):
         """A call of a client that takes tasks (not the retry of an ``input_required``
         result, which goes on as it began): the run started, waited for ``TASK_AFTER``
         seconds, then a task unless it ended."""
-        if params.request_state is not None or not _declared(ctx):
+        if params.request_state is not None or not declared(ctx):
             return await call_next(ctx)
         planned = self.endpoint.plan(params)
         if not isinstance(planned, tuple):
@@ -124,20 +125,26 @@ class McpTasks(Extension):
     # -- the methods -------------------------------------------------------------------------
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
-        """The task as its latest run says it, with its questions or its result."""
-        served, first, head = await self._task_of(ctx, params.task_id)
+        return (await self.detail(ctx, params.task_id))[0]
+
+    async def detail(
+        self, ctx: ServerRequestContext[Any, Any], task_id: str
+    ) -> tuple[dict[str, Any], Run]:
+        """The task as its latest run says it, with its questions or its result (what
+        ``tasks/get`` answers), and that run."""
+        served, first, head = await self.task_of(ctx, task_id)
         if head.active:
-            return _task(first, head, "working")
+            return _task(first, head, "working"), head
         if head.status == "cancelled":
-            return _task(first, head, "cancelled")
+            return _task(first, head, "cancelled"), head
         values = await self.server.final_values(head)
         waiting = values.get("__interrupt__")
         if waiting and "__error__" not in values:
             asked = {i["id"]: ElicitRequest(params=form(served, i)) for i in waiting}
             requests = {k: r.model_dump(by_alias=True, mode="json") for k, r in asked.items()}
-            return {**_task(first, head, "input_required"), "inputRequests": requests}
+            return {**_task(first, head, "input_required"), "inputRequests": requests}, head
         done = result(values, _meta(head)).model_dump(by_alias=True, mode="json", exclude_none=True)
-        return {**_task(first, head, "completed"), "result": done}
+        return {**_task(first, head, "completed"), "result": done}, head
 
     async def _update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
@@ -146,7 +153,7 @@ class McpTasks(Extension):
         them (keyed by interrupt id), as the Agent Protocol resumes it; a question declined
         or dismissed cancels the task (the thread stays paused, answerable over the Agent
         Protocol). Answers to questions that are not pending are ignored."""
-        served, _, head = await self._task_of(ctx, params.task_id)
+        served, _, head = await self.task_of(ctx, params.task_id)
         if head.active or head.status == "cancelled":
             return {}
         values = await self.server.final_values(head)
@@ -170,7 +177,7 @@ class McpTasks(Extension):
     ) -> HandlerResult:
         """The task's run cancelled (its status says so over the Agent Protocol too); a task
         that waits for a person ends as cancelled, its thread still paused."""
-        _, _, head = await self._task_of(ctx, params.task_id)
+        _, _, head = await self.task_of(ctx, params.task_id)
         if head.active:
             await self.server.runs.cancel(head, wait=False)
         elif head.status != "cancelled":
@@ -181,7 +188,7 @@ class McpTasks(Extension):
 
     # -- reading a task ----------------------------------------------------------------------
 
-    async def _task_of(
+    async def task_of(
         self, ctx: ServerRequestContext[Any, Any], task_id: str
     ) -> tuple[Served, Run, Run]:
         """The agent, the first run and the latest run of the task ``task_id``; a JSON-RPC
@@ -192,7 +199,7 @@ class McpTasks(Extension):
                 message="tasks/* are served to clients of protocol 2026-07-28 that declare "
                 f"the extension {TASKS!r}",
             )
-        if not _declared(ctx):
+        if not declared(ctx):
             raise MCPError(
                 code=MISSING_REQUIRED_CLIENT_CAPABILITY,
                 message=f"declare the extension {TASKS!r} in the request's client "
@@ -227,7 +234,7 @@ class McpTasks(Extension):
         await self.server.runs.store.put_run(head)
 
 
-def _declared(ctx: ServerRequestContext[Any, Any]) -> bool:
+def declared(ctx: ServerRequestContext[Any, Any]) -> bool:
     """Whether the request's client takes tasks (it declared the extension; 2026-07-28)."""
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return False

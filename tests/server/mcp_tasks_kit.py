@@ -13,8 +13,19 @@ from typing import Any, ClassVar, Literal
 
 import anyio
 from mcp import Client, MCPError
-from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
-from mcp_types import CallToolResult, Request, RequestParams, Result, TextContent
+from mcp.client.extension import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
+from mcp_types import (
+    CallToolResult,
+    NotificationParams,
+    Request,
+    RequestParams,
+    Result,
+    SubscriptionFilter,
+    SubscriptionsListenRequest,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    TextContent,
+)
 from pydantic import ConfigDict, Field, TypeAdapter
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -30,6 +41,12 @@ class CreateTaskResult(Result):
     result_type: Literal["task"] = Field(alias="resultType")
     task_id: str = Field(alias="taskId")
     status: str
+
+
+class TaskState(NotificationParams):
+    """A ``notifications/tasks``: the whole task."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class TaskParams(RequestParams):
@@ -70,6 +87,15 @@ async def update(session: Any, task_id: str, responses: dict[str, Any]) -> dict[
     return await session.send_request(UpdateTask(params=params), _RAW)  # type: ignore[no-any-return]
 
 
+async def listen(session: Any, *task_ids: str) -> SubscriptionsListenResult:
+    """A ``subscriptions/listen`` for the tasks' notifications, until the server ends it."""
+    wanted = SubscriptionFilter.model_validate({"taskIds": list(task_ids)})
+    request = SubscriptionsListenRequest(
+        params=SubscriptionsListenRequestParams(notifications=wanted)
+    )
+    return await session.send_request(request, SubscriptionsListenResult)  # type: ignore[no-any-return]
+
+
 async def until(session: Any, task_id: str, *statuses: str) -> dict[str, Any]:
     """``tasks/get`` polled until the task is in one of ``statuses`` (or ended)."""
     with anyio.fail_after(20):
@@ -94,10 +120,23 @@ class Tasks(ClientExtension):
     def __init__(self, answer: Answer | None = None) -> None:
         self.answer = answer
         self.seen: list[dict[str, Any]] = []
+        self.pushed: list[dict[str, Any]] = []  # the notifications/tasks received
+        self.arrived = asyncio.Event()
         self.handed = asyncio.Event()
 
     def claims(self) -> Sequence[ResultClaim[Any]]:
         return (ResultClaim(result_type="task", model=CreateTaskResult, resolve=self._resolve),)
+
+    def notifications(self) -> Sequence[NotificationBinding[Any]]:
+        return (
+            NotificationBinding(
+                method="notifications/tasks", params_type=TaskState, handler=self._pushed
+            ),
+        )
+
+    async def _pushed(self, params: TaskState) -> None:
+        self.pushed.append(params.model_dump(by_alias=True, mode="json", exclude_none=True))
+        self.arrived.set()
 
     async def _resolve(self, handle: CreateTaskResult, ctx: ClaimContext) -> CallToolResult:
         self.handed.set()

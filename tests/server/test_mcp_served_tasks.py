@@ -21,7 +21,7 @@ from .conftest import live_server
 from .gate_kit import Gate
 from .test_mcp_served import TOKEN, refund_agent, weather_agent
 
-from .mcp_tasks_kit import Tasks, cancel, get, modern, until, update  # isort: skip
+from .mcp_tasks_kit import Tasks, cancel, get, listen, modern, until, update  # isort: skip
 
 
 @pytest.fixture
@@ -235,3 +235,42 @@ def test_a_client_of_the_handshake_is_told_tasks_are_not_its_methods(url: str) -
     refused = asyncio.run(scenario())
     assert refused.error.code == -32601  # method not found, at its protocol version
     assert "2026-07-28" in refused.error.message
+
+
+def test_a_listen_stream_pushes_the_task_until_it_ends(url: str, gate: Gate) -> None:
+    tasks = Tasks()
+
+    async def scenario() -> tuple[Any, Any]:
+        async with modern(url, TOKEN, extensions=[tasks]) as client:
+            handle = await start(client, "held", "slow")
+            listening = asyncio.ensure_future(listen(client.session, handle.task_id))
+            await tasks.arrived.wait()  # the task as it stands: working
+            gate.open()
+            return handle, await listening
+
+    handle, ended = asyncio.run(scenario())
+    assert ended.meta["io.modelcontextprotocol/subscriptionId"] is not None
+    assert [p["status"] for p in tasks.pushed] == ["working", "completed"]
+    assert {p["taskId"] for p in tasks.pushed} == {handle.task_id}
+    assert tasks.pushed[-1]["result"]["content"][0]["text"] == "done: held slow"
+
+
+def test_a_listen_for_unknown_tasks_ends_at_once_and_one_without_tasks_is_refused(
+    url: str,
+) -> None:
+    from mcp import MCPError
+
+    tasks = Tasks()
+
+    async def scenario() -> tuple[Any, MCPError]:
+        async with modern(url, TOKEN, extensions=[tasks]) as client:
+            ended = await listen(client.session, "no-such-task")
+        async with modern(url, TOKEN) as client:
+            with pytest.raises(MCPError) as refused:
+                await listen(client.session, "no-such-task")
+        return ended, refused.value
+
+    ended, refused = asyncio.run(scenario())
+    assert ended.meta["io.modelcontextprotocol/subscriptionId"] is not None
+    assert tasks.pushed == []
+    assert refused.error.code == -32021
