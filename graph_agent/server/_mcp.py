@@ -198,7 +198,7 @@ class McpEndpoint:
             run = await self.start(params.name, body)
             if not isinstance(run, Run):
                 return run
-            values = await self.server.cancel_unless_answered(run, self._finish(ctx, run))
+            values = await self.server.cancel_unless_answered(run, self.finish(ctx, run))
             meta = {"thread_id": run.thread_id, "run_id": run.run_id}
             waiting = values.get("__interrupt__")
             if "__error__" in values or not waiting:
@@ -239,7 +239,7 @@ class McpEndpoint:
         except HTTPProblem as problem:
             return error(f"{tool}: {problem.detail}")
 
-    async def _finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]:
+    async def finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]:
         """The run's final values, once it ends; a progress notification per step, tool
         call and custom event meanwhile, when the client asked for progress."""
         if ctx.meta and ctx.meta.get("progress_token") is not None:

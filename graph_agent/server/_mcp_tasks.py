@@ -54,6 +54,8 @@ class Calls(Protocol):
 
     async def start(self, tool: str, body: dict[str, Any]) -> Run | CallToolResult: ...
 
+    async def finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]: ...
+
 
 __all__ = ["POLL_MS", "TASKS", "TASK_AFTER", "TERMINAL", "McpTasks", "declared"]
 
@@ -109,14 +111,17 @@ class McpTasks(Extension):
         run = await self.endpoint.start(params.name, planned[1])
         if not isinstance(run, Run):
             return run
-        ended = asyncio.ensure_future(self.server.runs.join(run))
+        # its progress meanwhile, as a call that waits sends it (a task has none)
+        finishing = asyncio.ensure_future(self.endpoint.finish(ctx, run))
         try:
-            await self.server.cancel_unless_answered(run, asyncio.wait({ended}, timeout=TASK_AFTER))
+            await self.server.cancel_unless_answered(
+                run, asyncio.wait({finishing}, timeout=TASK_AFTER)
+            )
         finally:
-            ended.cancel()
+            finishing.cancel()
         status = "working"
-        if not run.active:
-            values = await self.server.final_values(run)
+        if finishing.done() and not finishing.cancelled():
+            values = finishing.result()
             if not values.get("__interrupt__") or "__error__" in values:
                 return result(values, _meta(run))
             status = "input_required"

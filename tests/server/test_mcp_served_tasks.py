@@ -155,12 +155,42 @@ def test_tasks_cancel_cancels_the_run(url: str, gate: Gate) -> None:
 
 
 def test_a_quick_call_of_a_client_that_takes_tasks_is_answered_at_once(url: str) -> None:
+    notes: list[str | None] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        notes.append(message)
+
     async def scenario() -> Any:
         async with modern(url, TOKEN, extensions=[Tasks()]) as client:
-            return await start(client, "weather", "Weather in Paris?")
+            return await client.session.call_tool(
+                "weather",
+                {"message": "Weather in Paris?"},
+                progress_callback=progress,
+                allow_claimed=True,
+            )
 
     result = asyncio.run(scenario())
     assert result.content[0].text == "It is sunny in Paris."
+    assert "calling get_weather" in notes  # its progress, as for a call that waits
+
+
+def test_an_answer_the_approval_does_not_take_is_a_protocol_error(url: str) -> None:
+    from mcp import MCPError
+
+    async def scenario() -> tuple[MCPError, dict[str, Any]]:
+        async with modern(url, TOKEN, extensions=[Tasks()]) as client:
+            handle = await start(client, "refunds", "Refund me 5")
+            asked = await until(client.session, handle.task_id, "input_required")
+            [key] = asked["inputRequests"]
+            wrong = {"action": "accept", "content": {"answer": '"yes please"'}}
+            with pytest.raises(MCPError) as refused:
+                await update(client.session, handle.task_id, {key: wrong})
+            return refused.value, await get(client.session, handle.task_id)
+
+    refused, still = asyncio.run(scenario())
+    assert refused.error.code == -32602
+    assert "does not answer the approval" in refused.error.message
+    assert still["status"] == "input_required"  # asked still, under the same key
 
 
 @pytest.mark.parametrize("method", ["get", "update", "cancel"])
