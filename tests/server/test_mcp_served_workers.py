@@ -118,3 +118,32 @@ def test_a_task_started_through_one_server_is_answered_through_the_other(
     assert asked["status"] == "input_required"
     assert done["status"] == "completed"
     assert done["result"]["content"][0]["text"] == "Refunded: refunded 5."
+
+
+def test_a_task_waiting_for_a_person_is_cancelled_through_the_other_server(
+    servers: Fleet,
+) -> None:
+    from langgraph_sdk import get_client
+
+    from .mcp_tasks_kit import cancel
+
+    (_, first), (_, second) = servers.servers
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with modern(first, None, extensions=[Tasks()]) as one:
+            handle = await one.session.call_tool(
+                "refunds", {"message": "Refund me 5"}, allow_claimed=True
+            )
+            await until(one.session, handle.task_id, "input_required")
+        async with modern(second, None, extensions=[Tasks()]) as other:
+            await cancel(other.session, handle.task_id)
+        async with modern(first, None, extensions=[Tasks()]) as one:
+            ended = await get(one.session, handle.task_id)
+        async with get_client(url=first) as protocol:
+            run = await protocol.runs.get(ended["_meta"]["thread_id"], handle.task_id)
+        return ended, dict(run)
+
+    ended, run = asyncio.run(scenario())
+    assert ended["status"] == "cancelled"
+    assert ended["statusMessage"] == "cancelled while it waited for a person"
+    assert run["status"] == "interrupted"  # the Agent Protocol's cancelled
