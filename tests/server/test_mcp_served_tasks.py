@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -193,36 +193,38 @@ def test_an_answer_the_approval_does_not_take_is_a_protocol_error(url: str) -> N
     assert still["status"] == "input_required"  # asked still, under the same key
 
 
-@pytest.mark.parametrize("method", ["get", "update", "cancel"])
-def test_a_bad_task_id_is_a_protocol_error(url: str, method: str) -> None:
+def refusal(url: str, send: Callable[[Any], Awaitable[Any]], *, tasks: bool = True) -> Any:
+    """The protocol error ``send(session)`` gets, from a client that declares Tasks (or
+    not)."""
     from mcp import MCPError
 
     async def scenario() -> MCPError:
-        async with modern(url, TOKEN, extensions=[Tasks()]) as client:
+        options: dict[str, Any] = {"extensions": [Tasks()]} if tasks else {}
+        async with modern(url, TOKEN, **options) as client:
             with pytest.raises(MCPError) as refused:
-                if method == "get":
-                    await get(client.session, "no-such-task")
-                elif method == "update":
-                    await update(client.session, "no-such-task", {})
-                else:
-                    await cancel(client.session, "no-such-task")
+                await send(client.session)
             return refused.value
 
-    refused = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    "send",
+    [
+        lambda session: get(session, "no-such-task"),
+        lambda session: update(session, "no-such-task", {}),
+        lambda session: cancel(session, "no-such-task"),
+    ],
+    ids=["get", "update", "cancel"],
+)
+def test_a_bad_task_id_is_a_protocol_error(url: str, send: Callable[[Any], Awaitable[Any]]) -> None:
+    refused = refusal(url, send)
     assert refused.error.code == -32602
     assert "task 'no-such-task' not found" in refused.error.message
 
 
 def test_tasks_methods_need_the_extension_declared(url: str) -> None:
-    from mcp import MCPError
-
-    async def scenario() -> MCPError:
-        async with modern(url, TOKEN) as client:
-            with pytest.raises(MCPError) as refused:
-                await get(client.session, "anything")
-            return refused.value
-
-    refused = asyncio.run(scenario())
+    refused = refusal(url, lambda session: get(session, "anything"), tasks=False)
     assert refused.error.code == -32021
     assert "io.modelcontextprotocol/tasks" in refused.error.message
 
