@@ -42,6 +42,13 @@ from ..runs import Run
 from ._mcp_results import answer_of, form, result, resume_body
 from ._server import Served, Server
 
+__all__ = ["POLL_MS", "TASKS", "TASK_AFTER", "TERMINAL", "McpTasks", "declared"]
+
+TASKS = "io.modelcontextprotocol/tasks"
+TASK_AFTER = 1.0  # seconds a call of a client that takes tasks waits before it is a task
+POLL_MS = 500  # the poll interval a task suggests
+TERMINAL = ("completed", "failed", "cancelled")
+
 
 class Calls(Protocol):
     """What the tasks need of ``/mcp``'s calls (``McpEndpoint``)."""
@@ -55,14 +62,6 @@ class Calls(Protocol):
     async def start(self, tool: str, body: dict[str, Any]) -> Run | CallToolResult: ...
 
     async def finish(self, ctx: ServerRequestContext[Any, Any], run: Run) -> dict[str, Any]: ...
-
-
-__all__ = ["POLL_MS", "TASKS", "TASK_AFTER", "TERMINAL", "McpTasks", "declared"]
-
-TASKS = "io.modelcontextprotocol/tasks"
-TASK_AFTER = 1.0  # seconds a call of a client that takes tasks waits before it is a task
-POLL_MS = 500  # the poll interval a task suggests
-TERMINAL = ("completed", "failed", "cancelled")
 
 
 class TaskParams(RequestParams):
@@ -171,6 +170,7 @@ class McpTasks(Extension):
         if answers:
             resume = {k: answer[0] for k, answer in answers.items() if answer is not None}
             body = {**resume_body(served, resume), "thread_id": head.thread_id}
+            body["multitask_strategy"] = "reject"  # another answer's run came first: refused
             started = await self.endpoint.start(served.graph_id, body)
             if not isinstance(started, Run):  # the server refused the answer (its shape)
                 said = getattr(started.content[0], "text", "the answer was refused")
