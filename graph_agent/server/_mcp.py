@@ -18,8 +18,9 @@ stream. A client of 2026-07-28 (no session) gets the question as the call's
 names the thread. (LangGraph's ``/mcp`` is stateless and JSON-only: no progress, no
 questions.) Several pending interrupts are each asked (in turn, or one input request each),
 and the thread is resumed once with every answer keyed by interrupt id. A client that cannot
-be asked gets an error result naming the thread that waits and how to answer it. A client of 2026-07-28 that declares MCP's Tasks gets a long call
-(or one that waits for a person) as a task (``_mcp_tasks``).
+be asked gets an error result naming the thread that waits and how to answer it. A client
+of 2026-07-28 that declares MCP's Tasks gets a long call (or one that waits for a person)
+as a task (``_mcp_tasks``).
 """
 
 from __future__ import annotations
