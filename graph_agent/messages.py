@@ -3,10 +3,18 @@
 Messages are frozen pydantic models, registered with the checkpoint serializer so that they
 can live in a graph's state and be checkpointed by any saver. ``MESSAGES``, ``JUMP_TO`` and
 ``REJECTED`` name the state keys an agent and its hooks share.
+
+Messages hold text. A file or a JSON value that came with one (from a user over AG-UI or
+A2A, from a remote A2A agent) travels beside its text, in the same shape wherever it came
+from: ``metadata[FILES]`` and ``metadata[DATA]``, each named in the text by a line of its own
+(``file_line``) for the model to read.
 """
 
 from __future__ import annotations
 
+import binascii
+from base64 import b64decode
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from checkpoint import register_type
 
 __all__ = [
+    "DATA",
+    "FILES",
     "JUMP_TO",
     "MESSAGES",
     "REJECTED",
@@ -25,6 +35,7 @@ __all__ = [
     "ToolResponse",
     "ToolResponseMessage",
     "UserMessage",
+    "file_line",
 ]
 
 # The state keys an agent (graph_agent.agent) and its hooks (hooks) share, named once here, at
@@ -36,6 +47,33 @@ JUMP_TO = "jump_to"
 REJECTED = "rejected_tool_calls"
 """The state key of tool calls a person rejected (call id -> the text the model gets
 instead of the tool's result): the agent answers them without running the tool."""
+
+FILES = "files"
+"""The metadata key of a message's files: a list of ``{"name", "media_type", "url"}`` or
+``{"name", "media_type", "bytes"}`` (the bytes as base64 text, so a thread's state stays
+JSON), each named in the message's text by its ``file_line``."""
+DATA = "data"
+"""The metadata key of the JSON values that came with a message (A2A's data parts)."""
+
+
+def file_line(entry: Mapping[str, Any], index: int) -> str:
+    """The line that names ``entry``, the ``index``-th of a message's ``metadata[FILES]``,
+    in its text: ``[file report.pdf (application/pdf, 1200 bytes): metadata["files"][0]]``,
+    or ``[file photo.png (image/png): https://...]`` for a file given by its URL."""
+    name = entry.get("name") or "(unnamed)"
+    media = entry.get("media_type") or "unknown type"
+    if "url" in entry:
+        return f"[file {name} ({media}): {entry['url']}]"
+    data = entry.get("bytes", b"")
+    if isinstance(data, str):
+        try:
+            size = len(b64decode(data, validate=True))
+        except (binascii.Error, ValueError):
+            size = len(data)
+    else:
+        size = len(data)
+    return f'[file {name} ({media}, {size} bytes): metadata["{FILES}"][{index}]]'
+
 
 MessageType = Literal["system", "user", "assistant", "tool"]
 _M = TypeVar("_M", bound=BaseModel)

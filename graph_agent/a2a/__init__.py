@@ -25,7 +25,8 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess
         "pip install --upgrade 'graph-agent[a2a]'"
     ) from error
 
+from ._parts import data_value, read_parts
 from .errors import RemoteA2AError
 from .remote import RemoteA2AAgent, RemoteA2ATool
 
-__all__ = ["RemoteA2AAgent", "RemoteA2AError", "RemoteA2ATool"]
+__all__ = ["RemoteA2AAgent", "RemoteA2AError", "RemoteA2ATool", "data_value", "read_parts"]

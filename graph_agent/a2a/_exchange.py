@@ -28,8 +28,9 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import A2AError
 
+from ..messages import DATA, FILES
 from ._card import client
-from ._parts import DATA, FILES, Said
+from ._parts import Said
 from .errors import RemoteA2AError
 
 logger = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,14 +25,25 @@ from a2a.helpers.proto_helpers import get_data_parts, new_data_part
 from a2a.types.a2a_pb2 import Part
 
 from ..errors import GraphUsageError
-from ..messages import Message
+from ..messages import DATA, FILES, Message, file_line
 
-__all__ = ["DATA", "FILES", "Said", "answer_part", "message_parts"]
+__all__ = ["Said", "answer_part", "data_value", "message_parts", "read_parts"]
 
-FILES = "files"
-"""The message metadata key of a message's files (a list of dicts, see the module)."""
-DATA = "data"
-"""The message metadata key of a message's data parts' values (a list of JSON values)."""
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def data_value(part: Part) -> Any:
+    """A data part's value as plain JSON data, whole numbers as ints (a protobuf ``Value``
+    keeps every number as a double: ``5`` arrives as ``5.0``)."""
+    return _plain(get_data_parts([part])[0])
 
 
 def _file(part: Part) -> dict[str, Any]:
@@ -41,14 +53,6 @@ def _file(part: Part) -> dict[str, Any]:
     else:
         entry["bytes"] = base64.b64encode(part.raw).decode("ascii")
     return entry
-
-
-def _stand_in(entry: Mapping[str, Any], index: int, size: int) -> str:
-    name = entry["name"] or "(unnamed)"
-    media = entry["media_type"] or "unknown type"
-    if "url" in entry:
-        return f"[file {name} ({media}): {entry['url']}]"
-    return f'[file {name} ({media}, {size} bytes): metadata["{FILES}"][{index}]]'
 
 
 class Said:
@@ -72,7 +76,7 @@ class Said:
             if part.HasField("text"):
                 text, line = part.text, False
             elif part.HasField("data"):
-                (value,) = get_data_parts([part])
+                value = data_value(part)
                 self.data.append(value)
                 if self.quiet:
                     continue
@@ -80,7 +84,7 @@ class Said:
             elif part.HasField("url") or part.HasField("raw"):
                 entry = _file(part)
                 self.files.append(entry)
-                text, line = _stand_in(entry, len(self.files) - 1, len(part.raw)), True
+                text, line = file_line(entry, len(self.files) - 1), True
             else:
                 continue
             before = self.text + piece
@@ -93,6 +97,15 @@ class Said:
         if self.quiet and not self.text and self.data:
             self.text = piece = "\n".join(json.dumps(v, ensure_ascii=False) for v in self.data)
         return piece
+
+
+def read_parts(parts: Sequence[Part]) -> tuple[str, list[dict[str, Any]], list[Any]]:
+    """What a model reads of A2A ``parts`` (a message's): the text parts each on a line,
+    every file and data value named on a line of its own; and the files and data values,
+    for the message's ``metadata[FILES]`` and ``metadata[DATA]`` (``graph_agent.messages``)."""
+    said = Said("\n", [], [])
+    said.add(parts)
+    return said.text, said.files, said.data
 
 
 def answer_part(answer: Any) -> Part:

@@ -36,12 +36,12 @@ from ..graph import (
     interrupt,
     run_coroutine_sync,
 )
-from ..messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
+from ..messages import DATA, FILES, AssistantMessage, Message, ToolResponseMessage, UserMessage
 from ..tools import ToolContext
 from . import _exchange
 from ._card import parse_card, read_card
 from ._exchange import DONE, Remote, Reply
-from ._parts import DATA, FILES, answer_part, message_parts
+from ._parts import answer_part, message_parts
 from .errors import RemoteA2AError
 
 __all__ = ["CONTEXT_KEY", "RemoteA2AAgent", "RemoteA2ATool"]

@@ -47,6 +47,8 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
+from ..a2a import data_value, read_parts
+from ..messages import DATA, FILES
 from ..runs import Run
 from ._a2a_stream import MORE_IN_BATCH, task_events
 from ._a2a_tasks import (
@@ -54,7 +56,6 @@ from ._a2a_tasks import (
     TaskRuns,
     build_task,
     chains,
-    part_data,
     task_runs,
     task_state,
 )
@@ -131,51 +132,55 @@ def _history_length(params: Any) -> int | None:
     return int(params.history_length)
 
 
-def _text_and_data(message: Message) -> tuple[list[str], list[Any]]:
-    """The message's text parts and its data parts' values; ``ContentTypeNotSupportedError``
-    for a file part (a URL or raw bytes), which no served agent reads."""
+def _new_input(message: Message) -> dict[str, Any]:
+    """A new task's input: the user's message (its text parts, each file and data value
+    named on a line, the files and values in its metadata, as ``graph_agent.a2a`` reads a
+    remote's), or a message of one data part alone, a JSON object of the graph's state
+    keys, as it is."""
+    if not message.parts:
+        raise InvalidParamsError(
+            message="the message has no parts: send a text part (or a data part, a JSON object)"
+        )
+    text, files, data = read_parts(message.parts)
+    if len(message.parts) == 1 and len(data) == 1:
+        if not isinstance(data[0], dict):
+            raise InvalidParamsError(
+                message="a message of one data part gives the graph's input: a JSON object "
+                "of its state keys; send text for the agent to read"
+            )
+        return dict(data[0])
+    said: dict[str, Any] = {"role": "user", "content": text}
+    kept = {key: value for key, value in ((FILES, files), (DATA, data)) if value}
+    if kept:
+        said["response_metadata"] = kept
+    return {"messages": [said]}
+
+
+def _answer(message: Message) -> Any:
+    """An ``input-required`` task's answer (the interrupt's resume value): the one data
+    part's value, else the text; ``ContentTypeNotSupportedError`` for a file, which an
+    answer cannot carry."""
     texts, data = [], []
     for number, part in enumerate(message.parts):
         if part.HasField("text"):
             texts.append(part.text)
         elif part.HasField("data"):
-            data.append(part_data(part))
+            data.append(data_value(part))
         else:
             raise ContentTypeNotSupportedError(
-                message=f"message.parts[{number}] is a file; this agent reads text parts and "
-                "data parts (JSON) only"
+                message=f"message.parts[{number}] is a file; an answer to an input-required "
+                "task is text or one data part (send the file in a new task)"
             )
-    if not texts and not data:
-        raise InvalidParamsError(
-            message="the message has no parts: send a text part (or a data part, a JSON object)"
-        )
-    return texts, data
-
-
-def _new_input(message: Message) -> dict[str, Any]:
-    """A new task's input: its text as the user's message, or the one data part (a JSON
-    object of the graph's state keys) as it is."""
-    texts, data = _text_and_data(message)
-    if texts:
-        return {"messages": [{"role": "user", "content": "\n".join(texts)}]}
-    if len(data) != 1 or not isinstance(data[0], dict):
-        raise InvalidParamsError(
-            message="a message without text gives the graph's input as one data part, a JSON "
-            "object of its state keys"
-        )
-    return dict(data[0])
-
-
-def _answer(message: Message) -> Any:
-    """An ``input-required`` task's answer (the interrupt's resume value): the one data
-    part's value, else the text."""
-    texts, data = _text_and_data(message)
     if data and not texts:
         if len(data) != 1:
             raise InvalidParamsError(
                 message="an answer to an input-required task is one data part or text"
             )
         return data[0]
+    if not texts:
+        raise InvalidParamsError(
+            message="the message has no parts: send a text part (or a data part, a JSON object)"
+        )
     return "\n".join(texts)
 
 

@@ -11,12 +11,11 @@ next run with new input (another task). The last of them (``head``) says the tas
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from a2a.helpers.proto_helpers import get_data_parts, new_data_part
+from a2a.helpers.proto_helpers import new_data_part
 from a2a.types import (
     Artifact,
     Message,
@@ -42,7 +41,6 @@ __all__ = [
     "chains",
     "data_part",
     "is_answer",
-    "part_data",
     "result_artifact",
     "snapshot_of",
     "task_message",
@@ -129,23 +127,6 @@ def task_state(head: Run) -> TaskState:
     if snapshot is not None and snapshot.interrupts:
         return TaskState.TASK_STATE_INPUT_REQUIRED
     return TaskState.TASK_STATE_COMPLETED
-
-
-def _plain(value: Any) -> Any:
-    """A data part's value with whole numbers as ints (a ``google.protobuf.Value`` keeps
-    every number as a double: ``5`` arrives as ``5.0``)."""
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def part_data(part: Part) -> Any:
-    """A data part's value as plain JSON data."""
-    return _plain(get_data_parts([part])[0])
 
 
 def data_part(value: Any) -> Part:

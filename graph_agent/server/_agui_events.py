@@ -64,9 +64,10 @@ from ..events import (
 )
 from ..graph import Interrupt as OurInterrupt
 from ..graph import StateSnapshot
+from ..messages import FILES
 from ..messages import AssistantMessage as OurAssistant
 from ..runs import BEFORE, EVENT, FAILURE, STATE, Entry, error_text
-from ._agui_parts import FILES, content_parts
+from ._agui_parts import content_parts
 from ._agui_resume import approval_schema
 from ._agui_tools import is_client_call
 from ._wire_messages import NAMESPACE_WIRE, messages_to_wire, to_jsonable

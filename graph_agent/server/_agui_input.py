@@ -20,7 +20,8 @@ from ag_ui.core import Message, RunAgentInput, TextPart, ToolMessage, UserMessag
 from pydantic import ValidationError
 
 from ..graph import Interrupt, StateSnapshot
-from ._agui_parts import FILES, user_content
+from ..messages import FILES
+from ._agui_parts import user_content
 from ._agui_resume import cancelled_answer, resolved_answer
 from ._agui_tools import CLIENT_TOOLS_KEY, is_client_call
 from ._http import HTTPProblem

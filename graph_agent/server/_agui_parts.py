@@ -29,12 +29,11 @@ from ag_ui.core import (
     VideoInputContent,
 )
 
+from ..messages import file_line
 from ._http import HTTPProblem
 
-__all__ = ["FILES", "content_parts", "user_content"]
+__all__ = ["content_parts", "user_content"]
 
-FILES: Final = "files"
-"""The message metadata key of its files (the same as A2A's: see the module)."""
 
 _ACCEPTED: Final = (
     "accepted: text parts, and image, audio, video or document parts whose source is "
@@ -81,20 +80,6 @@ def _entry(message_id: str, index: int, part: Any) -> dict[str, str]:
     return {"name": _name(part), "media_type": source.mime_type, "bytes": source.value}
 
 
-def _stand_in(entry: Mapping[str, Any], index: int) -> str:
-    """The line that names a file in the message's text."""
-    name = entry.get("name") or "(unnamed)"
-    media = entry.get("media_type") or "unknown type"
-    if "url" in entry:
-        return f"[file {name} ({media}): {entry['url']}]"
-    data = str(entry.get("bytes", ""))
-    try:
-        size = len(base64.b64decode(data))
-    except (binascii.Error, ValueError):
-        size = len(data)
-    return f'[file {name} ({media}, {size} bytes): metadata["{FILES}"][{index}]]'
-
-
 def user_content(message_id: str, parts: Sequence[Any]) -> tuple[str, list[dict[str, str]]]:
     """The text (its text parts, each file named on a line of its own) and the files of a
     user message's ``parts``; a 422 naming a part we cannot carry and what is accepted."""
@@ -106,7 +91,7 @@ def user_content(message_id: str, parts: Sequence[Any]) -> tuple[str, list[dict[
             continue
         entry = _entry(message_id, index, part)
         files.append(entry)
-        text += ("\n" if text and not text.endswith("\n") else "") + _stand_in(
+        text += ("\n" if text and not text.endswith("\n") else "") + file_line(
             entry, len(files) - 1
         )
         line = True
@@ -138,7 +123,7 @@ def content_parts(text: str, files: Any) -> str | list[Any]:
     for index, entry in enumerate(entries):
         if "url" not in entry and "bytes" not in entry:
             continue
-        line = _stand_in(entry, index)
+        line = file_line(entry, index)
         at = rest.find(line)
         if at < 0:
             unplaced.append(_part(entry))
