@@ -55,11 +55,11 @@ from ._a2a_tasks import (
     TERMINAL,
     TaskRuns,
     build_task,
-    chains,
     task_runs,
     task_state,
 )
 from ._http import HTTPProblem
+from ._run_chains import chains
 from ._server import Served, Server
 
 __all__ = ["RunsRequestHandler"]
@@ -315,7 +315,7 @@ class RunsRequestHandler(RequestHandler):
         for thread_id in thread_ids:
             runs = await server.runs.thread_runs(thread_id)
             mine = [r for r in runs if server.by_assistant.get(r.assistant_id) is served]
-            found.extend(chains(mine))
+            found.extend(TaskRuns(chain) for chain in chains(mine))
         if params.status:
             found = [t for t in found if task_state(t.head) == params.status]
         if params.HasField("status_timestamp_after"):

@@ -11,7 +11,7 @@ next run with new input (another task). The last of them (``head``) says the tas
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -29,6 +29,7 @@ from a2a.types import (
 from ..graph import RunnableConfig, StateSnapshot
 from ..messages import AssistantMessage, UserMessage
 from ..runs import Run
+from ._run_chains import chain_from
 from ._server import Served, Server
 from ._wire_messages import to_jsonable
 from ._wire_state import values_to_wire
@@ -38,9 +39,7 @@ __all__ = [
     "TERMINAL",
     "TaskRuns",
     "build_task",
-    "chains",
     "data_part",
-    "is_answer",
     "result_artifact",
     "snapshot_of",
     "task_message",
@@ -78,33 +77,12 @@ class TaskRuns:
         return self.first.thread_id
 
 
-def is_answer(run: Run) -> bool:
-    """Whether ``run`` answers an interrupt (a resume): it goes on with the task before it."""
-    command = run.kwargs.get("command")
-    return isinstance(command, Mapping) and "resume" in command
-
-
-def chains(thread_runs: Sequence[Run]) -> list[TaskRuns]:
-    """A thread's runs (newest first, as the runs service lists them) grouped in tasks."""
-    tasks: list[list[Run]] = []
-    for run in sorted(thread_runs, key=lambda r: r.created_at):
-        if tasks and is_answer(run):
-            tasks[-1].append(run)
-        else:
-            tasks.append([run])
-    return [TaskRuns(runs) for runs in tasks]
-
-
 async def task_runs(server: Server, task_id: str, served: Served) -> TaskRuns | None:
     """The runs of the task ``task_id`` of ``served`` (``None``: no such task there)."""
     run = await server.runs.get(task_id)
     if run is None or server.by_assistant.get(run.assistant_id) is not served:
         return None
-    for chain in chains(await server.runs.thread_runs(run.thread_id)):
-        if any(r.run_id == task_id for r in chain.runs):
-            at = [r.run_id for r in chain.runs].index(task_id)
-            return TaskRuns(chain.runs[at:])
-    return TaskRuns([run])
+    return TaskRuns(chain_from(await server.runs.thread_runs(run.thread_id), run))
 
 
 def snapshot_of(run: Run) -> StateSnapshot | None:

@@ -18,7 +18,7 @@ same run store (Redis) answers for any task."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ from pydantic import Field
 
 from ..runs import Run
 from ._mcp_results import answer_of, form, result, resume_body
+from ._run_chains import chain_from
 from ._server import Served, Server
 
 __all__ = ["POLL_MS", "TASKS", "TASK_AFTER", "TERMINAL", "McpTasks", "declared"]
@@ -219,14 +220,8 @@ class McpTasks(Extension):
                 message=f"task {task_id!r} not found: give the taskId of a task this server "
                 "answered a tools/call with",
             )
-        runs = (await self.server.runs.thread_runs(first.thread_id))[::-1]  # oldest first
-        ids = [r.run_id for r in runs]
-        head = first
-        for later in runs[ids.index(task_id) + 1 :] if task_id in ids else ():
-            if not _answers(later):
-                break
-            head = later
-        return served, first, head
+        chain = chain_from(await self.server.runs.thread_runs(first.thread_id), first)
+        return served, first, chain[-1]
 
     def _served(self, run: Run) -> Served | None:
         found = self.server.by_assistant.get(run.assistant_id)
@@ -245,12 +240,6 @@ def declared(ctx: ServerRequestContext[Any, Any]) -> bool:
         return False
     taken = ClientCapabilities(extensions={TASKS: {}})
     return ctx.session.check_client_capability(taken)
-
-
-def _answers(run: Run) -> bool:
-    """Whether ``run`` answers an interrupt (a resume): it goes on with the task before it."""
-    command = run.kwargs.get("command")
-    return isinstance(command, Mapping) and "resume" in command
 
 
 def _meta(run: Run) -> dict[str, Any]:
