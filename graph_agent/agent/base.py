@@ -4,6 +4,7 @@ twins) and reading or editing the thread, over the one graph the agent compiles 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, NoReturn
@@ -273,7 +274,12 @@ class BaseAgent:
         try:
             async for event in events:
                 if keep is None or keep(event):
-                    yield event
+                    try:
+                        yield event
+                    except asyncio.CancelledError:
+                        # its reader was cancelled: so is the run, at once
+                        await events.athrow(asyncio.CancelledError())  # type: ignore[attr-defined]
+                        raise
         except GraphRecursionError as error:
             self._raise_limit_error(error, config)
         finally:  # closed early, the graph's stream stops its run now, not when collected

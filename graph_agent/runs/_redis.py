@@ -158,6 +158,7 @@ class RedisRunStore(RunStore):
         """Mark the run's log ended, after its last entry (readers stop there)."""
         key = self._key("log", run_id)
         await self.client.xadd(key, {"kind": END})
+        await self.client.expire(key, int(self.events_ttl))  # a log with no entry is made here
 
     async def last_event(self, run_id: str) -> int:
         """The number of the run's last kept entry (0: none)."""

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._redis import RedisRunStore
-from ._remote import RemoteLog
-from .records import ACTIVE, Run, next_in_turn
+from ._remote import DriverWatch
+from .records import Run, next_in_turn
 from .service import Execute, RunService, ThreadOps
 
 __all__ = ["QueuedRunService"]
@@ -33,25 +33,21 @@ class QueuedRunService(RunService):
         self.redis = store
         self.submit = submit
 
-    def _attach(self, run: Run) -> Run:
-        run.log = RemoteLog(self.redis, run.run_id)  # type: ignore[assignment]
-        if not run.active:
-            run.started.set()
-            run.done.set()
-        return run
+    def _watch(self, run: Run) -> DriverWatch | None:
+        return None  # a run whose worker stopped is handed to another worker: followed on
 
     async def get(self, run_id: str) -> Run | None:
         run = await self.store.get_run(run_id)
-        return self._attach(run) if run is not None else None
+        return self._follow(run) if run is not None else None
 
     async def thread_runs(self, thread_id: str) -> list[Run]:
-        return [self._attach(r) for r in await self.store.thread_runs(thread_id)]
+        return [self._follow(r) for r in await self.store.thread_runs(thread_id)]
 
     async def busy(self, thread_id: str) -> bool:
         return any(r.active for r in await self.store.thread_runs(thread_id))
 
     async def _active_on(self, thread_id: str) -> list[Run]:
-        return [self._attach(r) for r in await self.store.thread_runs(thread_id) if r.active]
+        return [self._follow(r) for r in await self.store.thread_runs(thread_id) if r.active]
 
     async def _stop_all(self, runs: list[Run], *, rollback: bool) -> None:
         for run in runs:
@@ -60,7 +56,7 @@ class QueuedRunService(RunService):
     async def _begin(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
         """Queue ``run`` when its turn comes (``submit_next``): a worker runs it."""
         await self.submit_next(run.thread_id)
-        return self._attach(run)
+        return self._follow(run)
 
     async def submit_next(self, thread_id: str) -> None:
         """Queue the thread's oldest pending run if no run of the thread is running: a run
@@ -72,11 +68,9 @@ class QueuedRunService(RunService):
         if run_id is not None:
             await self.submit(run_id)
 
-    async def cancel(self, run: Run, *, rollback: bool = False, wait: bool = True) -> None:
+    async def _cancel_remote(self, run: Run, *, rollback: bool, wait: bool) -> None:
         """Ask the worker that runs ``run`` to stop it (a queued run is marked cancelled and
         never starts); with ``wait``, until its record says it ended."""
-        if not run.active:
-            return
         await self.redis.request_cancel(run.run_id, rollback=rollback)
         if run.status == "pending":  # no worker has it: it never starts (a worker that
             run.mark("cancelled")  # takes it up reads the request first)
@@ -85,24 +79,6 @@ class QueuedRunService(RunService):
             await self.submit_next(run.thread_id)
         if wait:
             await self.join(run)
-            fresh = await self.store.get_run(run.run_id)
-            if fresh is not None:
-                run.status, run.output, run.error = fresh.status, fresh.output, fresh.error
-
-    async def join(self, run: Run) -> None:
-        """Until the run ended (its record is no longer pending or running)."""
-        position = "0-0"
-        while True:
-            fresh = await self.store.get_run(run.run_id)
-            if fresh is None or fresh.status not in ACTIVE:
-                if fresh is not None:
-                    run.status, run.output, run.error = fresh.status, fresh.output, fresh.error
-                    run.updated_at = fresh.updated_at
-                run.done.set()
-                return
-            # the log's end is written after the record: read the record again then (or
-            # after a second, for a run whose log a worker could not end)
-            position, _ = await self.redis.follow_end(run.run_id, position, 1.0)
 
     async def release(self) -> None:
         await super().release()

@@ -99,6 +99,9 @@ class Run:
     resumed: bool = False
     # this drive of it was stopped because it ran past the service's ``run_timeout``
     timed_out: bool = False
+    # this drive of it is being stopped (a cancel, its time up): it stops at its next event
+    # too, should a library have swallowed the cancel (``asyncio.wait_for`` before 3.12)
+    stopping: bool = False
     # the token of its thread's lease, while this process holds it (checkpoint writes fenced)
     lease: str | None = None
 

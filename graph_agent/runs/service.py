@@ -19,7 +19,10 @@ service keeps what every protocol promises around it:
   ``cancelled``: LangGraph's server says ``interrupted``);
 - a run is answered as accepted only once its input is stored (``started``: its first
   checkpoint), or once it is queued;
-- every entry of a run's log has an id, and the log is kept with the run (``RunLog``).
+- every entry of a run's log has an id, and the log is kept with the run (``RunLog``);
+- on a ``RedisRunStore`` every process on the store answers for every run: a run another
+  process drives is read, followed live (``RemoteLog``), joined and cancelled here, and
+  each process hears the cancels asked elsewhere of the runs it drives (``_cancels``).
 """
 
 from __future__ import annotations
@@ -36,8 +39,11 @@ from typing import Any
 
 from checkpoint import supports_leases
 
+from . import _cancels
 from ._lease import LeaseKeeper
 from ._log import FAILURE, Entry, RunLog
+from ._redis import RedisRunStore
+from ._remote import DriverWatch, RemoteLog, join_remote
 from .errors import RunDrained
 from .records import Run, RunStatus, ThreadRecord, busy_error, check_strategy
 from .store import MemoryRunStore, RunStore
@@ -46,6 +52,7 @@ __all__ = ["Execute", "RunService", "ThreadOps"]
 
 _log = logging.getLogger("graph_agent.runs")
 LEASE_POLL_SECONDS = 0.05  # how often a run waiting for another process's thread looks again
+SUBSCRIBE_SECONDS = 5.0  # the most a run's start waits for this process to hear cancels
 
 # What drives a run: it writes the run's log with ``run.log.append``, sets
 # ``run.started`` once the run's input is stored, and returns the final status ("success",
@@ -70,12 +77,22 @@ def _no_mistake(error: BaseException) -> bool:
     return False
 
 
+def leased(saver: Any) -> bool:
+    """Whether a run on ``saver``'s threads holds its thread's lease (a durable saver that
+    keeps leases): no other process runs the thread meanwhile."""
+    return saver is not None and getattr(saver, "durable", False) and supports_leases(saver)
+
+
 class RunService:
     """Every run of a process, one runner per thread at a time, kept in ``store``. A run
     that fails is logged on ``logger`` by the adapter's rule: ``client_mistake(error)`` tells
     a failure on what the client sent (one line at WARNING) from a fault (ERROR with its
     traceback). With ``run_timeout``, a run that runs longer (seconds, each time it is
-    taken up) is stopped as a cancel stops it and ends as ``timeout``."""
+    taken up) is stopped as a cancel stops it and ends as ``timeout``.
+
+    ``saver_of(run)``, when set, names the saver that keeps a run's thread: a follower of
+    another process's run reads there whether that process still holds the thread's lease
+    (a killed one's expires: then the follower stops waiting, see ``_remote``)."""
 
     def __init__(
         self,
@@ -95,6 +112,19 @@ class RunService:
         self.lease_seconds = 30.0
         self.live: dict[str, Run] = {}  # the runs this process drives or drove
         self._locks: dict[str, asyncio.Lock] = {}
+        self.saver_of: Callable[[Run], Any] | None = None
+        self._listener: asyncio.Task[None] | None = None  # hears cancels (on Redis)
+        self._subscribed = asyncio.Event()
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes drive runs of this store too (it is a ``RedisRunStore``):
+        then their runs are followed and cancelled from here."""
+        return isinstance(self.store, RedisRunStore)
+
+    def _redis(self) -> RedisRunStore:
+        assert isinstance(self.store, RedisRunStore), "only a RedisRunStore is shared"
+        return self.store
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -106,7 +136,47 @@ class RunService:
         kept = await self.store.get_run(run_id)
         if kept is None:
             return None
+        if kept.active and self.shared:
+            return self._follow(kept)
         return await self._ended(kept)
+
+    def _follow(self, run: Run) -> Run:
+        """``run``, a record of a run another process drives, read from the store as it goes
+        (``RemoteLog``); done already if it has ended."""
+        run.log = RemoteLog(self.store, run.run_id, self._over(run))  # type: ignore[assignment]
+        if not run.active:
+            run.started.set()
+            run.done.set()
+        return run
+
+    def _watch(self, run: Run) -> DriverWatch | None:
+        """What tells whether the driver of another process's ``run`` stopped (``None``:
+        nothing can; see ``saver_of``)."""
+        saver = self.saver_of(run) if self.saver_of is not None else None
+        return DriverWatch(saver, run.thread_id) if leased(saver) else None
+
+    def _over(self, run: Run) -> Callable[[], Awaitable[bool]]:
+        watch = self._watch(run)
+
+        async def over() -> bool:
+            kept = await self.store.get_run(run.run_id)
+            if kept is None or not kept.active:
+                return True
+            if watch is None or not await watch.stopped():
+                return False
+            self._say_stopped(run)
+            return True
+
+        return over
+
+    def _say_stopped(self, run: Run) -> None:
+        self.logger.warning(
+            "run %s on thread %s: the process that ran it stopped (its thread's lease "
+            "expired); its followers here stop waiting, and a server restarted on this store "
+            "takes the run up",
+            run.run_id,
+            run.thread_id,
+        )
 
     async def _ended(self, run: Run) -> Run:
         run.log = RunLog(await self.store.events(run.run_id))
@@ -118,7 +188,12 @@ class RunService:
     async def thread_runs(self, thread_id: str) -> list[Run]:
         """The thread's runs, newest first."""
         kept = await self.store.thread_runs(thread_id)
-        return [self.live.get(r.run_id, r) for r in kept]
+        found = [self.live.get(r.run_id, r) for r in kept]
+        if self.shared:  # another process's runs: followed
+            found = [
+                self._follow(r) if r.active and r.run_id not in self.live else r for r in found
+            ]
+        return found
 
     async def busy(self, thread_id: str) -> bool:
         """Whether a run of the thread is pending or running."""
@@ -190,11 +265,46 @@ class RunService:
         lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
         queued = lock.locked()  # it waits for the thread's running one (enqueue)
         run.task = asyncio.create_task(self._drive(run, lock, execute, thread))
+        if self.shared:
+            await self._heed_cancels(run)
         if not queued:  # answered once its input is stored (or it failed before)
             started = asyncio.create_task(run.started.wait())
             await asyncio.wait({started, run.task}, return_when=asyncio.FIRST_COMPLETED)
             started.cancel()
         return run
+
+    async def _heed_cancels(self, run: Run) -> None:
+        """Hear the cancels other processes are asked of ``run`` (this process's listener,
+        started with its first run), and stop it now if one was asked before it was live
+        here (a run taken up again, or one read elsewhere as soon as it was recorded)."""
+        if self._listener is None:
+            self._listener = asyncio.create_task(self.listen_for_cancels())
+        with contextlib.suppress(asyncio.TimeoutError):  # Redis down: the run fails anyway
+            await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_SECONDS)
+        said = await self._redis().cancel_requested(run.run_id)
+        if said is not None:
+            await self.cancel(run, rollback=said == "rollback", wait=False)
+
+    async def listen_for_cancels(self) -> None:
+        """Until cancelled: stop the runs of this process that another process is asked to
+        cancel (published on the ``RedisRunStore``; see ``_cancels``). A server starts it
+        with its first run; a worker runs it beside its runs. A lost connection is opened
+        again a second later; a cancel asked meanwhile is read from the store then."""
+        await _cancels.listen(
+            self._redis(), self._heard, self._kept_cancels, self.logger, self._subscribed
+        )
+
+    async def _heard(self, run_id: str, said: str) -> None:
+        run = self.live.get(run_id)
+        if run is not None and run.active and run.task is not None:
+            await self.cancel(run, rollback=said == "rollback", wait=False)
+
+    async def _kept_cancels(self) -> None:
+        """The cancels kept for this process's runs (asked while it did not listen)."""
+        for run in [r for r in self.live.values() if r.active]:
+            said = await self._redis().cancel_requested(run.run_id)
+            if said is not None:
+                await self._heard(run.run_id, said)
 
     def _sink(self, run_id: str) -> Callable[[Sequence[Entry]], Awaitable[None]]:
         async def keep(entries: Sequence[Entry]) -> None:
@@ -223,7 +333,7 @@ class RunService:
     async def _lease(self, run: Run, saver: Any) -> LeaseKeeper | None:
         """The lease of ``run``'s thread on a durable ``saver`` that keeps leases, held for
         the run (waited for while another process holds it); ``None`` for a saver without."""
-        if saver is None or not getattr(saver, "durable", False) or not supports_leases(saver):
+        if not leased(saver):
             return None
         token = f"{self.name}/{run.run_id}/{uuid.uuid4().hex[:8]}"
         while True:
@@ -290,7 +400,7 @@ class RunService:
 
         def time_out() -> None:
             if not task.done():
-                run.timed_out = True
+                run.timed_out = run.stopping = True
                 task.cancel()
 
         return asyncio.get_running_loop().call_later(self.run_timeout, time_out)
@@ -319,6 +429,7 @@ class RunService:
         try:
             await run.log.close()
             await self.store.put_run(run)
+            await self.store.end_events(run.run_id)  # after the record: followers read it
         finally:
             run.done.set()
 
@@ -370,6 +481,9 @@ class RunService:
         run began (what it wrote is removed) before the thread's next run starts."""
         if not run.active:
             return
+        if isinstance(run.log, RemoteLog):  # another process drives it: asked to stop it
+            await self._cancel_remote(run, rollback=rollback, wait=wait)
+            return
         if rollback:
             run.rolled_back = True
         if run.status == "pending":
@@ -381,6 +495,7 @@ class RunService:
             return
         task = run.task
         if task is not None and not task.done():
+            run.stopping = True
             task.cancel()
             if wait:
                 with contextlib.suppress(asyncio.CancelledError):
@@ -392,12 +507,31 @@ class RunService:
         if run.task is not None and not run.task.done():
             run.task.cancel()
 
+    async def _cancel_remote(self, run: Run, *, rollback: bool, wait: bool) -> None:
+        """Ask the process that drives ``run`` to stop it (it hears it at once, or reads it
+        when the run starts); with ``wait``, until its record says it ended."""
+        await self._redis().request_cancel(run.run_id, rollback=rollback)
+        if wait:
+            await self.join(run)
+
     async def release(self) -> None:
         """Let go of what this service opened on the running event loop (at its end)."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
+        self._subscribed = asyncio.Event()  # a next loop's own
         await self.store.release()
 
     async def join(self, run: Run) -> None:
-        await run.done.wait()
+        """Until ``run`` ended; for another process's run, until its record says so (then
+        ``run`` takes its status and output), or until its driver stopped (``_remote``)."""
+        if not isinstance(run.log, RemoteLog):
+            await run.done.wait()
+            return
+        if not await join_remote(self.store, run, self._watch(run)):
+            self._say_stopped(run)
 
     async def delete(self, run: Run) -> None:
         """Drop the record of a run that is over."""

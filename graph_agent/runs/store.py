@@ -69,6 +69,10 @@ class RunStore(abc.ABC):
     async def events(self, run_id: str) -> list[Entry]:
         """The run's kept events, in order."""
 
+    async def end_events(self, run_id: str) -> None:  # noqa: B027  (only a shared log needs it)
+        """Mark the run's log ended, after its last entry and its ended record (another
+        process that follows the run stops there)."""
+
     async def release(self) -> None:  # noqa: B027  (a store may hold no connection)
         """Let go of the connections opened on the running event loop (before it ends);
         the store opens new ones if it is used again."""

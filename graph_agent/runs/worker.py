@@ -76,7 +76,7 @@ class RunWorker(RunService):
         run = await self.store.get_run(run_id)
         if run is None or not run.active:
             return  # deleted, or ended (a cancel of a queued run, a duplicate delivery)
-        saver = self.saver_of(run)
+        saver = self.saver_of(run) if self.saver_of is not None else None
         if saver is None:
             await self._end_unserved(run)
             return
@@ -266,35 +266,3 @@ class RunWorker(RunService):
         await self.store.put_run(run)
         await self.redis.end_events(run.run_id)
         await self._queue_next(run.thread_id)
-
-    async def listen_for_cancels(self) -> None:
-        """Until cancelled: cancel the runs of this worker that a server is asked to cancel
-        (published on Redis; a run not yet started reads its request when it starts). A
-        lost connection is opened again a second later; a cancel published meanwhile is
-        missed by a run already going (its request is kept: a run taken up reads it)."""
-        while True:
-            try:
-                await self._listen_once()
-            except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
-                self.logger.warning("listening for cancels: %s; again in 1 s", error)
-                await asyncio.sleep(1.0)
-
-    async def _listen_once(self) -> None:
-        pubsub = self.redis.client.pubsub()
-        await pubsub.subscribe(self.redis.cancels_channel())
-        try:
-            async for message in pubsub.listen():
-                if message.get("type") != "message":
-                    continue
-                data = message["data"]
-                said, _, run_id = (data.decode() if isinstance(data, bytes) else data).partition(
-                    ":"
-                )
-                run = self.live.get(run_id)
-                if run is None or run.task is None:
-                    continue
-                run.rolled_back = said == "rollback"
-                run.task.cancel()
-        finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()

@@ -4,6 +4,7 @@ are in ``_wire_*``; the life of runs, their records and logs in ``graph_agent.ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import uuid
@@ -134,6 +135,8 @@ class Server:
             self.runs = runs
         else:
             self.runs = RunService(runs, **self.run_options())
+        if self.runs.saver_of is None:  # where a follower of another server's run reads its lease
+            self.runs.saver_of = self.saver_of
         self.max_body = max_body
         self.heartbeat = heartbeat
         self._cleanups: set[asyncio.Task[None]] = set()
@@ -470,6 +473,14 @@ class Server:
                         record.updated_at = now()
                     if run.draining:  # its worker stops: at this step's end (aclose)
                         raise RunDrained(run.run_id)
+                    if run.stopping:  # cancelled, the cancel swallowed on the way (wait_for)
+                        raise asyncio.CancelledError
+            except asyncio.CancelledError:
+                # cancelled between two events (keeping them, reading a state): stopped at
+                # once, as when cancelled waiting for one (closed, it would end its step)
+                with contextlib.suppress(BaseException):
+                    await events.athrow(asyncio.CancelledError())
+                raise
             finally:
                 await events.aclose()
                 if len(record.children) != children:
