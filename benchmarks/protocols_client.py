@@ -15,8 +15,9 @@ sequential runs per trial, each on a new thread, the answer of each checked:
 - ``agui``: AG-UI 1.0, ``POST /ag-ui/bench`` with a ``RunAgentInput`` on a new thread, its SSE
   read to the end (httpx; every event counted).
 
-The protocols take turns within a trial (the order rotates from trial to trial, so the
-machine's drift falls on all alike); the median trial of each is reported: wall time per run,
+The protocols take turns within a trial, every 20 runs (the order rotates from trial to
+trial), so the machine's drift and the server's growing heap fall on all alike; the median
+trial of each is reported: wall time per run,
 the server's CPU time per run (its ``/proc`` counters, less what it burns idle over the
 same wall time) and, for streams, the events a run sends. Prints one JSON object.
 """
@@ -38,6 +39,7 @@ from serving_client import cpu_seconds, idle_cpu_share, make_client, median, one
 
 ANSWER = "final answer after 2 tool calls"
 WARMUP = 5
+SLICE = 20  # runs of one protocol in a row: the protocols take turns every SLICE runs
 
 
 @asynccontextmanager
@@ -170,14 +172,21 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
         cpu: dict[str, list[float]] = {name: [] for name in runs}
         events: dict[str, int] = {}
         names = list(runs)
+        slices = max(1, args.runs // SLICE)
         for trial in range(args.trials):
             shift = trial % len(names)
-            for name in names[shift:] + names[:shift]:
-                c0, t0 = cpu_seconds(args.server_pid), time.perf_counter()
-                for _ in range(args.runs):
-                    events[name] = await runs[name]()
-                wall[name].append((time.perf_counter() - t0) / args.runs)
-                cpu[name].append((cpu_seconds(args.server_pid) - c0) / args.runs)
+            spent = {name: [0.0, 0.0] for name in names}  # wall, server CPU
+            for at in range(slices):
+                for name in names[shift:] + names[:shift]:
+                    count = args.runs // slices + (at < args.runs % slices)
+                    c0, t0 = cpu_seconds(args.server_pid), time.perf_counter()
+                    for _ in range(count):
+                        events[name] = await runs[name]()
+                    spent[name][0] += time.perf_counter() - t0
+                    spent[name][1] += cpu_seconds(args.server_pid) - c0
+            for name in names:
+                wall[name].append(spent[name][0] / args.runs)
+                cpu[name].append(spent[name][1] / args.runs)
         idle_after = await idle_cpu_share(args.server_pid)
     idle = (idle_before + idle_after) / 2
     out: dict[str, Any] = {"runs": args.runs, "trials": args.trials, "idle_cpu_share": idle}

@@ -31,34 +31,44 @@ _log = logging.getLogger("graph_agent.server")
 QUIET_ANSWER: dict[str, Any] = {}
 """What ``answers`` yields for a quiet moment (known by its identity): a heartbeat."""
 
-_CHUNK_FIELDS = frozenset({"task_id", "context_id", "artifact", "append", "last_chunk"})
-_ARTIFACT_FIELDS = frozenset({"artifact_id", "name", "parts"})
-
 
 def text_chunk(event: Any) -> dict[str, Any] | None:
     """``event`` as ``StreamResponse``'s JSON, if it is an artifact update whose parts are
-    text alone (an answer's chunk); else ``None``."""
-    if type(event) is not TaskArtifactUpdateEvent:
+    text alone (an answer's chunk); else ``None``. As protobuf's JSON mapping writes it: the
+    fields in their order, those at their default value left out."""
+    if type(event) is not TaskArtifactUpdateEvent or event.HasField("metadata"):
         return None
-    update: dict[str, Any] = {}
-    artifact: dict[str, Any] = {}
-    for field, value in event.ListFields():
-        if field.name not in _CHUNK_FIELDS:
-            return None
-        update[field.json_name] = artifact if field.name == "artifact" else value
-    for field, value in event.artifact.ListFields():
-        if field.name not in _ARTIFACT_FIELDS:
-            return None
-        if field.name != "parts":
-            artifact[field.json_name] = value
+    artifact = event.artifact
+    if artifact.description or artifact.extensions or artifact.HasField("metadata"):
+        return None
     parts = []
-    for part in event.artifact.parts:
-        fields = part.ListFields()
-        if len(fields) != 1 or fields[0][0].name != "text":
+    for part in artifact.parts:
+        if (
+            part.WhichOneof("content") != "text"
+            or part.filename
+            or part.media_type
+            or part.HasField("metadata")
+        ):
             return None
-        parts.append({"text": fields[0][1]})
-    if parts:
-        artifact["parts"] = parts
+        parts.append({"text": part.text})
+    update: dict[str, Any] = {}
+    if event.task_id:
+        update["taskId"] = event.task_id
+    if event.context_id:
+        update["contextId"] = event.context_id
+    if event.HasField("artifact"):
+        said: dict[str, Any] = {}
+        if artifact.artifact_id:
+            said["artifactId"] = artifact.artifact_id
+        if artifact.name:
+            said["name"] = artifact.name
+        if parts:
+            said["parts"] = parts
+        update["artifact"] = said
+    if event.append:
+        update["append"] = True
+    if event.last_chunk:
+        update["lastChunk"] = True
     return {"artifactUpdate": update}
 
 

@@ -114,3 +114,19 @@ def test_a_quiet_stream_sends_heartbeats_then_its_events() -> None:
                     seen.append(next(iter(answer["result"])))
     assert seen[0] == "task" and "heartbeat" in seen[1:3]
     assert seen[-1] == "statusUpdate" and "artifactUpdate" in seen
+
+
+def test_the_chunk_fast_path_knows_every_field_of_what_it_writes() -> None:
+    """``text_chunk`` reads these fields only: a field an SDK upgrade adds fails here,
+    not silently on the wire."""
+    fields = {
+        cls.__name__: {f.name for f in cls.DESCRIPTOR.fields}
+        for cls in (TaskArtifactUpdateEvent, Artifact, Part)
+    }
+    assert fields == {
+        "TaskArtifactUpdateEvent": {
+            "task_id", "context_id", "artifact", "append", "last_chunk", "metadata"
+        },
+        "Artifact": {"artifact_id", "name", "description", "parts", "metadata", "extensions"},
+        "Part": {"text", "raw", "url", "data", "metadata", "filename", "media_type"},
+    }  # fmt: skip
