@@ -262,11 +262,11 @@ class RunService:
     async def _launch(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
         run.log = RunLog(run.log.entries, sink=self._sink(run.run_id))
         self.live[run.run_id] = run
+        if self.shared:
+            await self._heed_cancels(run)
         lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
         queued = lock.locked()  # it waits for the thread's running one (enqueue)
         run.task = asyncio.create_task(self._drive(run, lock, execute, thread))
-        if self.shared:
-            await self._heed_cancels(run)
         if not queued:  # answered once its input is stored (or it failed before)
             started = asyncio.create_task(run.started.wait())
             await asyncio.wait({started, run.task}, return_when=asyncio.FIRST_COMPLETED)
@@ -275,8 +275,8 @@ class RunService:
 
     async def _heed_cancels(self, run: Run) -> None:
         """Hear the cancels other processes are asked of ``run`` (this process's listener,
-        started with its first run), and stop it now if one was asked before it was live
-        here (a run taken up again, or one read elsewhere as soon as it was recorded)."""
+        started with its first run), and cancel it before it starts if one was asked before
+        it was live here (a run taken up again, or one read elsewhere once it was recorded)."""
         if self._listener is None:
             self._listener = asyncio.create_task(self.listen_for_cancels())
         with contextlib.suppress(asyncio.TimeoutError):  # Redis down: the run fails anyway
@@ -296,7 +296,7 @@ class RunService:
 
     async def _heard(self, run_id: str, said: str) -> None:
         run = self.live.get(run_id)
-        if run is not None and run.active and run.task is not None:
+        if run is not None and run.active:  # (not started yet: it never starts)
             await self.cancel(run, rollback=said == "rollback", wait=False)
 
     async def _kept_cancels(self) -> None:
@@ -488,7 +488,7 @@ class RunService:
             run.rolled_back = True
         if run.status == "pending":
             self._cancel_pending(run)
-            if run.task is None:  # a record of another process's run: kept as cancelled
+            if run.task is None:  # not begun here (yet): kept as cancelled
                 await self.store.put_run(run)
             elif wait:
                 await run.done.wait()

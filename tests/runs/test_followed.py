@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from checkpoint import RedisSaver
-from graph_agent.runs import EVENT, Entry, RedisRunStore, Run, RunService, _remote
+from graph_agent.runs import EVENT, Entry, RedisRunStore, Run, RunService, ThreadOps, _remote
 
 
 class WatchedSaver(RedisSaver):
@@ -76,3 +76,47 @@ def test_a_follower_reads_a_run_live_and_stops_once_its_driver_is_gone(
     assert got["waited"]
     assert got["read"] == ["first", "second"]
     assert got["status"] == "running"  # as its record says, until a restart takes it up
+
+
+async def take_up_cancelled(redis_url: str) -> tuple[str, bool]:
+    prefix = f"f-{uuid.uuid4().hex[:8]}"
+    store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
+    try:
+        # a run its server had accepted, then died; a cancel asked of it on another server
+        run = Run.new("t1", "agent", {}, {}, "enqueue")
+        await store.put_run(run)
+        await store.request_cancel(run.run_id)
+        started = asyncio.Event()
+
+        async def execute(run: Run) -> Any:
+            started.set()
+            run.started.set()  # its input is stored (the service answers then)
+            await asyncio.Event().wait()  # (it is stopped)
+
+        async def head() -> str | None:
+            return None
+
+        async def restore(checkpoint_id: str | None) -> None:
+            return None
+
+        restarted = RunService(store)
+        [taken] = await restarted.recover(lambda _: (execute, ThreadOps(head, restore)))
+        ran = started.is_set()  # (it is answered once started, or stopped)
+        try:
+            await asyncio.wait_for(restarted.join(taken), 10)
+        finally:
+            await restarted.cancel(taken)  # (had it started, it would run on)
+            await restarted.release()
+        kept = await store.get_run(run.run_id)
+        assert kept is not None
+        return kept.status, ran or started.is_set()
+    finally:
+        await store.aclose()
+
+
+def test_a_cancel_asked_while_no_server_ran_the_run_is_read_when_it_is_taken_up(
+    redis_url: str,
+) -> None:
+    status, ran = asyncio.run(take_up_cancelled(redis_url))
+    assert status == "cancelled"
+    assert not ran
