@@ -12,7 +12,8 @@ from langgraph_sdk import get_client
 from tests._needs import need_module
 
 from .test_a2a_server import a2a, says, send, text_of
-from .test_two_servers_runs import Gate, entered, two_servers
+from .test_two_servers import Gate, two_servers
+from .test_two_servers_runs import entered
 
 need_module("a2a.client", "the a2a extra: pip install 'graph-agent[a2a]' (make test)")
 

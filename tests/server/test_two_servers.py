@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -34,12 +35,23 @@ from .conftest import live_server
 TIMEOUT = 30.0
 
 
-def held_agent(saver: RedisSaver, release: threading.Event, entered: threading.Event) -> ReactAgent:
+@dataclass
+class Gate:
+    """The tool holds each run until the test lets it go (``release``; ``entered`` once one
+    holds), but for those whose message is in ``free``."""
+
+    entered: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    free: set[str] = field(default_factory=set)
+
+
+def held_agent(saver: RedisSaver, gate: Gate) -> ReactAgent:
     @tool
     async def hold(note: str) -> str:
         """Holds the run until the test lets it go."""
-        entered.set()
-        assert await asyncio.to_thread(release.wait, TIMEOUT)
+        if note not in gate.free:
+            gate.entered.set()
+            assert await asyncio.to_thread(gate.release.wait, TIMEOUT)
         return f"held {note}"
 
     def reply(prompt: Prompt) -> AssistantMessage:
@@ -56,21 +68,23 @@ def held_agent(saver: RedisSaver, release: threading.Event, entered: threading.E
 
 
 @contextmanager
-def two_servers(redis_url: str) -> Iterator[tuple[str, str, threading.Event, threading.Event]]:
+def two_servers(redis_url: str) -> Iterator[tuple[str, str, Gate]]:
+    """Two apps on two live uvicorns, threads and run records in one Redis (no queue: each
+    runs the runs it accepts), serving ``held_agent`` as "held"."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
-    release, entered = threading.Event(), threading.Event()
+    gate = Gate()
     with ExitStack() as stack:
         urls = []
         for _ in range(2):
             saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
             store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
-            app = create_app({"held": held_agent(saver, release, entered)}, runs=store)
+            app = create_app({"held": held_agent(saver, gate)}, runs=store)
             closing_on_its_loop(app, saver, store)
             urls.append(stack.enter_context(live_server(app)))
         try:
-            yield urls[0], urls[1], release, entered
+            yield urls[0], urls[1], gate
         finally:
-            release.set()
+            gate.release.set()
 
 
 def closing_on_its_loop(app: Any, *owned: Any) -> None:
@@ -98,16 +112,16 @@ def said(text: str) -> dict[str, Any]:
 
 
 def test_two_servers_never_run_one_thread_at_once(redis_url: str) -> None:
-    with two_servers(redis_url) as (first, second, release, entered):
+    with two_servers(redis_url) as (first, second, gate):
         thread = httpx.post(f"{first}/threads", json={}).json()["thread_id"]
         one = httpx.post(f"{first}/threads/{thread}/runs", json=said("one"), timeout=TIMEOUT).json()
-        assert entered.wait(TIMEOUT)
+        assert gate.entered.wait(TIMEOUT)
         # the second server knows the thread (its record is in Redis), and waits for it
         two = httpx.post(f"{second}/threads/{thread}/runs", json=said("two"), timeout=TIMEOUT)
         assert two.status_code == 200, two.text
         waiting = httpx.get(f"{second}/threads/{thread}/runs/{two.json()['run_id']}").json()
         assert texts(first, thread) == ["one", ""]  # nothing of "two" while "one" runs
-        release.set()
+        gate.release.set()
         for base, run in ((first, one), (second, two.json())):
             httpx.get(f"{base}/threads/{thread}/runs/{run['run_id']}/join", timeout=TIMEOUT)
         statuses = [

@@ -6,83 +6,11 @@ stream, its join), and cancelled there, with or without rollback."""
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph_sdk import get_client
 
-from checkpoint import RedisSaver
-from graph_agent import (
-    AssistantMessage,
-    FunctionChatModel,
-    Prompt,
-    ReactAgent,
-    ToolCall,
-    ToolResponseMessage,
-    UserMessage,
-    tool,
-)
-from graph_agent.runs import RedisRunStore
-from graph_agent.server import create_app
-
-from .conftest import live_server
-from .test_two_servers import closing_on_its_loop
-
-TIMEOUT = 30.0
-
-
-@dataclass
-class Gate:
-    """The tool holds a run that says "wait" until the test lets it go (``entered`` once it
-    holds); the other runs go straight through."""
-
-    entered: threading.Event = field(default_factory=threading.Event)
-    release: threading.Event = field(default_factory=threading.Event)
-
-
-def gated_agent(saver: RedisSaver, gate: Gate) -> ReactAgent:
-    @tool
-    async def hold(note: str) -> str:
-        """Holds a run that says "wait" until the test lets it go."""
-        if note == "wait":
-            gate.entered.set()
-            assert await asyncio.to_thread(gate.release.wait, TIMEOUT)
-        return f"held {note}"
-
-    def reply(prompt: Prompt) -> AssistantMessage:
-        last = prompt.messages[-1]
-        if isinstance(last, UserMessage):
-            call = ToolCall(
-                id=f"call_{last.text}", name="hold", arguments=json.dumps({"note": last.text})
-            )
-            return AssistantMessage("", tool_calls=[call])
-        assert isinstance(last, ToolResponseMessage)
-        return AssistantMessage(f"done: {last.responses[0].response_data}")
-
-    return ReactAgent(name="held", model=FunctionChatModel(reply), tools=[hold], saver=saver)
-
-
-@contextmanager
-def two_servers(redis_url: str) -> Iterator[tuple[str, str, Gate]]:
-    prefix = f"t-{uuid.uuid4().hex[:8]}"
-    gate = Gate()
-    with ExitStack() as stack:
-        urls = []
-        for _ in range(2):
-            saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
-            store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
-            app = create_app({"held": gated_agent(saver, gate)}, runs=store)
-            closing_on_its_loop(app, saver, store)
-            urls.append(stack.enter_context(live_server(app)))
-        try:
-            yield urls[0], urls[1], gate
-        finally:
-            gate.release.set()
+from .test_two_servers import TIMEOUT, Gate, two_servers
 
 
 def said(text: str) -> dict[str, Any]:
@@ -166,6 +94,7 @@ def test_a_rollback_cancel_on_the_other_server_removes_what_the_run_wrote(
     async def scenario(first: str, second: str, gate: Gate) -> dict[str, Any]:
         async with get_client(url=first) as one, get_client(url=second) as two:
             thread = (await one.threads.create())["thread_id"]
+            gate.free.add("before")
             await one.runs.wait(thread, "held", input=said("before"))
             run = await one.runs.create(thread, "held", input=said("wait"))
             await entered(gate)
