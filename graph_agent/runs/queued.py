@@ -43,16 +43,6 @@ class QueuedRunService(RunService):
     async def thread_runs(self, thread_id: str) -> list[Run]:
         return [self._follow(r) for r in await self.store.thread_runs(thread_id)]
 
-    async def busy(self, thread_id: str) -> bool:
-        return any(r.active for r in await self.store.thread_runs(thread_id))
-
-    async def _active_on(self, thread_id: str) -> list[Run]:
-        return [self._follow(r) for r in await self.store.thread_runs(thread_id) if r.active]
-
-    async def _stop_all(self, runs: list[Run], *, rollback: bool) -> None:
-        for run in runs:
-            await self.cancel(run, rollback=rollback)
-
     async def _begin(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
         """Queue ``run`` when its turn comes (``submit_next``): a worker runs it."""
         await self.submit_next(run.thread_id)

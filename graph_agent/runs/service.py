@@ -196,8 +196,9 @@ class RunService:
         return found
 
     async def busy(self, thread_id: str) -> bool:
-        """Whether a run of the thread is pending or running."""
-        return any(r.active for r in self.live.values() if r.thread_id == thread_id)
+        """Whether a run of the thread is pending or running (here, or in another process
+        on a shared store)."""
+        return bool(await self._active_on(thread_id))
 
     # -- threads -----------------------------------------------------------------------------
 
@@ -243,15 +244,23 @@ class RunService:
         return await self._begin(run, execute, thread)
 
     async def _active_on(self, thread_id: str) -> list[Run]:
-        """The thread's runs that have not ended (pending or running)."""
+        """The thread's runs that have not ended (pending or running): on a shared store,
+        also those another process drives (followed, see ``_follow``)."""
+        if self.shared:
+            return [r for r in await self.thread_runs(thread_id) if r.active]
         return [r for r in self.live.values() if r.thread_id == thread_id and r.active]
 
     async def _stop_all(self, runs: list[Run], *, rollback: bool) -> None:
-        """Cancel ``runs`` (a new run's ``interrupt``/``rollback``): the queued ones first,
-        before anything awaits, so that none of them starts once the running one stops."""
-        for run in runs:
-            if run.status == "pending":
+        """Cancel ``runs`` (a new run's ``interrupt``/``rollback``): the queued ones first
+        (this process's before anything awaits, then those of others), so that none of them
+        starts once the running one stops."""
+        queued = [r for r in runs if r.status == "pending"]
+        for run in queued:
+            if not isinstance(run.log, RemoteLog):
                 self._cancel_pending(run)
+        for run in queued:
+            if isinstance(run.log, RemoteLog):
+                await self.cancel(run, rollback=rollback, wait=False)
         for run in runs:
             await self.cancel(run, rollback=rollback)
 

@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 from langgraph_sdk import get_client
+from langgraph_sdk.errors import ConflictError
 
 from .test_two_servers import TIMEOUT, Gate, two_servers
 
@@ -112,4 +113,44 @@ def test_a_rollback_cancel_on_the_other_server_removes_what_the_run_wrote(
         ("ai", ""),
         ("tool", "held before"),
         ("ai", "done: held before"),
+    ]
+
+
+def test_a_thread_busy_on_one_server_is_busy_on_the_other_and_interrupted_from_it(
+    redis_url: str,
+) -> None:
+    async def scenario(first: str, second: str, gate: Gate) -> dict[str, Any]:
+        async with get_client(url=first) as one, get_client(url=second) as two:
+            thread = (await one.threads.create())["thread_id"]
+            run = await one.runs.create(thread, "held", input=said("wait"))
+            await entered(gate)
+            busy = (await two.threads.get(thread))["status"]
+            try:
+                await two.runs.create(
+                    thread, "held", input=said("next"), multitask_strategy="reject"
+                )
+                refused = None
+            except ConflictError as error:
+                refused = error
+            gate.free.add("next")
+            answer = await two.runs.wait(
+                thread, "held", input=said("next"), multitask_strategy="interrupt"
+            )
+            return {
+                "busy": busy,
+                "refused": refused,
+                "answer": answer,
+                "first": (await one.runs.get(thread, run["run_id"]))["status"],
+            }
+
+    with two_servers(redis_url) as (first, second, gate):
+        got = asyncio.run(scenario(first, second, gate))
+    assert got["busy"] == "busy"
+    assert got["refused"] is not None  # 409: busy with the first server's run
+    assert got["first"] == "interrupted"
+    assert [(m["type"], m["content"]) for m in got["answer"]["messages"]][-4:] == [
+        ("human", "next"),
+        ("ai", ""),
+        ("tool", "held next"),
+        ("ai", "done: held next"),
     ]
