@@ -38,7 +38,7 @@ async def listen(
     connection is opened again ``RECONNECT_SECONDS`` later."""
     while True:
         try:
-            await _listen_once(store, heard, kept, subscribed)
+            await _listen_once(store, heard, kept, subscribed, logger)
         except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
             logger.warning("listening for cancels: %s; again in %g s", error, RECONNECT_SECONDS)
             await asyncio.sleep(RECONNECT_SECONDS)
@@ -49,6 +49,7 @@ async def _listen_once(
     heard: Heard,
     kept: Callable[[], Awaitable[None]],
     subscribed: asyncio.Event | None,
+    logger: logging.Logger,
 ) -> None:
     pubsub = store.client.pubsub()
     try:
@@ -64,7 +65,12 @@ async def _listen_once(
                 continue
             data = message["data"]
             said, _, run_id = (data.decode() if isinstance(data, bytes) else data).partition(":")
-            await heard(run_id, said)
+            try:
+                await heard(run_id, said)
+            except (redis.ConnectionError, redis.TimeoutError, OSError):
+                raise
+            except Exception:  # that run's cancel failed: the others are still heard
+                logger.exception("cancelling run %s as asked", run_id)
     finally:
         with contextlib.suppress(Exception):
             await pubsub.aclose()
