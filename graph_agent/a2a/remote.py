@@ -10,7 +10,6 @@ after its ``interrupt()`` has its answer, so a resumed run never sends a message
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -22,7 +21,7 @@ from checkpoint import BaseCheckpointSaver, MemorySaver
 
 from .._runtime.task_scope import current_task
 from ..agent import AgentTool, BaseAgent
-from ..errors import AgentBuildError, GraphUsageError
+from ..errors import AgentBuildError
 from ..events import ModelDelta, ModelEnd, ModelStart, emit
 from ..graph import (
     END,
@@ -101,13 +100,7 @@ class RemoteA2AAgent(BaseAgent):
     ) -> None:
         _check(url, timeout, name)
         sent = dict(headers or {})
-        if card is None:
-            if asyncio._get_running_loop() is not None:
-                raise GraphUsageError(
-                    f"RemoteA2AAgent({url!r}) reads the agent's card over HTTP, which would "
-                    "block the event loop running here: in async code, make it with "
-                    f"`await RemoteA2AAgent.aconnect({url!r}, ...)` (or give card=)"
-                )
+        if card is None:  # where a loop runs (a notebook), read on a thread of its own
             card = run_coroutine_sync(read_card(url, sent, float(timeout)))
         elif not isinstance(card, AgentCard):
             card = parse_card(card, url, "the card given")

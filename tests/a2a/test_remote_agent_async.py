@@ -15,7 +15,7 @@ import pytest
 
 from graph_agent import Command
 from graph_agent.a2a import RemoteA2AAgent
-from graph_agent.errors import AgentBuildError, GraphUsageError
+from graph_agent.errors import AgentBuildError
 
 from ._remote_server import app, served
 
@@ -89,26 +89,16 @@ def test_aconnect_and_the_async_calls_never_block_the_loop() -> None:
     assert set(gate.let_through[2:]) == {"POST /members"}
 
 
-def test_the_constructor_in_a_running_loop_says_to_use_aconnect() -> None:
-    gate = Gate(None)
+def test_the_constructor_works_where_a_loop_runs_as_in_a_notebook() -> None:
+    """As every sync call of ours where this thread runs a loop (a notebook's cell): the
+    card is read on a thread of its own, this loop waiting for it."""
+    with served(app) as url:
 
-    def make(url: str) -> Gate:
-        gate.inner = app(url)
-        return gate
+        async def main() -> RemoteA2AAgent:
+            return RemoteA2AAgent(url)
 
-    with served(make) as url:
-
-        async def main() -> None:
-            RemoteA2AAgent(url)
-
-        with pytest.raises(GraphUsageError) as raised:
-            asyncio.run(main())
-    assert str(raised.value) == (
-        f"RemoteA2AAgent({url!r}) reads the agent's card over HTTP, which would block the "
-        "event loop running here: in async code, make it with "
-        f"`await RemoteA2AAgent.aconnect({url!r}, ...)` (or give card=)"
-    )
-    assert gate.waiting.empty()  # nothing was asked of the remote
+        remote = asyncio.run(main())
+        assert remote.name == "travel" and remote.card.name == "travel"
 
 
 def test_aconnect_checks_its_arguments_before_anything_is_sent() -> None:
