@@ -115,6 +115,7 @@ class RunService:
         self.saver_of: Callable[[Run], Any] | None = None
         self._listener: asyncio.Task[None] | None = None  # hears cancels (on Redis)
         self._subscribed = asyncio.Event()
+        self._new_runs: dict[str, asyncio.Event] = {}  # set when a thread's next run starts
 
     @property
     def shared(self) -> bool:
@@ -241,7 +242,20 @@ class RunService:
             thread_id, assistant_id, kwargs, metadata, multitask_strategy, stateless=stateless
         )
         await self.store.put_run(run)  # recorded before anyone is told of it
+        started = self._new_runs.pop(thread_id, None)
+        if started is not None:
+            started.set()
         return await self._begin(run, execute, thread)
+
+    async def next_run(self, thread_id: str, seconds: float) -> None:
+        """Until a new run of ``thread_id`` starts here, or ``seconds`` have passed (a run
+        that another process starts is seen by reading the thread's runs again then)."""
+        started = self._new_runs.setdefault(thread_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(started.wait(), seconds)
+        except asyncio.TimeoutError:
+            if self._new_runs.get(thread_id) is started:
+                del self._new_runs[thread_id]
 
     async def _active_on(self, thread_id: str) -> list[Run]:
         """The thread's runs that have not ended (pending or running): on a shared store,

@@ -9,7 +9,6 @@ for them is acknowledged without them (the spec's honored subset)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Literal, cast
 
 import anyio
@@ -95,5 +94,5 @@ class TaskListener:
                 return
             if head.active and not head.done.is_set():  # it changes when the run ends
                 await self.tasks.server.runs.join(head)
-            else:  # a run of another process, or it waits for an answer (a next run)
-                await asyncio.sleep(POLL_MS / 1000)
+            else:  # it waits for an answer (a next run), here or on another server
+                await self.tasks.server.runs.next_run(head.thread_id, POLL_MS / 1000)

@@ -22,7 +22,15 @@ from starlette.requests import Request
 from ._http import HTTPProblem
 from ._wire_inbound import short_repr
 
-__all__ = ["MAX_DEPTH", "MAX_LIMIT", "Fields", "json_body", "query_int", "run_config_fields"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_LIMIT",
+    "Fields",
+    "json_body",
+    "query_int",
+    "refuse_unsupported",
+    "run_config_fields",
+]
 
 MAX_DEPTH: Final = 100  # levels of nesting a request body may have
 MAX_LIMIT: Final = 1000  # the most items one list answer holds (LangGraph's bound)
@@ -226,3 +234,19 @@ def run_config_fields(body: Fields) -> None:
     checkpoint.text("checkpoint_id")
     checkpoint.text("checkpoint_ns")
     body.text("checkpoint_id")
+
+
+# What a run request may ask for that this server does not do: refused, not ignored.
+_UNSUPPORTED = {
+    "interrupt_before": "compile the graph with interrupt_before=[...] (per run they are not served)",
+    "interrupt_after": "compile the graph with interrupt_after=[...] (per run they are not served)",
+    "webhook": "follow the run with join or its stream instead",
+    "after_seconds": "runs start at once; start it later from the client",
+}
+
+
+def refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """A 422 for what a run request asks that this server does not do (not ignored)."""
+    for key, instead in _UNSUPPORTED.items():
+        if body.get(key):
+            raise HTTPProblem(422, f"{key} is not supported by this server: {instead}")

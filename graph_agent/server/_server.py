@@ -40,7 +40,7 @@ from ..runs import (
 from ._http import HEARTBEAT_SECONDS, HTTPProblem, sse_response
 from ._input_record import recorded_kwargs
 from ._mistakes import client_mistake
-from ._request import Fields, json_body, run_config_fields
+from ._request import Fields, json_body, refuse_unsupported, run_config_fields
 from ._resume_check import check_resume
 from ._wire_encoder import snapshots_needed
 from ._wire_messages import error_to_wire
@@ -284,7 +284,7 @@ class Server:
         side effect: a refused request leaves nothing behind."""
         fields = Fields(body)
         served = self.assistant(fields.text("assistant_id"))
-        _refuse_unsupported(body)
+        refuse_unsupported(body)
         command = fields.obj("command") if "command" in body else None
         keep = fields.choice("on_completion", ("delete", "keep"), "delete") == "keep"
         if thread_id is None and command is not None and "resume" in command:
@@ -579,21 +579,6 @@ def wire_status(status: str) -> str:
     """A run's status in the Agent Protocol's words: it has no ``cancelled``; LangGraph's
     server says ``interrupted`` (a record of an earlier version says it already)."""
     return "interrupted" if status == "cancelled" else status
-
-
-# What a run request may ask for that this server does not do: refused, not ignored.
-_UNSUPPORTED = {
-    "interrupt_before": "compile the graph with interrupt_before=[...] (per run they are not served)",
-    "interrupt_after": "compile the graph with interrupt_after=[...] (per run they are not served)",
-    "webhook": "follow the run with join or its stream instead",
-    "after_seconds": "runs start at once; start it later from the client",
-}
-
-
-def _refuse_unsupported(body: Mapping[str, Any]) -> None:
-    for key, instead in _UNSUPPORTED.items():
-        if body.get(key):
-            raise HTTPProblem(422, f"{key} is not supported by this server: {instead}")
 
 
 def server_of(request: Request) -> Server:
