@@ -104,6 +104,9 @@ class Run:
     stopping: bool = False
     # the token of its thread's lease, while this process holds it (checkpoint writes fenced)
     lease: str | None = None
+    # taken up here (it began elsewhere), it waits for its thread's lease, which another
+    # process holds: it may still run there, so it is read and cancelled as that process's
+    behind: bool = False
 
     KEPT = (
         "run_id", "thread_id", "assistant_id", "multitask_strategy", "kwargs", "metadata",

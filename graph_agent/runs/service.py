@@ -132,7 +132,7 @@ class RunService:
     async def get(self, run_id: str) -> Run | None:
         """The run: this process's, or one kept in the store (its log read back, closed)."""
         run = self.live.get(run_id)
-        if run is not None:
+        if run is not None and not (run.behind and self.shared):
             return run
         kept = await self.store.get_run(run_id)
         if kept is None:
@@ -189,11 +189,15 @@ class RunService:
     async def thread_runs(self, thread_id: str) -> list[Run]:
         """The thread's runs, newest first."""
         kept = await self.store.thread_runs(thread_id)
-        found = [self.live.get(r.run_id, r) for r in kept]
-        if self.shared:  # another process's runs: followed
-            found = [
-                self._follow(r) if r.active and r.run_id not in self.live else r for r in found
-            ]
+        if not self.shared:
+            return [self.live.get(r.run_id, r) for r in kept]
+        found = []
+        for record in kept:  # another process's runs (or may be): followed
+            mine = self.live.get(record.run_id)
+            if mine is not None and not (mine.behind and record.active):
+                found.append(mine)
+            else:
+                found.append(self._follow(record) if record.active else record)
         return found
 
     async def busy(self, thread_id: str) -> bool:
@@ -362,8 +366,9 @@ class RunService:
         while True:
             keeper = LeaseKeeper(saver, run.thread_id, token, self.lease_seconds)
             if await asyncio.to_thread(keeper.acquire):
-                run.lease = token
+                run.lease, run.behind = token, False
                 return keeper
+            run.behind = run.began  # taken up here, it may still run there
             run.started.set()  # queued behind another process's run: answered as pending
             await asyncio.sleep(LEASE_POLL_SECONDS)
 

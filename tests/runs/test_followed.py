@@ -120,3 +120,70 @@ def test_a_cancel_asked_while_no_server_ran_the_run_is_read_when_it_is_taken_up(
     status, ran = asyncio.run(take_up_cancelled(redis_url))
     assert status == "cancelled"
     assert not ran
+
+
+async def taken_up_while_driven(redis_url: str) -> dict[str, Any]:
+    prefix = f"f-{uuid.uuid4().hex[:8]}"
+    store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
+    saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
+    try:
+        # a run another server is running (its record, its first event, its lease) when
+        # this one starts and takes up the runs the store holds as running
+        run = Run.new("t1", "agent", {}, {}, "enqueue")
+        run.mark("running")
+        run.began = True
+        await store.put_run(run)
+        await store.append_events(run.run_id, [Entry("1", EVENT, "first")])
+        token = f"elsewhere/{run.run_id}/1"
+        assert await saver.aacquire_lease("t1", token, 30)
+
+        async def execute(run: Run) -> Any:
+            raise AssertionError("the run ended where it ran: it is not run again here")
+
+        async def head() -> str | None:
+            return None
+
+        async def restore(checkpoint_id: str | None) -> None:
+            return None
+
+        here = RunService(store)
+        here.saver_of = lambda _: saver
+        [taken] = await here.recover(lambda _: (execute, ThreadOps(head, restore, saver)))
+        read = await here.get(run.run_id)
+        listed = await here.thread_runs("t1")
+        assert read is not None
+        seen = {
+            "status": read.status,
+            "followed": isinstance(read.log, _remote.RemoteLog),
+            "listed": [(r.run_id, r.status) for r in listed],
+        }
+        first: list[str] = []
+        async for batch in read.log.batches():
+            first.extend(e.data for e in batch)
+            break
+        seen["read"] = first
+        # it ends there: its record, the end of its log, its lease let go
+        run.mark("success")
+        await store.put_run(run)
+        await store.end_events(run.run_id)
+        await saver.arelease_lease("t1", token)
+        await asyncio.wait_for(here.join(taken), 10)
+        seen["taken"] = taken.status
+        await here.release()
+        return seen
+    finally:
+        await store.aclose()
+        await saver.aclose()
+
+
+def test_a_run_taken_up_while_another_server_runs_it_is_read_as_that_server_s(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started beside one that runs a run takes the run up, in case that one
+    dies; while it waits for the thread, it reads (and would cancel) the run as the other
+    server runs it, not its own copy; once the run ended there, its copy takes the record."""
+    monkeypatch.setattr(_remote, "BLOCK_SECONDS", 0.05)
+    got = asyncio.run(taken_up_while_driven(redis_url))
+    assert got["followed"] and got["status"] == "running" and got["read"] == ["first"]
+    assert [status for _, status in got["listed"]] == ["running"]
+    assert got["taken"] == "success"
