@@ -111,6 +111,7 @@ class RunService:
         self.name = f"{socket.gethostname()}:{os.getpid()}"  # in the leases it holds
         self.lease_seconds = 30.0
         self.live: dict[str, Run] = {}  # the runs this process drives or drove
+        self._of_thread: dict[str, set[str]] = {}  # thread id -> ids of its runs in live
         self._locks: dict[str, asyncio.Lock] = {}
         self.saver_of: Callable[[Run], Any] | None = None
         self._listener: asyncio.Task[None] | None = None  # hears cancels (on Redis)
@@ -212,7 +213,7 @@ class RunService:
 
     async def forget_thread(self, thread_id: str) -> None:
         """Drop the thread's record and its runs' (none of them is running)."""
-        for run_id in [r.run_id for r in self.live.values() if r.thread_id == thread_id]:
+        for run_id in self._of_thread.pop(thread_id, ()):
             self.live.pop(run_id, None)
         self._locks.pop(thread_id, None)
         await self.store.delete_thread(thread_id)
@@ -266,7 +267,8 @@ class RunService:
         also those another process drives (followed, see ``_follow``)."""
         if self.shared:
             return [r for r in await self.thread_runs(thread_id) if r.active]
-        return [r for r in self.live.values() if r.thread_id == thread_id and r.active]
+        runs = (self.live.get(run_id) for run_id in self._of_thread.get(thread_id, ()))
+        return [run for run in runs if run is not None and run.active]
 
     async def _stop_all(self, runs: list[Run], *, rollback: bool) -> None:
         """Cancel ``runs`` (a new run's ``interrupt``/``rollback``): the queued ones first
@@ -289,6 +291,7 @@ class RunService:
     async def _launch(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
         run.log = RunLog(run.log.entries, sink=self._sink(run.run_id))
         self.live[run.run_id] = run
+        self._of_thread.setdefault(run.thread_id, set()).add(run.run_id)
         if self.shared:
             await self._heed_cancels(run)
         lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
@@ -564,4 +567,5 @@ class RunService:
     async def delete(self, run: Run) -> None:
         """Drop the record of a run that is over."""
         self.live.pop(run.run_id, None)
+        self._of_thread.get(run.thread_id, set()).discard(run.run_id)
         await self.store.delete_run(run.run_id)
