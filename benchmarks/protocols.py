@@ -14,7 +14,7 @@ timed first. Per protocol:
   answer once, ``runs.stream`` for those that stream); the target is at most 1.2;
 - for the streams, ``added_cpu_per_event_us``: what one more streamed event costs the
   server. Each stream is run twice, on ``bench`` and on ``bench_chunks``
-  (benchmarks/protocols_agents.py: the same run, its answer streamed in 40 words), and the
+  (benchmarks/protocols_agents.py: the same run, its answer streamed in 400 words), and the
   difference in server CPU per run is divided by the difference in events per run; so the
   costs a stream pays once a run (its request, its first and last events) stay in the
   per-run figure. Its ratio to ``runs.stream``'s is ``per_event_vs_agent_protocol``.
@@ -45,7 +45,7 @@ BASELINE = {
     "a2a_stream_chunks": "ap_stream_chunks",
     "agui_chunks": "ap_stream_chunks",
 }
-SIZES = {"runs": 100, "trials": 3}
+SIZES = {"runs": 100, "trials": 5}
 SMOKE = {"runs": 3, "trials": 1}
 
 

@@ -19,7 +19,7 @@ from graph_agent import AssistantMessage, ChatResponse, Prompt, ReactAgent
 
 __all__ = ["ANSWER", "WORDS", "agent"]
 
-K, WORDS = 2, 40
+K, WORDS = 2, 400  # many: what a run pays once is small beside its events
 ANSWER = " ".join(["final", "answer", "after", "2", "tool", "calls:"]
                   + [f"w{i}" for i in range(WORDS - 6)])  # fmt: skip
 
