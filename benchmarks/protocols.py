@@ -13,7 +13,8 @@ timed first. Per protocol:
 - ``vs_agent_protocol``: that, over the Agent Protocol's (``runs.wait`` for the protocols that
   answer once, ``runs.stream`` for those that stream); the target is at most 1.2;
 - for the streams, ``added_cpu_per_event_us``: what one more streamed event costs the
-  server. Each stream is run twice, on ``bench`` and on ``bench_chunks``
+  server. Each stream is run twice, on a second server (so the long answers' garbage does
+  not fall on the per-run figures), on ``bench`` and on ``bench_chunks``
   (benchmarks/protocols_agents.py: the same run, its answer streamed in 400 words), and the
   difference in server CPU per run is divided by the difference in events per run; so the
   costs a stream pays once a run (its request, its first and last events) stay in the
@@ -49,10 +50,14 @@ SIZES = {"runs": 100, "trials": 5}
 SMOKE = {"runs": 3, "trials": 1}
 
 
-def _client(url: str, pid: int, sizes: dict[str, int]) -> dict[str, Any]:
+PER_RUN = "ap_wait,ap_stream,a2a_send,a2a_stream,mcp_call,agui"
+PER_EVENT = "ap_stream,ap_stream_chunks,a2a_stream,a2a_stream_chunks,agui,agui_chunks"
+
+
+def _client(url: str, pid: int, sizes: dict[str, int], only: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(HERE / "protocols_client.py"), "--url", url, "--server-pid", str(pid),
-         "--runs", str(sizes["runs"]), "--trials", str(sizes["trials"])],
+         "--runs", str(sizes["runs"]), "--trials", str(sizes["trials"]), "--only", only],
         capture_output=True, text=True, cwd=HERE,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)])),
     )  # fmt: skip
@@ -72,14 +77,20 @@ def w18_protocols() -> None:
     command = [str(graph_agent_cli), "serve", "serving_agents:agent", "protocols_agents:agent",
                "--host", "127.0.0.1",
                "--port", "{port}", "--saver", "memory", "--no-access-log"]  # fmt: skip
-    with (
-        _serving.temp_dir() as folder,
-        _serving.http_server(command, env, "/assistants/bench", cwd=folder) as (url, pid),
-    ):
-        found = _client(url, pid, sizes)
+    found: dict[str, Any] = {}
+    for only in (PER_RUN, PER_EVENT):  # a server each: the long answers' garbage apart
+        with (
+            _serving.temp_dir() as folder,
+            _serving.http_server(command, env, "/assistants/bench", cwd=folder) as (url, pid),
+        ):
+            phase = _client(url, pid, sizes, only)
+        if only == PER_EVENT:  # its streams of ``bench`` are for their events alone
+            phase = {f"{k}_base" if k in ("ap_stream", "a2a_stream", "agui") else k: v
+                     for k, v in phase.items()}  # fmt: skip
+        found.update(phase)
     records: dict[str, dict[str, Any]] = {}
     for name, figures in found.items():
-        if not isinstance(figures, dict):
+        if not isinstance(figures, dict) or name.endswith("_base"):
             continue
         records[name] = {
             "wall_us": figures["wall_us"],
@@ -88,10 +99,10 @@ def w18_protocols() -> None:
             "added_cpu_us": round(figures["server_cpu_us"] - inprocess_us, 1),
             "events_per_run": figures["events_per_run"],
         }
-        chunked = found.get(f"{name}_chunks")
-        if isinstance(chunked, dict):  # one stream, two agents: the cost of the extra events
-            more_cpu = chunked["server_cpu_us"] - figures["server_cpu_us"]
-            more_events = chunked["events_per_run"] - figures["events_per_run"]
+        chunked, base = found.get(f"{name}_chunks"), found.get(f"{name}_base")
+        if isinstance(chunked, dict) and isinstance(base, dict):  # the extra events' cost
+            more_cpu = chunked["server_cpu_us"] - base["server_cpu_us"]
+            more_events = chunked["events_per_run"] - base["events_per_run"]
             records[name]["added_cpu_per_event_us"] = round(more_cpu / more_events, 2)
             records[name]["extra_events"] = more_events
     for name, base in BASELINE.items():
