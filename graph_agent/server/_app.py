@@ -14,6 +14,7 @@ from ..runs import RunService, RunStore
 from ._a2a_routes import a2a_routes
 from ._access_log import AccessLog
 from ._agui import AGUI_ROUTES
+from ._asyncio_declared import AsyncioDeclared, declare_asyncio
 from ._guard import protect
 from ._http import DEFAULT_MAX_BODY, ERROR_HANDLERS, HEARTBEAT_SECONDS
 from ._mcp import mcp_endpoint
@@ -63,6 +64,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        declare_asyncio()  # for the tasks it starts: the MCP SDK's sessions
         await server.recover()
         try:
             async with mcp.running():
@@ -75,5 +77,6 @@ def create_app(
     # auth, JSON bodies, origins, hosts
     protect(app, token=token, allow_origins=allow_origins, allow_hosts=allow_hosts)
     mount_page(app)  # the web page at /, served ahead of the auth: it asks for the token
-    app.add_middleware(AccessLog)  # outermost: one line per request, the page's too
+    app.add_middleware(AccessLog)  # one line per request, the page's too
+    app.add_middleware(AsyncioDeclared)  # outermost: anyio reads the loop, not sniffs it
     return app
