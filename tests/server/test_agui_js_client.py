@@ -13,31 +13,19 @@ test skips and says so (fails on CI: tests/_needs.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from checkpoint import MemorySaver
 from graph_agent import ReactAgent, ScriptedChatModel
 from graph_agent.server import ClientTools, create_app
 from hooks import HumanInTheLoopHook
-from tests._needs import unavailable
 
 from .conftest import live_server
+from .node_kit import run_client
 from .served_kit import refund
 from .test_agui import asks, boss, counting_graph, served
 
 HERE = Path(__file__).resolve().parent / "agui-js"
-
-
-def client_modules() -> Path | None:
-    given = os.environ.get("AGUI_JS")
-    for where in (Path(given) if given else None, HERE / "node_modules"):
-        if where is not None and (where / "@ag-ui" / "client").is_dir():
-            return where
-    return None
 
 
 def agents() -> dict[str, object]:
@@ -60,24 +48,8 @@ def agents() -> dict[str, object]:
 
 
 def test_the_js_client_runs_answers_resumes_and_calls_front_end_tools(tmp_path: Path) -> None:
-    modules, node = client_modules(), shutil.which("node")
-    if modules is None or node is None:
-        unavailable(
-            "needs node and @ag-ui/client: npm ci --prefix tests/server/agui-js "
-            "(or AGUI_JS=<its node_modules>); .ci/run installs both"
-        )
-    # an ES module finds its imports next to itself
-    shutil.copy(HERE / "client.mjs", tmp_path / "client.mjs")
-    (tmp_path / "node_modules").symlink_to(modules)
     with live_server(create_app(agents())) as url:
-        done = subprocess.run(
-            [node, str(tmp_path / "client.mjs"), url],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = run_client(HERE, "AGUI_JS", ("@ag-ui/client",), url, tmp_path)
     assert seen == {
         "weather": {
             "types": [

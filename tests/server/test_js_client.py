@@ -9,49 +9,22 @@ skips and says so (fails on CI: tests/_needs.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from graph_agent.server import create_app
-from tests._needs import unavailable
 
 from .conftest import live_server
+from .node_kit import run_client
 from .test_sdk_client import refund_agent, weather_agent
 
 HERE = Path(__file__).resolve().parent / "js"
-
-
-def sdk_modules() -> Path | None:
-    given = os.environ.get("LANGGRAPH_SDK_JS")
-    for where in (Path(given) if given else None, HERE / "node_modules"):
-        if where is not None and (where / "@langchain" / "langgraph-sdk").is_dir():
-            return where
-    return None
+PACKAGES = ("@langchain/langgraph-sdk",)
 
 
 def test_the_js_client_streams_rejoins_and_approves(tmp_path: Path) -> None:
-    modules, node = sdk_modules(), shutil.which("node")
-    if modules is None or node is None:
-        unavailable(
-            "needs node and @langchain/langgraph-sdk: npm ci --prefix tests/server/js "
-            "(or LANGGRAPH_SDK_JS=<its node_modules>); .ci/run installs both"
-        )
-    # an ES module finds its imports next to itself
-    shutil.copy(HERE / "client.mjs", tmp_path / "client.mjs")
-    (tmp_path / "node_modules").symlink_to(modules)
     app = create_app({"weather": weather_agent(), "refunds": refund_agent()})
     with live_server(app) as url:
-        done = subprocess.run(
-            [node, str(tmp_path / "client.mjs"), url],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = run_client(HERE, "LANGGRAPH_SDK_JS", PACKAGES, url, tmp_path)
     assert seen == {
         "assistants": ["refunds", "weather"],
         "runCreated": True,

@@ -20,7 +20,6 @@ saves screenshots in its ``tmp_path``, copied to ``tests/server/artifacts/`` wit
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -46,6 +45,7 @@ from tests._needs import unavailable
 from tests.redis_servers import free_port
 
 from .conftest import live_server, serve_process, stop_process
+from .node_kit import installed
 from .page_kit import TIMEOUT, browser_fixture, say, screenshot  # noqa: F401
 from .served_kit import get_weather, refund
 from .test_page import PacedScriptedChatModel, asks, says
@@ -68,18 +68,10 @@ new MutationObserver(() => {
 """
 
 
-def node_modules() -> Path | None:
-    given = os.environ.get("USESTREAM_JS")
-    for where in (Path(given) if given else None, HERE / "node_modules"):
-        if where is not None and all((where / name).is_dir() for name in PACKAGES):
-            return where
-    return None
-
-
 @pytest.fixture(scope="module")
 def front_end(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The app bundled by esbuild into a folder of its own: index.html and app.js."""
-    modules, node = node_modules(), shutil.which("node")
+    modules, node = installed(HERE, "USESTREAM_JS", PACKAGES), shutil.which("node")
     if modules is None or node is None:
         unavailable(
             "needs node and the packages of tests/server/usestream: "
