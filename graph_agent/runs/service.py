@@ -111,7 +111,8 @@ class RunService:
         self.name = f"{socket.gethostname()}:{os.getpid()}"  # in the leases it holds
         self.lease_seconds = 30.0
         self.live: dict[str, Run] = {}  # the runs this process drives or drove
-        self._of_thread: dict[str, set[str]] = {}  # thread id -> ids of its runs in live
+        # thread id -> the ids of its runs in ``live``, oldest first (a dict keeps the order)
+        self._of_thread: dict[str, dict[str, None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.saver_of: Callable[[Run], Any] | None = None
         self._listener: asyncio.Task[None] | None = None  # hears cancels (on Redis)
@@ -291,7 +292,7 @@ class RunService:
     async def _launch(self, run: Run, execute: Execute, thread: ThreadOps) -> Run:
         run.log = RunLog(run.log.entries, sink=self._sink(run.run_id))
         self.live[run.run_id] = run
-        self._of_thread.setdefault(run.thread_id, set()).add(run.run_id)
+        self._of_thread.setdefault(run.thread_id, {})[run.run_id] = None
         if self.shared:
             await self._heed_cancels(run)
         lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
@@ -567,5 +568,5 @@ class RunService:
     async def delete(self, run: Run) -> None:
         """Drop the record of a run that is over."""
         self.live.pop(run.run_id, None)
-        self._of_thread.get(run.thread_id, set()).discard(run.run_id)
+        self._of_thread.get(run.thread_id, {}).pop(run.run_id, None)
         await self.store.delete_run(run.run_id)
