@@ -9,11 +9,11 @@ watched, cancelled, answered) over the Agent Protocol routes. The tool's input i
 the agent's final answer as text (and its structured output as structured content), with the
 thread and the run in ``_meta``.
 
-Sessions are stateful (the SDK's ``Mcp-Session-Id``) and answers are SSE streams: an
-interrupt is asked of a client of the ``initialize`` handshake as an elicitation on the
-call's own stream, and the client's answer comes back on a later request of the same
-session, which a stateless server could not route; progress notifications ride the same
-stream. A client of 2026-07-28 (no session) gets the question as the call's
+Sessions are stateful (the SDK's ``Mcp-Session-Id``): an interrupt is asked of a client of
+the ``initialize`` handshake as an elicitation on the call's own SSE stream, and the client's
+answer comes back on a later request of the same session, which a stateless server could not
+route; progress notifications ride the same stream. A call nothing may precede (no progress
+asked, a client that cannot be asked) is answered in JSON (``_mcp_sessions``). A client of 2026-07-28 (no session) gets the question as the call's
 ``input_required`` result and answers it by calling again, with the ``request_state`` that
 names the thread. (LangGraph's ``/mcp`` is stateless and JSON-only: no progress, no
 questions.) Several pending interrupts are each asked (in turn, or one input request each),
@@ -119,13 +119,11 @@ class McpEndpoint:
     def _build(self) -> ASGIApp:
         from mcp.server.extension import compose_tool_call_handler
         from mcp.server.lowlevel import Server as McpServer
-        from mcp.server.streamable_http_manager import (
-            StreamableHTTPASGIApp,
-            StreamableHTTPSessionManager,
-        )
+        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
         from mcp_types import CallToolRequestParams, SubscriptionsListenRequestParams
 
         from ._mcp_listen import TaskListener
+        from ._mcp_sessions import McpSessions
         from ._mcp_tasks import McpTasks
 
         mcp_server: McpServer[Any] = McpServer(
@@ -133,6 +131,7 @@ class McpEndpoint:
             version=importlib.metadata.version("graph-agent"),
             instructions="Each tool is an agent: send it a message, go on with its thread_id.",
             on_list_tools=self._list_tools,
+            get_tool_input_schema=self._input_schema,
         )
         # the Tasks extension, applied as MCPServer(extensions=[...]) applies one
         tasks = McpTasks(self)
@@ -147,9 +146,7 @@ class McpEndpoint:
             "subscriptions/listen", SubscriptionsListenRequestParams, listen
         )
         # origins and hosts are checked by the app's own middleware (_guard), the token too
-        self._manager = StreamableHTTPSessionManager(
-            mcp_server, max_request_body_size=self.server.max_body
-        )
+        self._manager = McpSessions(mcp_server, max_request_body_size=self.server.max_body)
         return StreamableHTTPASGIApp(self._manager)
 
     @contextlib.asynccontextmanager
@@ -177,6 +174,12 @@ class McpEndpoint:
             for served in self.server.served.values()
         ]
         return ListToolsResult(tools=tools)
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of the tool ``name`` (``None``: there is none), which the SDK
+        checks a 2026-07-28 call's ``Mcp-Param`` headers against (without it, it lists the
+        tools on every call to find the schema)."""
+        return _INPUT_SCHEMA if name in self.server.served else None
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
