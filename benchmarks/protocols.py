@@ -5,8 +5,8 @@ its licensed runtime).
 The agent is W15's ``bench`` (``ReactAgent``, scripted model, K = 2), served by ``graph-agent
 serve serving_agents:agent --saver memory`` in its own process; benchmarks/protocols_client.py
 runs it over the Agent Protocol (``runs.wait``, ``runs.stream``), A2A (send, stream), MCP
-(``call_tool``) and AG-UI, in turns. The in-process run (``invoke`` on a ``MemorySaver``) is
-timed first. Per protocol:
+(``call_tool``, in a session and as a client of 2026-07-28) and AG-UI, in turns. The
+in-process run (``invoke`` on a ``MemorySaver``) is timed first. Per protocol:
 
 - ``added_cpu_us``: the server's CPU time per run less the in-process run's wall time (what
   serving over that protocol adds: HTTP, JSON, the run's records and log, the encoding);
@@ -41,6 +41,7 @@ ROOT = HERE.parent
 BASELINE = {
     "a2a_send": "ap_wait",
     "mcp_call": "ap_wait",
+    "mcp_call_modern": "ap_wait",
     "a2a_stream": "ap_stream",
     "agui": "ap_stream",
     "a2a_stream_chunks": "ap_stream_chunks",
@@ -50,7 +51,7 @@ SIZES = {"runs": 100, "trials": 5}
 SMOKE = {"runs": 3, "trials": 1}
 
 
-PER_RUN = "ap_wait,ap_stream,a2a_send,a2a_stream,mcp_call,agui"
+PER_RUN = "ap_wait,ap_stream,a2a_send,a2a_stream,mcp_call,mcp_call_modern,agui"
 PER_EVENT = "ap_stream,ap_stream_chunks,a2a_stream,a2a_stream_chunks,agui,agui_chunks"
 
 

@@ -11,15 +11,21 @@ sequential runs per trial, each on a new thread, the answer of each checked:
   the run's thread in their one call;
 - ``a2a_send``, ``a2a_stream``: A2A 1.0, ``a2a-sdk``'s client, a blocking ``SendMessage`` and
   a streamed one, each a new task in a new context;
-- ``mcp_call``: MCP, the official client's ``call_tool`` over streamable HTTP, one session;
+- ``mcp_call``: MCP, the official client's ``call_tool`` over streamable HTTP, one session
+  (the ``initialize`` handshake of the 2025 revisions);
+- ``mcp_call_modern``: the same call from the official ``mcp.Client`` of the 2026-07-28
+  revision (no session: each request stands alone);
 - ``agui``: AG-UI 1.0, ``POST /ag-ui/bench`` with a ``RunAgentInput`` on a new thread, its SSE
   read to the end (httpx; every event counted).
 
-The protocols take turns within a trial, every 20 runs (the order rotates from trial to
-trial), so the machine's drift and the server's growing heap fall on all alike; the median
-trial of each is reported: wall time per run,
-the server's CPU time per run (its ``/proc`` counters, less what it burns idle over the
-same wall time) and, for streams, the events a run sends. Prints one JSON object.
+The protocols take turns within a trial, every 20 runs (a slice; the order rotates from trial
+to trial), so the machine's drift and the server's growing heap fall on all alike. Per
+protocol, the median slice is reported: wall time per run, the server's CPU time per run (its
+CPU-time clock, less what it burns idle over the same wall time; the mean over all slices
+beside it) and, for streams, the events a run sends. The median, not the sum: the
+collector's full collections, 80-160 ms each once every few hundred runs as the in-memory
+server's heap grows, land in whichever slice runs then, and the sum of a trial charged them to
+that protocol alone. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -90,6 +96,19 @@ async def mcp_session(url: str) -> AsyncIterator[Any]:
         yield session
 
 
+@asynccontextmanager
+async def mcp_modern_client(url: str) -> AsyncIterator[Any]:
+    """The official ``mcp.Client`` of the 2026-07-28 revision: no session, a request each."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(timeout=60) as http:
+        transport = streamable_http_client(f"{url}/mcp", http_client=http)
+        async with Client(transport, mode="2026-07-28") as client:
+            yield client
+
+
 async def mcp_run(session: Any) -> int:
     result = await session.call_tool("bench", {"message": "go"})
     assert not result.is_error and result.content[0].text == ANSWER, result
@@ -136,6 +155,7 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
             a2a_client(args.url, "bench_chunks", streaming=True)
         )
         mcp = await stack.enter_async_context(mcp_session(args.url))
+        mcp_modern = await stack.enter_async_context(mcp_modern_client(args.url))
         http = await stack.enter_async_context(httpx.AsyncClient(timeout=60))
 
         # a thread made in the timed run, as the other protocols make theirs in their call
@@ -155,6 +175,7 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
             "a2a_send": lambda: a2a_run(a2a_plain),
             "a2a_stream": lambda: a2a_run(a2a_streaming),
             "mcp_call": lambda: mcp_run(mcp),
+            "mcp_call_modern": lambda: mcp_run(mcp_modern),
             "agui": lambda: agui_run(http, args.url),
             # the same streams of the agent whose answer comes in CHUNKS_ANSWER's words
             "ap_stream_chunks": lambda: ap_stream("bench_chunks", CHUNKS_ANSWER),
@@ -168,25 +189,21 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
             for _ in range(WARMUP):
                 await run()
         idle_before = await idle_cpu_share(args.server_pid)
-        wall: dict[str, list[float]] = {name: [] for name in runs}
+        wall: dict[str, list[float]] = {name: [] for name in runs}  # per run, a slice each
         cpu: dict[str, list[float]] = {name: [] for name in runs}
         events: dict[str, int] = {}
         names = list(runs)
         slices = max(1, args.runs // SLICE)
         for trial in range(args.trials):
             shift = trial % len(names)
-            spent = {name: [0.0, 0.0] for name in names}  # wall, server CPU
             for at in range(slices):
                 for name in names[shift:] + names[:shift]:
                     count = args.runs // slices + (at < args.runs % slices)
                     c0, t0 = cpu_seconds(args.server_pid), time.perf_counter()
                     for _ in range(count):
                         events[name] = await runs[name]()
-                    spent[name][0] += time.perf_counter() - t0
-                    spent[name][1] += cpu_seconds(args.server_pid) - c0
-            for name in names:
-                wall[name].append(spent[name][0] / args.runs)
-                cpu[name].append(spent[name][1] / args.runs)
+                    wall[name].append((time.perf_counter() - t0) / count)
+                    cpu[name].append((cpu_seconds(args.server_pid) - c0) / count)
         idle_after = await idle_cpu_share(args.server_pid)
     idle = (idle_before + idle_after) / 2
     out: dict[str, Any] = {"runs": args.runs, "trials": args.trials, "idle_cpu_share": idle}
@@ -195,6 +212,7 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
         out[name] = {
             "wall_us": round(median(wall[name]) * 1e6, 1),
             "server_cpu_us": round(median(busy) * 1e6, 1),
+            "server_cpu_mean_us": round(sum(busy) / len(busy) * 1e6, 1),
             "events_per_run": events[name],
         }
     return out

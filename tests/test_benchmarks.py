@@ -44,7 +44,7 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
                 "W17_search_memory", "W17_search_sqlite",
                 # W18: one served agent over every protocol (the a2a and mcp extras: make test)
                 "W18_ap_wait", "W18_ap_stream", "W18_a2a_send", "W18_a2a_stream", "W18_mcp_call",
-                "W18_agui"}  # fmt: skip
+                "W18_mcp_call_modern", "W18_agui"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
@@ -83,7 +83,13 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
     for name in {"W11_history_sqlite", "W11_history_redis"} & set(records):
         assert records[name]["decodes"] <= 5 * records[name]["n"], records[name]
     assert records["W7_subgraph"]["steps_per_invoke"] == 23
-    for name in ("W18_a2a_send", "W18_a2a_stream", "W18_mcp_call", "W18_agui"):
+    for name in (
+        "W18_a2a_send",
+        "W18_a2a_stream",
+        "W18_mcp_call",
+        "W18_mcp_call_modern",
+        "W18_agui",
+    ):
         assert records[name]["vs_agent_protocol"] is not None, records[name]
     for name in {n for n in records if n.startswith("W17_search_")}:
         assert records[name]["p99_us"] >= records[name]["per_op_us"] > 0, records[name]
