@@ -55,9 +55,11 @@ class _Dispatcher(JsonRpcDispatcher):
     """``JsonRpcDispatcher`` whose streams are written by ``_a2a_sse.sse_frames``."""
 
     @validate_version(PROTOCOL_VERSION_1_0)
-    async def _process_streaming_request(
+    async def _process_streaming_request(  # type: ignore[override]
         self, request_id: str | int | None, request_obj: Any, context: ServerCallContext
-    ) -> AsyncGenerator[dict[str, Any]]:
+    ) -> AsyncGenerator[bytes]:
+        """The stream's frames, ready to write (the SDK gives them to ``_create_response``
+        alone, which is ours)."""
         context.state[QUIET_AFTER] = context.state["server"].heartbeat
         if context.state.get("method") == "SendStreamingMessage":
             events = self.request_handler.on_message_send_stream(request_obj, context)

@@ -32,14 +32,15 @@ from a2a.utils import proto_utils  # noqa: E402
 from google.protobuf.json_format import MessageToDict  # noqa: E402
 from jsonrpc.jsonrpc2 import JSONRPC20Response  # noqa: E402
 
-from graph_agent.server._a2a_sse import event_answer, text_chunk  # noqa: E402
+from graph_agent.server._a2a_sse import EventFrames, event_answer, text_chunk  # noqa: E402
 
 
 def chunk(*parts: Part, **fields: Any) -> TaskArtifactUpdateEvent:
     artifact = fields.pop("artifact", None) or Artifact(
         artifact_id="t-result", name=fields.pop("name", "result"), parts=list(parts)
     )
-    return TaskArtifactUpdateEvent(task_id="t", context_id="c", artifact=artifact, **fields)
+    ids = {"task_id": "t", "context_id": "c", **fields}
+    return TaskArtifactUpdateEvent(artifact=artifact, **ids)
 
 
 def sdk_answer(event: Any, request_id: Any) -> Any:
@@ -79,6 +80,29 @@ def test_an_answer_chunk_is_put_in_the_json_the_sdk_writes(event: Any) -> None:
 def test_every_other_event_goes_through_the_sdk(event: Any) -> None:
     assert text_chunk(event) is None
     assert event_answer(event, 3) == sdk_answer(event, 3)
+
+
+def sdk_frame(event: Any, request_id: Any) -> bytes:
+    data = json.dumps(sdk_answer(event, request_id), ensure_ascii=False)
+    return f"data: {data}\r\n\r\n".encode()
+
+
+@pytest.mark.parametrize("request_id", ["s-1", 7, None])
+def test_a_streams_frames_are_the_json_the_sdk_writes_byte_for_byte(request_id: Any) -> None:
+    """The JSON around a chunk's text, made once per stream, holds whatever text comes in
+    (quotes, escapes, non-ASCII, the text of the spot it was made with) and each chunk's
+    own flags and ids."""
+    texts = ["Hello ", 'a "quoted" \\ word\n', "wörld ✓ ", "", "\x00chunk\x00", "end"]
+    events = [chunk(Part(text=t), append=i > 0) for i, t in enumerate(texts)]
+    events += [
+        chunk(Part(text="last"), append=True, last_chunk=True),
+        chunk(Part(text="other task"), task_id="t2"),
+        *TEXT_CHUNKS,
+        *OTHER_EVENTS,
+    ]
+    frames = EventFrames(request_id)
+    for event in events:
+        assert frames.frame(event) == sdk_frame(event, request_id), event
 
 
 def test_a_quiet_stream_sends_heartbeats_then_its_events() -> None:
