@@ -294,6 +294,9 @@ class RunService:
         self.live[run.run_id] = run
         self._of_thread.setdefault(run.thread_id, {})[run.run_id] = None
         if self.shared:
+            # taken up, it may still run in the process that began it: behind that one
+            # until the thread's lease says which (``_still_ours``)
+            run.behind = run.began and leased(thread.saver)
             await self._heed_cancels(run)
         lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
         queued = lock.locked()  # it waits for the thread's running one (enqueue)
@@ -307,12 +310,13 @@ class RunService:
     async def _heed_cancels(self, run: Run) -> None:
         """Hear the cancels other processes are asked of ``run`` (this process's listener,
         started with its first run), and cancel it before it starts if one was asked before
-        it was live here (a run taken up again, or one read elsewhere once it was recorded)."""
+        it was live here (a run taken up again, or one read elsewhere once it was recorded);
+        a run behind another process's reads it once its thread is leased (``_still_ours``)."""
         if self._listener is None:
             self._listener = asyncio.create_task(self.listen_for_cancels())
         with contextlib.suppress(asyncio.TimeoutError):  # Redis down: the run fails anyway
             await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_SECONDS)
-        said = await self._redis().cancel_requested(run.run_id)
+        said = None if run.behind else await self._redis().cancel_requested(run.run_id)
         if said is not None:
             await self.cancel(run, rollback=said == "rollback", wait=False)
 
@@ -327,7 +331,8 @@ class RunService:
 
     async def _heard(self, run_id: str, said: str) -> None:
         run = self.live.get(run_id)
-        if run is not None and run.active:  # (not started yet: it never starts)
+        # (not started yet: it never starts; behind: the process that runs it heard it too)
+        if run is not None and run.active and not run.behind:
             await self.cancel(run, rollback=said == "rollback", wait=False)
 
     async def _kept_cancels(self) -> None:
@@ -352,7 +357,7 @@ class RunService:
                     return
                 keeper = await self._lease(run, thread.saver)
                 try:
-                    if keeper is None or await self._still_ours(run):
+                    if keeper is None or await self._still_ours(run, thread):
                         await self._run_once(run, execute, thread)
                 finally:
                     if keeper is not None:
@@ -370,21 +375,34 @@ class RunService:
         while True:
             keeper = LeaseKeeper(saver, run.thread_id, token, self.lease_seconds)
             if await asyncio.to_thread(keeper.acquire):
-                run.lease, run.behind = token, False
+                run.lease = token  # (``behind`` until ``_still_ours`` read the run again)
                 return keeper
             run.behind = run.began  # taken up here, it may still run there
             run.started.set()  # queued behind another process's run: answered as pending
             await asyncio.sleep(LEASE_POLL_SECONDS)
 
-    async def _still_ours(self, run: Run) -> bool:
+    async def _still_ours(self, run: Run, thread: ThreadOps) -> bool:
         """Whether ``run`` is still to be run by this process, read again once its thread is
         leased: another process on the same store may have run it meanwhile (a restart's
-        recovery of a run that another server was running); then ``run`` takes its record."""
+        recovery of a run that another server was running); then ``run`` takes its record.
+        A run that waited behind that process is not run again if a cancel was asked of it
+        that the process did not heed (it stopped first): it ends ``cancelled`` (its thread
+        put back where it began, for a rollback)."""
         kept = await self.store.get_run(run.run_id)
-        if kept is None or kept.active:
+        waited, run.behind = run.behind, False
+        if kept is not None and not kept.active:
+            for name in Run.KEPT:
+                setattr(run, name, getattr(kept, name))
+            return False
+        said = None
+        if waited and self.shared:
+            said = await self._redis().cancel_requested(run.run_id)
+        if said is None:
             return True
-        for name in Run.KEPT:
-            setattr(run, name, getattr(kept, name))
+        run.mark("cancelled")
+        if said == "rollback":
+            run.rolled_back = True
+            await thread.restore(run.started_at_checkpoint)
         return False
 
     async def _run_once(self, run: Run, execute: Execute, thread: ThreadOps) -> None:

@@ -187,3 +187,76 @@ def test_a_run_taken_up_while_another_server_runs_it_is_read_as_that_server_s(
     assert got["followed"] and got["status"] == "running" and got["read"] == ["first"]
     assert [status for _, status in got["listed"]] == ["running"]
     assert got["taken"] == "success"
+
+
+class Hearing(RunService):
+    """A ``RunService`` that says each cancel it hears from other processes."""
+
+    heard: asyncio.Queue[str]
+
+    async def _heard(self, run_id: str, said: str) -> None:
+        await super()._heard(run_id, said)
+        self.heard.put_nowait(said)
+
+
+async def cancelled_while_behind(redis_url: str, *, driver_heeds: bool) -> dict[str, Any]:
+    prefix = f"f-{uuid.uuid4().hex[:8]}"
+    store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
+    saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
+    try:
+        # a run another server began (and holds its thread for) when this one takes it up
+        run = Run.new("t1", "agent", {}, {}, "enqueue")
+        run.mark("running")
+        run.began, run.started_at_checkpoint = True, "cp-0"
+        await store.put_run(run)
+        token = f"elsewhere/{run.run_id}/1"
+        assert await saver.aacquire_lease("t1", token, 30)
+        ran: list[str] = []
+        restored: list[str | None] = []
+
+        async def execute(run: Run) -> Any:
+            ran.append(run.run_id)
+
+        async def head() -> str | None:
+            return "cp-1"
+
+        async def restore(checkpoint_id: str | None) -> None:
+            restored.append(checkpoint_id)
+
+        here = Hearing(store)
+        here.heard = asyncio.Queue()
+        here.saver_of = lambda _: saver
+        [taken] = await here.recover(lambda _: (execute, ThreadOps(head, restore, saver)))
+        behind = taken.behind
+        await store.request_cancel(run.run_id, rollback=True)  # asked on a third server
+        heard = await asyncio.wait_for(here.heard.get(), 10)
+        kept = await store.get_run(run.run_id)
+        seen: dict[str, Any] = {"behind": behind, "heard": heard, "copy": taken.status}
+        seen["record"] = kept.status if kept is not None else None
+        if driver_heeds:  # the server that runs it stops it, puts its thread back, ends it
+            run.mark("cancelled")
+            await store.put_run(run)
+            await store.end_events(run.run_id)
+        await saver.arelease_lease("t1", token)  # (or it died first: its lease lapsed)
+        await asyncio.wait_for(here.join(taken), 10)
+        seen.update(taken=taken.status, ran=ran, restored=restored)
+        await here.release()
+        return seen
+    finally:
+        await store.aclose()
+        await saver.aclose()
+
+
+@pytest.mark.parametrize("driver_heeds", [True, False])
+def test_a_cancel_of_a_run_taken_up_behind_another_server_is_that_server_s_to_heed(
+    redis_url: str, driver_heeds: bool
+) -> None:
+    """While the server that runs it lives, the cancel is its: the copy taken up here does
+    not end the run's record early, and takes the record the run ends with there. Had that
+    server stopped before it heeded the cancel, the copy reads the cancel once it holds the
+    thread: it is not run again, and a rollback puts the thread back here."""
+    got = asyncio.run(cancelled_while_behind(redis_url, driver_heeds=driver_heeds))
+    assert got["behind"] and got["heard"] == "rollback"
+    assert got["copy"] == "pending" and got["record"] == "running"
+    assert got["taken"] == "cancelled" and got["ran"] == []
+    assert got["restored"] == ([] if driver_heeds else ["cp-0"])
