@@ -41,6 +41,7 @@ ROOT = HERE.parent
 BASELINE = {
     "a2a_send": "ap_wait",
     "mcp_call": "ap_wait",
+    "mcp_call_asking": "ap_wait",
     "mcp_call_modern": "ap_wait",
     "a2a_stream": "ap_stream",
     "agui": "ap_stream",
@@ -51,7 +52,7 @@ SIZES = {"runs": 100, "trials": 5}
 SMOKE = {"runs": 3, "trials": 1}
 
 
-PER_RUN = "ap_wait,ap_stream,a2a_send,a2a_stream,mcp_call,mcp_call_modern,agui"
+PER_RUN = "ap_wait,ap_stream,a2a_send,a2a_stream,mcp_call,mcp_call_asking,mcp_call_modern,agui"
 PER_EVENT = "ap_stream,ap_stream_chunks,a2a_stream,a2a_stream_chunks,agui,agui_chunks"
 
 

@@ -13,6 +13,8 @@ sequential runs per trial, each on a new thread, the answer of each checked:
   a streamed one, each a new task in a new context;
 - ``mcp_call``: MCP, the official client's ``call_tool`` over streamable HTTP, one session
   (the ``initialize`` handshake of the 2025 revisions);
+- ``mcp_call_asking``: the same, from a session whose client declared elicitation (its
+  calls answered over SSE: a run may stop to ask);
 - ``mcp_call_modern``: the same call from the official ``mcp.Client`` of the 2026-07-28
   revision (no session: each request stands alone);
 - ``agui``: AG-UI 1.0, ``POST /ag-ui/bench`` with a ``RunAgentInput`` on a new thread, its SSE
@@ -83,14 +85,20 @@ async def a2a_run(client: Any, answer: str = ANSWER) -> int:
 
 
 @asynccontextmanager
-async def mcp_session(url: str) -> AsyncIterator[Any]:
+async def mcp_session(url: str, *, asking: bool = False) -> AsyncIterator[Any]:
+    """An MCP session of the official client; ``asking``: it declares elicitation (never
+    asked here: the agent does not stop), so the server answers its calls over SSE."""
     from mcp import ClientSession
 
     from graph_agent.mcp import _sdk
 
+    async def never_asked(context: Any, params: Any) -> Any:
+        raise AssertionError(f"the bench agent asked {params}")
+
+    callbacks = {"elicitation_callback": never_asked} if asking else {}
     async with (
         _sdk.http_streams(f"{url}/mcp", None) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, **callbacks) as session,
     ):
         await session.initialize()
         yield session
@@ -155,6 +163,7 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
             a2a_client(args.url, "bench_chunks", streaming=True)
         )
         mcp = await stack.enter_async_context(mcp_session(args.url))
+        mcp_asking = await stack.enter_async_context(mcp_session(args.url, asking=True))
         mcp_modern = await stack.enter_async_context(mcp_modern_client(args.url))
         http = await stack.enter_async_context(httpx.AsyncClient(timeout=60))
 
@@ -175,6 +184,7 @@ async def phase(args: argparse.Namespace) -> dict[str, Any]:
             "a2a_send": lambda: a2a_run(a2a_plain),
             "a2a_stream": lambda: a2a_run(a2a_streaming),
             "mcp_call": lambda: mcp_run(mcp),
+            "mcp_call_asking": lambda: mcp_run(mcp_asking),
             "mcp_call_modern": lambda: mcp_run(mcp_modern),
             "agui": lambda: agui_run(http, args.url),
             # the same streams of the agent whose answer comes in CHUNKS_ANSWER's words

@@ -44,7 +44,7 @@ def test_every_workload_runs_and_prints_the_peer_fields(tmp_path: Path) -> None:
                 "W17_search_memory", "W17_search_sqlite",
                 # W18: one served agent over every protocol (the a2a and mcp extras: make test)
                 "W18_ap_wait", "W18_ap_stream", "W18_a2a_send", "W18_a2a_stream", "W18_mcp_call",
-                "W18_mcp_call_modern", "W18_agui"}  # fmt: skip
+                "W18_mcp_call_asking", "W18_mcp_call_modern", "W18_agui"}  # fmt: skip
     has_redis = bool(
         os.environ.get("REDIS_SERVER")
         or shutil.which("redis-server")
