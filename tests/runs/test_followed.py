@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -122,20 +124,32 @@ def test_a_cancel_asked_while_no_server_ran_the_run_is_read_when_it_is_taken_up(
     assert not ran
 
 
-async def taken_up_while_driven(redis_url: str) -> dict[str, Any]:
+@asynccontextmanager
+async def driven_elsewhere(
+    redis_url: str,
+) -> AsyncIterator[tuple[RedisRunStore, RedisSaver, Run, str]]:
+    """A run another server began and runs (its record, its first event, the lease of its
+    thread: the token), on a prefix of its own, when this one starts and takes up the runs
+    the store holds as running."""
     prefix = f"f-{uuid.uuid4().hex[:8]}"
     store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
     saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
     try:
-        # a run another server is running (its record, its first event, its lease) when
-        # this one starts and takes up the runs the store holds as running
         run = Run.new("t1", "agent", {}, {}, "enqueue")
         run.mark("running")
-        run.began = True
+        run.began, run.started_at_checkpoint = True, "cp-0"
         await store.put_run(run)
         await store.append_events(run.run_id, [Entry("1", EVENT, "first")])
         token = f"elsewhere/{run.run_id}/1"
         assert await saver.aacquire_lease("t1", token, 30)
+        yield store, saver, run, token
+    finally:
+        await store.aclose()
+        await saver.aclose()
+
+
+async def taken_up_while_driven(redis_url: str) -> dict[str, Any]:
+    async with driven_elsewhere(redis_url) as (store, saver, run, token):
 
         async def execute(run: Run) -> Any:
             raise AssertionError("the run ended where it ran: it is not run again here")
@@ -152,7 +166,7 @@ async def taken_up_while_driven(redis_url: str) -> dict[str, Any]:
         read = await here.get(run.run_id)
         listed = await here.thread_runs("t1")
         assert read is not None
-        seen = {
+        seen: dict[str, Any] = {
             "status": read.status,
             "followed": isinstance(read.log, _remote.RemoteLog),
             "listed": [(r.run_id, r.status) for r in listed],
@@ -171,9 +185,6 @@ async def taken_up_while_driven(redis_url: str) -> dict[str, Any]:
         seen["taken"] = taken.status
         await here.release()
         return seen
-    finally:
-        await store.aclose()
-        await saver.aclose()
 
 
 def test_a_run_taken_up_while_another_server_runs_it_is_read_as_that_server_s(
@@ -200,17 +211,7 @@ class Hearing(RunService):
 
 
 async def cancelled_while_behind(redis_url: str, *, driver_heeds: bool) -> dict[str, Any]:
-    prefix = f"f-{uuid.uuid4().hex[:8]}"
-    store = RedisRunStore.from_url(redis_url, prefix=f"{prefix}:runs")
-    saver = RedisSaver.from_url(redis_url, key_prefix=prefix)
-    try:
-        # a run another server began (and holds its thread for) when this one takes it up
-        run = Run.new("t1", "agent", {}, {}, "enqueue")
-        run.mark("running")
-        run.began, run.started_at_checkpoint = True, "cp-0"
-        await store.put_run(run)
-        token = f"elsewhere/{run.run_id}/1"
-        assert await saver.aacquire_lease("t1", token, 30)
+    async with driven_elsewhere(redis_url) as (store, saver, run, token):
         ran: list[str] = []
         restored: list[str | None] = []
 
@@ -242,9 +243,6 @@ async def cancelled_while_behind(redis_url: str, *, driver_heeds: bool) -> dict[
         seen.update(taken=taken.status, ran=ran, restored=restored)
         await here.release()
         return seen
-    finally:
-        await store.aclose()
-        await saver.aclose()
 
 
 @pytest.mark.parametrize("driver_heeds", [True, False])
