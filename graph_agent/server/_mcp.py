@@ -13,14 +13,14 @@ Sessions are stateful (the SDK's ``Mcp-Session-Id``): an interrupt is asked of a
 the ``initialize`` handshake as an elicitation on the call's own SSE stream, and the client's
 answer comes back on a later request of the same session, which a stateless server could not
 route; progress notifications ride the same stream. A call nothing may precede (no progress
-asked, a client that cannot be asked) is answered in JSON (``_mcp_sessions``). A client of 2026-07-28 (no session) gets the question as the call's
-``input_required`` result and answers it by calling again, with the ``request_state`` that
-names the thread. (LangGraph's ``/mcp`` is stateless and JSON-only: no progress, no
-questions.) Several pending interrupts are each asked (in turn, or one input request each),
-and the thread is resumed once with every answer keyed by interrupt id. A client that cannot
-be asked gets an error result naming the thread that waits and how to answer it. A client
-of 2026-07-28 that declares MCP's Tasks gets a long call (or one that waits for a person)
-as a task (``_mcp_tasks``).
+asked, a client that cannot be asked) is answered in JSON (``_mcp_sessions``). A client of
+2026-07-28 (no session) gets the question as the call's ``input_required`` result and
+answers it by calling again, with the ``request_state`` that names the thread. (LangGraph's
+``/mcp`` is stateless and JSON-only: no progress, no questions.) Several pending interrupts
+are each asked (in turn, or one input request each), and the thread is resumed once with
+every answer keyed by interrupt id. A client that cannot be asked gets an error result
+naming the thread that waits and how to answer it. A client of 2026-07-28 that declares
+MCP's Tasks gets a long call (or one that waits for a person) as a task (``_mcp_tasks``).
 """
 
 from __future__ import annotations
