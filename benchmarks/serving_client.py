@@ -99,14 +99,13 @@ def status_kib(pid: int, field: str) -> int | None:
 def cpu_seconds(pid: int) -> float:
     """The process's CPU time so far, all its threads: its CPU-time clock (the scheduler's
     own count, to the nanosecond) where the system gives one, else ``/proc/<pid>/stat``'s
-    user + system time (in clock ticks, which the kernel may charge by sampling: a slice of
-    a few hundred milliseconds then reads 10-30 % off)."""
+    user + system time (in clock ticks of 10 ms, which the kernel may charge by sampling)."""
     import os
     import time
 
-    clock = _cpu_clocks.get(pid)
-    if clock is None:
-        clock = _cpu_clocks[pid] = _cpu_clock_of(pid)
+    if pid not in _cpu_clocks:
+        _cpu_clocks[pid] = _cpu_clock_of(pid)
+    clock = _cpu_clocks[pid]
     if clock is not None:
         return time.clock_gettime(clock)
     with open(f"/proc/{pid}/stat") as stat:
